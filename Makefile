@@ -1,0 +1,35 @@
+# Two commands do all the setup on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
+export TIKTOKEN_CACHE_DIR ?=
+export GRAPHER_BENCHMARKS ?= $(abspath ../shared/benchmarks)
+
+.PHONY: demo test lint bench bench-latency tune clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PIP_INSTALL) torch==2.13.0
+	$(PIP_INSTALL) -e ".[all,dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/grapher demo
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check grapher_core langchain_grapher llama_index_grapher tests
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+bench-latency: $(STAMP)
+	$(VENV)/bin/grapher bench-latency --write docs/benchmarks.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,62 @@
+"""The core's plain data types: what goes into a reranker and what comes out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One object returned by a base retriever, the single input type of the core.
+
+    ``score`` is the base retriever's score (``None`` when the retriever gives none: seeds then
+    come from rank). ``metadata`` holds the enrichment fields the proximities read.
+    ``embedding`` is only needed by rankers or proximities that use vectors.
+    """
+
+    id: str
+    text: str = ""
+    score: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class CorpusObject:
+    """An object of a corpus before retrieval (a table, a passage, a chunk)."""
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One neighbour's share in lifting a candidate's score: the explanation unit."""
+
+    neighbour_id: str
+    kinds: tuple[str, ...]
+    edge_weight: float
+    contribution: float
+
+
+@dataclass(frozen=True)
+class RankedCandidate:
+    """A reranked candidate: its new score and rank, where it came from, and why it moved."""
+
+    id: str
+    score: float
+    original_score: float | None
+    rank: int
+    original_rank: int
+    candidate: Candidate
+    explanation: tuple[Contribution, ...] = ()
+
+    @property
+    def lifted(self) -> bool:
+        """True when the graph moved this candidate up the list."""
+        return self.rank < self.original_rank

