@@ -100,3 +100,29 @@ def normalise_entity(entity: str) -> str:
 def normalised_set(values: Iterable[str]) -> set[str]:
     """The distinct normalised, non-empty entities of ``values``."""
     return {n for n in (normalise_entity(v) for v in values) if n}
+
+
+LIST_FORMATS: tuple[str, ...] = ("list", "json", "delimited")
+
+
+def encode_list(values: Iterable[Any], fmt: str = "list", *,
+                delimiter: str = "|") -> list[Any] | str | None:
+    """Write a list field in a shape a given vector store keeps; :func:`read_list` reads all three.
+
+    ``"list"``: a native list, or ``None`` when empty (Chroma rejects empty lists: drop the key);
+    ``"json"``: a JSON-encoded string (stores that keep only scalars); ``"delimited"``: values
+    joined by ``delimiter`` (``ValueError`` when :func:`read_list` would not read the same values
+    back, e.g. a value containing the delimiter). The input is never modified.
+    """
+    if fmt not in LIST_FORMATS:
+        raise ValueError(f"list format must be one of {LIST_FORMATS}, got {fmt!r}")
+    items = list(values)
+    if fmt == "list":
+        return items or None
+    if fmt == "json":
+        return json.dumps(items, ensure_ascii=False)
+    text = delimiter.join(str(item) for item in items)
+    if read_list(text, delimiter + DEFAULT_DELIMITERS) != [str(i).strip() for i in items]:
+        raise ValueError(f"these values do not survive a {delimiter!r}-delimited string "
+                         f"(a value contains a delimiter?): {items[:5]}; use fmt='json'")
+    return text

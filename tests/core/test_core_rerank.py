@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from grapher_core import (
+    BaselineRanker,
+    Candidate,
+    ForeignKeys,
+    GraphReranker,
+    RankContext,
+    SharedEntities,
+)
+from grapher_core.graph import CandidateGraph
+
+
+def tables() -> list[Candidate]:
+    """Orders and Stores match the question; Customers only matters through its foreign key."""
+    return [
+        Candidate("shop.orders", "Table: orders", 0.90, {"foreign_keys": ["shop.customers",
+                                                                           "shop.stores"]}),
+        Candidate("shop.stores", "Table: stores", 0.85, {"foreign_keys": '["shop.orders"]'}),
+        Candidate("shop.products", "Table: products", 0.80, {}),
+        Candidate("shop.suppliers", "Table: suppliers", 0.75, {}),
+        Candidate("hr.staff", "Table: staff", 0.72, {}),
+        Candidate("shop.customers", "Table: customers", 0.40, {"foreign_keys": "shop.orders"}),
+    ]
+
+
+def test_foreign_key_lifts_linked_table_with_explanation() -> None:
+    results = GraphReranker([ForeignKeys()], ranker="gcs", alpha=0.1).rerank(tables(), top_n=5)
+    ids = [r.id for r in results]
+    assert ids[:2] == ["shop.orders", "shop.stores"]
+    assert "shop.customers" in ids  # 6th by the retriever, inside the top 5 after GCS
+    customers = next(r for r in results if r.id == "shop.customers")
+    assert customers.lifted and customers.original_rank == 6
+    assert customers.original_score == 0.40 and customers.score > 0.40
+    assert customers.explanation[0].neighbour_id == "shop.orders"
+    assert customers.explanation[0].kinds == ("structural",)
+    assert customers.explanation[0].edge_weight == 1.0
+    assert [r.rank for r in results] == [1, 2, 3, 4, 5]
+
+
+def test_baseline_keeps_the_retriever_order() -> None:
+    results = GraphReranker([ForeignKeys()], ranker="baseline").rerank(tables())
+    assert [r.id for r in results] == [c.id for c in tables()]
+
+
+def test_ppr_and_custom_ranker() -> None:
+    assert len(GraphReranker([ForeignKeys()], ranker="ppr").rerank(tables())) == 6
+
+    class Reverse:
+        name = "reverse"
+
+        def rank(self, graph: CandidateGraph, seeds: np.ndarray,
+                 context: RankContext) -> np.ndarray:
+            assert context.query == "q"
+            return -seeds
+
+    results = GraphReranker(ranker=Reverse()).rerank(tables(), query="q")
+    assert results[0].id == "shop.customers"
+
+
+def test_input_is_never_mutated() -> None:
+    given = tables()
+    snapshot = copy.deepcopy(given)
+    GraphReranker([ForeignKeys(), SharedEntities()]).rerank(given, top_n=2)
+    assert given == snapshot
+    assert [dict(c.metadata) for c in given] == [dict(c.metadata) for c in snapshot]
+
+
+def test_empty_and_single() -> None:
+    reranker = GraphReranker([ForeignKeys()])
+    assert reranker.rerank([]) == []
+    (only,) = reranker.rerank([Candidate("a", score=0.3)])
+    assert only.id == "a" and only.score == pytest.approx(0.3) and only.rank == 1
+
+
+def test_duplicate_ids_are_named() -> None:
+    with pytest.raises(ValueError, match=r"duplicate candidate ids: 'a'"):
+        GraphReranker().rerank([Candidate("a", score=1), Candidate("b", score=1),
+                                Candidate("a", score=2)])
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "0.5", True])
+def test_bad_scores_are_named(bad: object) -> None:
+    with pytest.raises(ValueError, match="'b'"):
+        GraphReranker().rerank([Candidate("a", score=1.0), Candidate("b", score=bad)])  # type: ignore[arg-type]
+
+
+def test_partial_scores_rejected_and_absent_scores_use_rank() -> None:
+    with pytest.raises(ValueError, match="no score"):
+        GraphReranker().rerank([Candidate("a", score=1.0), Candidate("b")])
+    results = GraphReranker([ForeignKeys()]).rerank(
+        [Candidate("a"), Candidate("b"), Candidate("c", metadata={"foreign_keys": ["a"]})]
+    )
+    assert [r.original_score for r in results] == [None, None, None]
+    assert results[0].id == "a"
+
+
+def test_bad_ids_and_types() -> None:
+    with pytest.raises(ValueError, match="position 1"):
+        GraphReranker().rerank([Candidate("a"), Candidate("")])
+    with pytest.raises(TypeError, match="position 0 is a dict"):
+        GraphReranker().rerank([{"id": "a"}])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="top_n"):
+        GraphReranker().rerank([Candidate("a")], top_n=-1)
+    with pytest.raises(TypeError, match="not a proximity"):
+        GraphReranker(["foreign_keys"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="seed_transform"):
+        GraphReranker(seed_transform="log")
+
+
+def test_negative_scores_are_scaled_not_rejected() -> None:
+    # Cosine similarities can be negative; seeds are min-max scaled so PPR accepts them too.
+    candidates = [Candidate("a", score=0.2), Candidate("b", score=-0.3),
+                  Candidate("c", score=-0.1, metadata={"foreign_keys": ["a"]})]
+    for ranker in ("gcs", "ppr"):
+        ids = [r.id for r in GraphReranker([ForeignKeys()], ranker=ranker).rerank(candidates)]
+        assert ids[0] == "a" and ids[-1] == "b"
+
+
+def test_hub_linked_to_everything_does_not_jump_ahead_under_gcs() -> None:
+    n = 50
+    candidates = [Candidate(f"c{i}", score=1.0 - i / n) for i in range(n - 1)]
+    candidates.append(Candidate("hub", score=0.01,
+                                metadata={"foreign_keys": [f"c{i}" for i in range(n - 1)]}))
+    results = GraphReranker([ForeignKeys()], ranker="gcs", alpha=0.1).rerank(candidates)
+    assert [r.id for r in results[:5]] == ["c0", "c1", "c2", "c3", "c4"]
+
+
+def test_self_links_outside_ids_and_malformed_metadata() -> None:
+    candidates = [
+        Candidate("a", score=1.0, metadata={"foreign_keys": ["a", "zzz"], "entities": 5}),
+        Candidate("b", score=0.5, metadata={"foreign_keys": {"bad": "shape"}, "entities": None}),
+        Candidate("c", score=0.1, metadata={"foreign_keys": "[broken json"}),
+    ]
+    reranker = GraphReranker([ForeignKeys(), SharedEntities()])
+    assert reranker.graph(candidates).n_edges == 0
+    assert [r.id for r in reranker.rerank(candidates)] == ["a", "b", "c"]
+
+
+def test_ranker_returning_wrong_shape_is_named() -> None:
+    class Broken:
+        name = "broken"
+
+        def rank(self, graph: CandidateGraph, seeds: np.ndarray,
+                 context: RankContext) -> np.ndarray:
+            return seeds[:-1]
+
+    with pytest.raises(ValueError, match="broken"):
+        GraphReranker(ranker=Broken()).rerank(tables())
+
+
+def test_order_invariance_of_scores() -> None:
+    given = tables()
+    reranker = GraphReranker([ForeignKeys()])
+    forward = {r.id: r.score for r in reranker.rerank(given)}
+    backward = {r.id: r.score for r in reranker.rerank(given[::-1])}
+    assert forward.keys() == backward.keys()
+    for key, value in forward.items():
+        assert backward[key] == pytest.approx(value)
+
+
+def test_explain_zero_and_baseline_alpha_error() -> None:
+    results = GraphReranker([ForeignKeys()], explain=0).rerank(tables())
+    assert all(r.explanation == () for r in results)
+    with pytest.raises(ValueError, match="alpha"):
+        GraphReranker(ranker=BaselineRanker(), alpha=0.5)
