@@ -59,7 +59,11 @@ class SentenceTransformerEmbedder:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()
 
                 path = self.model_path or default_model_path()
                 self._model = SentenceTransformer(path, device=self.device or "cpu")

@@ -38,7 +38,8 @@ class CandidateGraph:
         return np.diff(self.adjacency.indptr)
 
 
-def build_graph(candidates: Sequence[Candidate], proximities: Sequence[Proximity]) -> CandidateGraph:
+def build_graph(candidates: Sequence[Candidate],
+                proximities: Sequence[Proximity]) -> CandidateGraph:
     """Run every proximity over ``candidates`` and combine them into one sparse graph.
 
     Self-links are dropped. A proximity that returns a matrix of the wrong shape, or with

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -45,8 +46,11 @@ class Proximity(Protocol):
     against the others when they are summed into one adjacency matrix.
     """
 
-    kind: str
-    weight: float
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def weight(self) -> float: ...
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         """Return the ``n x n`` non-negative adjacency among ``candidates`` for this kind."""
@@ -84,6 +88,41 @@ def links_to_matrix(
     return matrix
 
 
+_NO_KEYS = np.zeros(0, dtype=np.int64)
+
+
+def entity_keys(value: object) -> np.ndarray:
+    """The distinct normalised entities of a metadata value, as 64-bit hash keys.
+
+    Hash keys let the entity graph be built with numpy alone; equal entities get equal keys
+    within a process (a collision between two different entities has probability ~n^2/2^64).
+    Lists and strings are parsed once and cached, since the same objects come back query
+    after query in a running service.
+    """
+    if value is None:
+        return _NO_KEYS
+    if type(value) is list:
+        try:
+            return _cached_entity_keys(tuple(value))
+        except TypeError:  # unhashable items: parse without the cache
+            return _entity_keys(value)
+    if type(value) is str:
+        return _cached_entity_keys(value)
+    return _entity_keys(value)
+
+
+def _entity_keys(value: object) -> np.ndarray:
+    entities = normalised_set(read_list(value))
+    return np.fromiter((hash(e) for e in sorted(entities)), dtype=np.int64, count=len(entities))
+
+
+@lru_cache(maxsize=1 << 16)
+def _cached_entity_keys(value: tuple[object, ...] | str) -> np.ndarray:
+    keys = _entity_keys(list(value) if isinstance(value, tuple) else value)
+    keys.flags.writeable = False  # shared between calls: nobody may modify it
+    return keys
+
+
 def _index_by(values: Iterable[tuple[int, Hashable]]) -> dict[Hashable, list[int]]:
     index: dict[Hashable, list[int]] = defaultdict(list)
     for position, value in values:
@@ -114,9 +153,8 @@ class ForeignKeys:
             targets = _index_by((i, c.id) for i, c in enumerate(candidates))
         else:
             field = self.target_field
-            targets = _index_by(
-                (i, key) for i, c in enumerate(candidates) for key in read_list(c.metadata.get(field))
-            )
+            targets = _index_by((i, key) for i, c in enumerate(candidates)
+                                for key in read_list(c.metadata.get(field)))
         rows: list[int] = []
         cols: list[int] = []
         for i, candidate in enumerate(candidates):
@@ -147,25 +185,21 @@ class SharedEntities:
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         n = len(candidates)
-        vocabulary: dict[str, int] = {}
-        indptr = [0]
-        indices: list[int] = []
-        for candidate in candidates:
-            for entity in normalised_set(read_list(candidate.metadata.get(self.field))):
-                indices.append(vocabulary.setdefault(entity, len(vocabulary)))
-            indptr.append(len(indices))
-        if not indices:
+        keys = [entity_keys(c.metadata.get(self.field)) for c in candidates]
+        lengths = np.fromiter((k.size for k in keys), dtype=np.int64, count=n)
+        if not lengths.any():
             return sp.csr_matrix((n, n))
-        incidence = sp.csr_matrix(
-            (np.ones(len(indices)), np.asarray(indices), np.asarray(indptr)),
-            shape=(n, len(vocabulary)),
-        )
+        # One column per distinct entity: np.unique over hashed keys, no per-entity Python.
+        columns, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+        indptr = np.concatenate(([0], np.cumsum(lengths)))
+        incidence = sp.csr_matrix((np.ones(inverse.size), inverse.ravel(), indptr),
+                                  shape=(n, columns.size))
         if self.max_share is not None:
             incidence = self._drop_hub_entities(incidence, n)
         sizes = np.diff(incidence.indptr).astype(np.float64)
-        inverse = np.divide(1.0, sizes, out=np.zeros_like(sizes), where=sizes > 0)
+        inverse_sizes = np.divide(1.0, sizes, out=np.zeros_like(sizes), where=sizes > 0)
         scaled = incidence.copy()
-        scaled.data *= np.repeat(inverse, np.diff(scaled.indptr))
+        scaled.data *= np.repeat(inverse_sizes, np.diff(scaled.indptr))
         # (B @ diag(1/|E|) B^T)[i, j] = |E_i ∩ E_j| / |E_j|; the diagonal (1) is removed.
         shared: sp.csr_matrix = (incidence @ scaled.T).tocsr()
         shared.setdiag(0.0)
@@ -214,7 +248,7 @@ class AdjacentChunks:
 
 @dataclass(frozen=True)
 class SemanticKNN:
-    """Semantic proximity: each candidate linked to its ``k`` most similar others (cosine >= threshold).
+    """Semantic proximity: each candidate linked to its ``k`` most similar others (cosine >= τ).
 
     Defaults follow the query-aware GNN paper (top-5, τ = 0.6). Candidates without an embedding
     get no semantic edges. Similarities are computed in row blocks so memory stays bounded for

@@ -66,29 +66,35 @@ class GraphReranker:
         top_n: int | None = None,
     ) -> list[RankedCandidate]:
         """Return the candidates in their new order (best first), ``top_n`` of them if given."""
-        candidates = validate_candidates(candidates)
+        candidates, scores = _validated(candidates)
         if top_n is not None and (not isinstance(top_n, int) or top_n < 0):
             raise ValueError(f"top_n must be a non-negative integer or None, got {top_n!r}")
         if not candidates:
             return []
-        seeds = make_seeds(candidates, self.seed_transform)
+        seeds = make_seeds(candidates, self.seed_transform, scores)
         graph = build_graph(candidates, self.proximities)
         context = RankContext(candidates, query, query_embedding)
-        scores = np.asarray(self.ranker.rank(graph, seeds, context), dtype=np.float64).ravel()
-        if scores.shape != seeds.shape or not np.all(np.isfinite(scores)):
+        ranked = np.asarray(self.ranker.rank(graph, seeds, context), dtype=np.float64).ravel()
+        if ranked.shape != seeds.shape or not np.all(np.isfinite(ranked)):
             raise ValueError(
-                f"ranker {self.ranker.name!r} returned {scores.shape[0]} scores for "
+                f"ranker {self.ranker.name!r} returned {ranked.shape[0]} scores for "
                 f"{len(candidates)} candidates, or non-finite scores"
             )
-        return _ranked(candidates, graph, scores, top_n, self.explain)
+        return _ranked(candidates, graph, ranked, top_n, self.explain)
 
 
 def validate_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Check types, ids and scores up front so errors name the problem, not a deep frame."""
+    return _validated(candidates)[0]
+
+
+def _validated(candidates: Sequence[Candidate]) -> tuple[list[Candidate], np.ndarray | None]:
     if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Sequence):
         candidates = list(candidates)
     items = list(candidates)
     for position, candidate in enumerate(items):
+        if type(candidate) is Candidate and type(candidate.id) is str and candidate.id:
+            continue
         if not isinstance(candidate, Candidate):
             raise TypeError(
                 f"candidate at position {position} is a {type(candidate).__name__}, "
@@ -96,11 +102,10 @@ def validate_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
             )
         if not isinstance(candidate.id, str) or not candidate.id:
             raise ValueError(f"candidate at position {position} has an empty or non-string id")
-    duplicates = [i for i, count in Counter(c.id for c in items).items() if count > 1]
-    if duplicates:
+    if len({c.id for c in items}) != len(items):
+        duplicates = [i for i, count in Counter(c.id for c in items).items() if count > 1]
         raise ValueError(f"duplicate candidate ids: {_names(duplicates)}")
-    original_scores(items)  # raises on partial, NaN, inf or non-numeric scores
-    return items
+    return items, original_scores(items)  # raises on partial, NaN, inf or non-numeric scores
 
 
 def _ranked(candidates: Sequence[Candidate], graph: CandidateGraph, scores: np.ndarray,
@@ -146,7 +151,7 @@ def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
         shares = transition.data[start:end] * scores[neighbours]
         top = np.argsort(-shares, kind="stable")[:limit]
         chosen = neighbours[top]
-        kinds_of = {int(j): [] for j in chosen}
+        kinds_of: dict[int, list[str]] = {int(j): [] for j in chosen}
         for kind, matrix in graph.by_kind.items():
             for j in _row(matrix, i):
                 if j in kinds_of:

@@ -39,6 +39,10 @@ def original_scores(candidates: Sequence[Candidate]) -> np.ndarray | None:
     when a score is not a finite number.
     """
     raw = [c.score for c in candidates]
+    if raw and all(type(s) is float for s in raw):  # the common case, checked in bulk
+        scores = np.array(raw, dtype=np.float64)
+        if np.all(np.isfinite(scores)):
+            return scores
     missing = [c.id for c, s in zip(candidates, raw, strict=True) if s is None]
     if len(missing) == len(raw):
         return None
@@ -50,11 +54,16 @@ def original_scores(candidates: Sequence[Candidate]) -> np.ndarray | None:
     return np.array(raw, dtype=np.float64)
 
 
-def make_seeds(candidates: Sequence[Candidate], transform: str = "auto") -> np.ndarray:
-    """Seed scores for ``candidates`` under one of the documented policies."""
+def make_seeds(candidates: Sequence[Candidate], transform: str = "auto",
+               scores: np.ndarray | None = None) -> np.ndarray:
+    """Seed scores for ``candidates`` under one of the documented policies.
+
+    ``scores`` may pass the already validated :func:`original_scores` to avoid a second pass.
+    """
     if transform not in SEED_TRANSFORMS:
         raise ValueError(f"seed_transform must be one of {SEED_TRANSFORMS}, got {transform!r}")
-    scores = original_scores(candidates)
+    if scores is None:
+        scores = original_scores(candidates)
     if scores is None or transform == "rank":
         return rank_seeds(len(candidates))
     if transform == "raw" or (transform == "auto" and (scores.size == 0 or scores.min() >= 0)):

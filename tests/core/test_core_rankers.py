@@ -55,9 +55,25 @@ def test_gcs_matches_closed_form(alpha: float, seed: int) -> None:
     n = int(rng.integers(2, 60))
     a = random_graph(rng, n, 0.1)
     s = rng.random(n)
-    np.testing.assert_allclose(gcs_scores(a, s, alpha, tol=1e-13), gcs_closed_form(a, s, alpha),
+    expected = gcs_closed_form(a, s, alpha)
+    np.testing.assert_allclose(gcs_scores(a, s, alpha, method="solve"), expected, atol=1e-9)
+    np.testing.assert_allclose(gcs_scores(a, s, alpha, tol=1e-13, method="iterate"), expected,
                                atol=1e-9)
-    np.testing.assert_allclose(gcs_scores(a, s, alpha), gcs_closed_form(a, s, alpha), atol=1e-6)
+    np.testing.assert_allclose(gcs_scores(a, s, alpha, method="iterate"), expected, atol=1e-6)
+    np.testing.assert_allclose(gcs_scores(a, s, alpha, tol=1e-13), expected, atol=1e-9)
+
+
+def test_gcs_solve_handles_directed_edges_into_sinks() -> None:
+    # 0 -> 1 -> 2, node 2 has no out-edges: its fixed-point value alpha * s_2 feeds node 1.
+    a = np.zeros((3, 3))
+    a[0, 1] = a[1, 2] = 1.0
+    s = np.array([0.2, 0.1, 0.9])
+    expected = gcs_closed_form(a, s, 0.3)
+    np.testing.assert_allclose(gcs_scores(a, s, 0.3, method="solve"), expected, atol=1e-12)
+    np.testing.assert_allclose(gcs_scores(a, s, 0.3, method="iterate", tol=1e-14), expected,
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="method"):
+        gcs_scores(a, s, 0.3, method="magic")
 
 
 @pytest.mark.parametrize("alpha", [0.15, 0.5, 0.9])
@@ -167,6 +183,7 @@ def test_gcs_properties(case: tuple) -> None:
     a = _matrix(n, edges)
     s = np.array(seeds)
     p = gcs_scores(a, s, alpha)
+    np.testing.assert_allclose(gcs_scores(a, s, alpha, method="solve"), p, atol=1e-6)
     assert np.all(np.isfinite(p))
     assert np.all(p >= s)  # never below the seed
     isolated = (np.asarray(a.sum(axis=1)).ravel() == 0)

@@ -1,0 +1,50 @@
+"""The `grapher demo` and `grapher bench-latency` commands, run in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grapher_core import SharedEntities, build_graph
+from grapher_core.cli import main
+from grapher_core.latency import measure, render, synthetic_candidates, write_section
+
+
+def test_demo_end_to_end_finds_the_table_plain_retrieval_misses(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("sentence_transformers")
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "5 SQLite databases" in out
+    assert "Perfect recall@5: dense retrieval no (2/3 tables), GraphER yes (3/3 tables)" in out
+    assert "Why retail.categories entered the top" in out
+    assert "lifted by retail.products (structural edge)" in out
+
+
+def test_cli_reports_bad_arguments_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert main(["bench-latency", "--sizes", "ten"]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_synthetic_entities_match_measured_density() -> None:
+    graph = build_graph(synthetic_candidates(200), [SharedEntities()])
+    assert 26 <= graph.n_edges / 200 <= 41  # spaCy entity graphs on the multi-hop sets
+    hubs_removed = build_graph(synthetic_candidates(2000), [SharedEntities(max_share=50)])
+    assert hubs_removed.n_edges < build_graph(synthetic_candidates(2000),
+                                              [SharedEntities()]).n_edges / 5
+
+
+def test_latency_rows_and_section_writing(tmp_path: Path) -> None:
+    row = measure(50, "gcs", [SharedEntities()], repeats=3)
+    assert row.n == 50 and row.edges > 0
+    assert 0 < row.graph_ms[0] <= row.graph_ms[1]
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# B\n\n<!-- latency:start -->\nold\n<!-- latency:end -->\n\n"
+                   "<!-- bench:start -->\nkeep me\n<!-- bench:end -->\n")
+    write_section(doc, render([row], "grapher bench-latency --sizes 50"))
+    text = doc.read_text()
+    assert "old" not in text and "keep me" in text
+    assert "| 50 | entities | gcs |" in text
+    assert "`grapher bench-latency --sizes 50`" in text
