@@ -4,7 +4,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
-export TIKTOKEN_CACHE_DIR ?=
 export GRAPHER_BENCHMARKS ?= $(abspath ../shared/benchmarks)
 
 .PHONY: demo test lint bench bench-latency tune clean
@@ -30,6 +29,17 @@ lint: $(STAMP)
 
 bench-latency: $(STAMP)
 	$(VENV)/bin/grapher bench-latency --write docs/benchmarks.md
+
+# Retrieval benchmarks on ../shared/benchmarks (docs/benchmarks.md, bench section).
+TUNE_JSON := bench_out/tune/tune.json
+
+tune: $(STAMP)
+	$(VENV)/bin/grapher tune --data $(GRAPHER_BENCHMARKS)/spider_train --out bench_out/tune
+
+bench: $(STAMP)
+	@test -f $(TUNE_JSON) || $(VENV)/bin/grapher tune --data $(GRAPHER_BENCHMARKS)/spider_train --out bench_out/tune
+	$(VENV)/bin/grapher bench --data $(GRAPHER_BENCHMARKS) --retriever all --out bench_out \
+		--tune-results $(TUNE_JSON) --write-doc docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,1 +1,41 @@
-"""LangChain integration."""
+"""LangChain integration: GraphER as a reranking compressor, a retriever and enrichment steps.
+
+>>> from langchain_classic.retrievers import ContextualCompressionRetriever
+>>> from langchain_grapher import GraphERReranker
+>>> from grapher_core import ForeignKeys
+>>> retriever = ContextualCompressionRetriever(
+...     base_compressor=GraphERReranker(proximities=[ForeignKeys()], top_n=5),
+...     base_retriever=store.as_retriever(search_kwargs={"k": 200}))
+
+A thin layer: types in, :mod:`grapher_core` does the work, types out.
+"""
+
+from langchain_grapher.convert import (
+    EXPLANATION_KEY,
+    RELEVANCE_SCORE_KEY,
+    RETRIEVAL_SCORE_KEY,
+    candidates_from_documents,
+)
+from langchain_grapher.embeddings import GraphEREmbeddings
+from langchain_grapher.reranker import GraphERReranker
+from langchain_grapher.retriever import GraphERRetriever
+from langchain_grapher.schema_loader import SQLSchemaLoader
+from langchain_grapher.transformers import (
+    ChunkLinkTransformer,
+    EntityTransformer,
+    LinkTransformer,
+)
+
+__all__ = [
+    "EXPLANATION_KEY",
+    "RELEVANCE_SCORE_KEY",
+    "RETRIEVAL_SCORE_KEY",
+    "ChunkLinkTransformer",
+    "EntityTransformer",
+    "GraphEREmbeddings",
+    "GraphERReranker",
+    "GraphERRetriever",
+    "LinkTransformer",
+    "SQLSchemaLoader",
+    "candidates_from_documents",
+]

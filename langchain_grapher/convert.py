@@ -1,0 +1,126 @@
+"""Type translation between LangChain ``Document`` objects and the core's candidates, nothing else.
+
+Ids: a document's ``Document.id`` is its candidate id. A document without one gets an internal
+id, ``"content:" + stable_id(page_content)``, used only inside the core (the output keeps
+``id=None``); two id-less documents with the same text cannot be told apart and are an error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+
+from grapher_core import Candidate, RankedCandidate
+from grapher_core.chunks import stable_id
+
+__all__ = [
+    "EXPLANATION_KEY",
+    "RELEVANCE_SCORE_KEY",
+    "RETRIEVAL_SCORE_KEY",
+    "candidate_id",
+    "candidates_from_documents",
+    "document_from_ranked",
+    "explanation_to_metadata",
+]
+
+RELEVANCE_SCORE_KEY = "relevance_score"
+"""Where the new score goes: the key every LangChain reranker writes."""
+RETRIEVAL_SCORE_KEY = "retrieval_score"
+"""Where :class:`~langchain_grapher.GraphERRetriever` keeps the base store's score."""
+EXPLANATION_KEY = "grapher_explanation"
+"""Where the neighbours that lifted a document are written when ``explain=True``."""
+
+
+def candidate_id(document: Document) -> str:
+    """The id the core sees for ``document``: its own id, or a hash of its text when it has none."""
+    if document.id is not None and str(document.id) != "":
+        return str(document.id)
+    return "content:" + stable_id(document.page_content)
+
+
+def candidates_from_documents(
+    documents: Sequence[Document],
+    *,
+    score_key: str | None = None,
+    scores: Sequence[float | None] | None = None,
+    embeddings: np.ndarray | None = None,
+) -> list[Candidate]:
+    """One :class:`Candidate` per document, in order; the documents are only read.
+
+    The base score comes from ``scores`` when given (a vector store's relevance scores), else
+    from ``metadata[score_key]`` when ``score_key`` is set, else it is ``None`` (seeds from rank).
+    Score validation (missing for some, not a number) is the core's, with the ids named.
+    """
+    if isinstance(documents, Document):
+        raise TypeError("expected a sequence of Documents, got a single Document")
+    for position, document in enumerate(documents):
+        if not isinstance(document, Document):
+            raise TypeError(f"item at position {position} is a {type(document).__name__}, "
+                            "not a langchain_core Document")
+    if scores is not None and len(scores) != len(documents):
+        raise ValueError(f"got {len(scores)} scores for {len(documents)} documents")
+    if embeddings is not None and len(embeddings) != len(documents):
+        raise ValueError(f"got {len(embeddings)} embeddings for {len(documents)} documents")
+    ids = [candidate_id(document) for document in documents]
+    _check_unique(ids, documents)
+    out = []
+    for position, (document, object_id) in enumerate(zip(documents, ids, strict=True)):
+        if scores is not None:
+            score: Any = scores[position]
+        elif score_key is not None:
+            score = document.metadata.get(score_key)
+        else:
+            score = None
+        out.append(Candidate(
+            id=object_id,
+            text=document.page_content,
+            score=score,
+            metadata=document.metadata,
+            embedding=None if embeddings is None else embeddings[position],
+        ))
+    return out
+
+
+def document_from_ranked(ranked: RankedCandidate, original: Document, *, explain: bool = False,
+                         extra: Mapping[str, Any] | None = None) -> Document:
+    """A new Document for a reranked candidate: same id and text, copied metadata plus scores."""
+    metadata = dict(original.metadata)
+    if extra:
+        metadata.update(extra)
+    metadata[RELEVANCE_SCORE_KEY] = ranked.score
+    if explain:
+        metadata[EXPLANATION_KEY] = explanation_to_metadata(ranked)
+    return Document(id=original.id, page_content=original.page_content, metadata=metadata)
+
+
+def explanation_to_metadata(ranked: RankedCandidate) -> list[dict[str, Any]]:
+    """The explanation as plain JSON-able dicts (neighbour id, edge kinds, weight, share)."""
+    return [
+        {
+            "neighbour_id": item.neighbour_id,
+            "kinds": list(item.kinds),
+            "edge_weight": item.edge_weight,
+            "contribution": item.contribution,
+        }
+        for item in ranked.explanation
+    ]
+
+
+def _check_unique(ids: Sequence[str], documents: Sequence[Document]) -> None:
+    repeated = {i for i, count in Counter(ids).items() if count > 1}
+    if not repeated:
+        return
+    named = sorted(i for i in repeated if not i.startswith("content:"))
+    if named:
+        shown = ", ".join(repr(i) for i in named[:5])
+        raise ValueError(f"duplicate document ids: {shown}"
+                         + (f" and {len(named) - 5} more" if len(named) > 5 else ""))
+    positions = [p for p, i in enumerate(ids) if i in repeated]
+    raise ValueError(
+        "documents without an id and with identical text cannot be told apart "
+        f"(positions {positions[:10]}): give them ids (Document.id) or deduplicate them"
+    )

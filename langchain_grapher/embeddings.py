@@ -1,0 +1,48 @@
+"""A LangChain ``Embeddings`` over the core's embedders (default: the packaged offline MiniLM).
+
+Lets a vector store such as Chroma use the same model as the benchmarks without any download
+(Chroma's own default embedding function downloads a model on first use).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
+
+from grapher_core.embeddings import Embedder, default_embedder
+
+__all__ = ["GraphEREmbeddings"]
+
+
+class GraphEREmbeddings(Embeddings):
+    """``Embeddings`` backed by a :class:`grapher_core.embeddings.Embedder`.
+
+    >>> embeddings = GraphEREmbeddings()          # the packaged all-MiniLM-L6-v2, 384-d
+    >>> store = Chroma(embedding_function=embeddings)
+    """
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = np.asarray(self.embedder.embed_documents(list(texts)), dtype=np.float64)
+        return vectors.tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return np.asarray(self.embedder.embed_query(text), dtype=np.float64).tolist()
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        # The model is CPU-bound: run it in a thread so the event loop stays free.
+        return await run_in_executor(None, self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return await run_in_executor(None, self.embed_query, text)
+
+    def __repr__(self) -> str:
+        name: Any = getattr(self.embedder, "name", type(self.embedder).__name__)
+        return f"GraphEREmbeddings({name!r})"

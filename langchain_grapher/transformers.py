@@ -1,0 +1,243 @@
+"""Document transformers that write GraphER's enrichment metadata (offline, one pass).
+
+* :class:`EntityTransformer` -- named entities (conceptual edges, ``SharedEntities()``);
+* :class:`ChunkLinkTransformer` -- document id + chunk index (contextual, ``AdjacentChunks()``);
+* :class:`LinkTransformer` -- hyperlinks resolved to document ids (structural,
+  ``ForeignKeys(field="links")``).
+
+Each returns *new* documents (same ``id``, same text, a copy of the metadata plus its field) and
+writes lists in the shape the target vector store keeps (``list_format``): ``"list"`` (native;
+an empty list is left out, as Chroma rejects it), ``"json"`` or ``"delimited"`` for stores that
+keep only scalars. The proximities read all three shapes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.documents import BaseDocumentTransformer, Document
+from pydantic import BaseModel, ConfigDict
+
+from grapher_core.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
+from grapher_core.links import build_target_index, extract_links, resolve_links
+from grapher_core.metadata import encode_list
+
+__all__ = ["ChunkLinkTransformer", "EntityTransformer", "LinkTransformer", "ListFormat"]
+
+ListFormat = Literal["list", "json", "delimited"]
+
+
+def with_list(document: Document, field: str, values: Iterable[Any],
+              list_format: str) -> Document:
+    """A new Document with ``metadata[field]`` = ``values`` encoded; the input is not touched."""
+    metadata = dict(document.metadata)
+    encoded = encode_list(values, list_format)
+    if encoded is None:
+        metadata.pop(field, None)
+    else:
+        metadata[field] = encoded
+    return Document(id=document.id, page_content=document.page_content, metadata=metadata)
+
+
+def _check_documents(documents: Sequence[Document]) -> list[Document]:
+    if isinstance(documents, Document):
+        raise TypeError("expected a sequence of Documents, got a single Document")
+    items = list(documents)
+    for position, document in enumerate(items):
+        if not isinstance(document, Document):
+            raise TypeError(f"item at position {position} is a {type(document).__name__}, "
+                            "not a langchain_core Document")
+    return items
+
+
+class EntityTransformer(BaseDocumentTransformer, BaseModel):
+    """Write each document's named entities to ``metadata[field]`` (default ``"entities"``).
+
+    Backed by :mod:`grapher_core.enrich`: offline spaCy NER by default, or any core extractor
+    (e.g. ``OpenAIEntityExtractor(model, base_url=...)`` for the paper's LLM prompt). With a
+    ``cache`` (an ``EntityCache`` or a path to one) a re-run only extracts new texts. A document
+    whose extraction failed gets no field (no conceptual edges) and a warning; ``strict=True``
+    raises instead.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    extractor: Any = None
+    """A core entity extractor; ``None`` = ``SpacyEntityExtractor()`` (loaded on first use)."""
+    cache: Any = None
+    """An ``EntityCache``, a path to one (created if absent), or ``None``."""
+    field: str = "entities"
+    list_format: ListFormat = "list"
+    strict: bool = False
+
+    def _extractor(self) -> Any:
+        if self.extractor is None:
+            from grapher_core.enrich import SpacyEntityExtractor
+
+            self.extractor = SpacyEntityExtractor()
+        return self.extractor
+
+    def _cache(self) -> Any:
+        if isinstance(self.cache, (str, Path)):
+            from grapher_core.enrich import EntityCache
+
+            self.cache = EntityCache(self.cache)
+        return self.cache
+
+    def transform_documents(self, documents: Sequence[Document], **kwargs: Any
+                            ) -> Sequence[Document]:
+        from grapher_core.enrich import extract_entities
+
+        items = _check_documents(documents)
+        entities = extract_entities([d.page_content for d in items], self._extractor(),
+                                    cache=self._cache())
+        return self._write(items, entities)
+
+    async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any
+                                   ) -> Sequence[Document]:
+        from grapher_core.enrich import aextract_entities
+
+        items = _check_documents(documents)
+        entities = await aextract_entities([d.page_content for d in items], self._extractor(),
+                                           cache=self._cache())
+        return self._write(items, entities)
+
+    def _write(self, items: list[Document], entities: list[list[str] | None]) -> list[Document]:
+        failed = [position for position, found in enumerate(entities) if found is None]
+        if failed:
+            message = (f"entity extraction failed for {len(failed)} of {len(items)} documents "
+                       f"(positions {failed[:10]}); they get no {self.field!r} field")
+            if self.strict:
+                raise RuntimeError(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+        return [
+            document if found is None else with_list(document, self.field, found,
+                                                     self.list_format)
+            for document, found in zip(items, entities, strict=True)
+        ]
+
+
+class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
+    """Write ``doc_id`` and ``chunk_index`` (and ``n_chunks_in_doc``) for adjacent-chunk edges.
+
+    With a ``text_splitter`` (any LangChain splitter) it takes whole documents, splits each and
+    numbers its chunks; the document id is the first of ``doc_keys`` found in its metadata, else
+    its ``Document.id``, else a hash of its text. Without one it takes chunks already split and
+    groups them by the first of ``doc_keys`` in their metadata (a splitter copies ``source``
+    from the parent), ordering each group by ``metadata["start_index"]`` when every chunk has
+    it (``add_start_index=True``), else by list order. ``set_ids`` gives id-less chunks the
+    stable id ``"<doc_id>#<chunk_index>"``.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    text_splitter: Any = None
+    """A LangChain ``TextSplitter`` (anything with ``split_documents``), or ``None``."""
+    doc_keys: tuple[str, ...] = DEFAULT_DOC_KEYS
+    doc_field: str = "doc_id"
+    index_field: str = "chunk_index"
+    count_field: str | None = "n_chunks_in_doc"
+    start_key: str = "start_index"
+    set_ids: bool = True
+
+    def transform_documents(self, documents: Sequence[Document], **kwargs: Any
+                            ) -> Sequence[Document]:
+        items = _check_documents(documents)
+        if self.text_splitter is None:
+            return self._number(items, [self._chunk_doc_id(d, p) for p, d in enumerate(items)])
+        if not hasattr(self.text_splitter, "split_documents"):
+            raise TypeError("text_splitter must have split_documents(documents), got "
+                            f"{type(self.text_splitter).__name__}")
+        chunks: list[Document] = []
+        doc_ids: list[str] = []
+        for parent in items:
+            parent_id = document_id(parent.metadata, keys=self.doc_keys, object_id=parent.id,
+                                    text=parent.page_content)
+            assert parent_id is not None
+            pieces = self.text_splitter.split_documents([parent])
+            chunks.extend(pieces)
+            doc_ids.extend([parent_id] * len(pieces))
+        return self._number(chunks, doc_ids, use_starts=False)
+
+    def _chunk_doc_id(self, document: Document, position: int) -> str:
+        found = document_id(document.metadata, keys=self.doc_keys)
+        if found is None:
+            raise ValueError(
+                f"chunk at position {position} has none of the metadata keys {self.doc_keys} "
+                "naming its document: set doc_keys, or pass text_splitter= to split whole "
+                "documents"
+            )
+        return found
+
+    def _number(self, chunks: list[Document], doc_ids: list[str], *,
+                use_starts: bool = True) -> list[Document]:
+        starts = [c.metadata.get(self.start_key) for c in chunks] if use_starts else None
+        positions = chunk_positions(doc_ids, starts)
+        out = []
+        for chunk, position in zip(chunks, positions, strict=True):
+            metadata = dict(chunk.metadata)
+            metadata.update(position.as_metadata(doc_field=self.doc_field,
+                                                 index_field=self.index_field,
+                                                 count_field=self.count_field))
+            chunk_id = chunk.id
+            if chunk_id is None and self.set_ids:
+                chunk_id = f"{position.doc_id}#{position.chunk_index}"
+            out.append(Document(id=chunk_id, page_content=chunk.page_content,
+                                metadata=metadata))
+        return out
+
+
+class LinkTransformer(BaseDocumentTransformer, BaseModel):
+    """Write the ids of the documents each document links to (``metadata[field]``, ``"links"``).
+
+    Links are read from the text (HTML ``<a href>`` and/or Markdown, ``fmt``) and resolved to
+    ``Document.id`` values: through ``id_by_target`` (link target -> id, e.g. URL -> id) when
+    given, else through the documents of the same call, each reachable by its id and by the
+    values of ``url_keys`` in its metadata (``source``, ``url``). Relative links are resolved
+    against the linking document's own URL. Links to unknown targets are dropped. Rank with
+    ``ForeignKeys(field="links")``.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    field: str = "links"
+    fmt: Literal["auto", "html", "markdown"] = "auto"
+    id_by_target: dict[str, str] | None = None
+    url_keys: tuple[str, ...] = ("source", "url")
+    list_format: ListFormat = "list"
+
+    def transform_documents(self, documents: Sequence[Document], **kwargs: Any
+                            ) -> Sequence[Document]:
+        items = _check_documents(documents)
+        index = build_target_index(self.id_by_target if self.id_by_target is not None
+                                   else self._pairs(items))
+        out = []
+        for document in items:
+            targets = extract_links(document.page_content, self.fmt)
+            ids = resolve_links(targets, index, base=self._url(document.metadata),
+                                self_id=document.id)
+            out.append(with_list(document, self.field, ids, self.list_format))
+        return out
+
+    def _url(self, metadata: Mapping[str, Any]) -> str | None:
+        for key in self.url_keys:
+            value = metadata.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return None
+
+    def _pairs(self, items: list[Document]) -> list[tuple[str, str]]:
+        pairs: list[tuple[str, str]] = []
+        for document in items:
+            if not document.id:
+                continue
+            pairs.append((str(document.id), str(document.id)))
+            for key in self.url_keys:
+                value = document.metadata.get(key)
+                if isinstance(value, str) and value.strip():
+                    pairs.append((value.strip(), str(document.id)))
+        return pairs
+
