@@ -17,7 +17,7 @@ import numpy as np
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from grapher_core import GraphReranker
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
@@ -59,21 +59,23 @@ class GraphERReranker(BaseDocumentCompressor):
     explain: bool = False
     """Write the top contributing neighbours into ``metadata["grapher_explanation"]``."""
 
+    _core: GraphReranker | None = PrivateAttr(default=None)
+
     @model_validator(mode="after")
-    def _check_core(self) -> GraphERReranker:
-        """Build the core reranker once now, so a bad field fails at construction."""
-        _ = self.core
+    def _build_core(self) -> GraphERReranker:
+        """Build the core reranker from the fields: at construction (so a bad field fails
+        there) and again after any field assignment (``validate_assignment`` re-runs this), so
+        per-query calls reuse it -- a learned ranker loads its checkpoint once, not per query."""
+        self._core = GraphReranker(self.proximities, self.ranker, self.alpha,
+                                   seed_transform=self.seed_transform,
+                                   explain=3 if self.explain else 0)
         return self
 
     @property
     def core(self) -> GraphReranker:
-        """The :class:`grapher_core.GraphReranker` for the current fields.
-
-        Built per call (microseconds), so changing a field later always takes effect.
-        """
-        return GraphReranker(self.proximities, self.ranker, self.alpha,
-                             seed_transform=self.seed_transform,
-                             explain=3 if self.explain else 0)
+        """The :class:`grapher_core.GraphReranker` for the current fields."""
+        assert self._core is not None
+        return self._core
 
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Callbacks | None = None) -> Sequence[Document]:
