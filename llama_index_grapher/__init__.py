@@ -1,1 +1,33 @@
-"""LlamaIndex integration."""
+"""LlamaIndex integration: GraphER reranking as a node postprocessor, enrichment as extractors.
+
+>>> index.as_query_engine(node_postprocessors=[GraphERPostprocessor(top_n=5)])
+
+Everything that ranks lives in :mod:`grapher_core`; this package only translates types.
+"""
+
+from llama_index_grapher.convert import (
+    ADJACENT_FIELD,
+    RETRIEVAL_SCORE_KEY,
+    SOURCE_FIELD,
+    candidate_from_node,
+    candidates_from_nodes,
+    relationship_proximity,
+)
+from llama_index_grapher.extractors import GraphEREntityExtractor, GraphERLinkExtractor
+from llama_index_grapher.postprocessor import EXPLANATION_KEY, GraphERPostprocessor
+from llama_index_grapher.schema_reader import TABLE_ID_FIELD, GraphERSchemaReader
+
+__all__ = [
+    "ADJACENT_FIELD",
+    "EXPLANATION_KEY",
+    "RETRIEVAL_SCORE_KEY",
+    "SOURCE_FIELD",
+    "TABLE_ID_FIELD",
+    "GraphEREntityExtractor",
+    "GraphERLinkExtractor",
+    "GraphERPostprocessor",
+    "GraphERSchemaReader",
+    "candidate_from_node",
+    "candidates_from_nodes",
+    "relationship_proximity",
+]

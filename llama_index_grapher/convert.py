@@ -1,0 +1,114 @@
+"""Type translation between LlamaIndex nodes and the core's candidates, and nothing else.
+
+LlamaIndex node parsers record ``PREVIOUS`` / ``NEXT`` / ``SOURCE`` relationships on every
+chunk, and those survive a vector-store round trip. The wrapper turns them into two reserved
+metadata fields on the :class:`~grapher_core.Candidate` (never on the user's node):
+
+* :data:`ADJACENT_FIELD` -- the ids of the previous and next chunks, read by
+  ``ForeignKeys(field=ADJACENT_FIELD, kind="contextual")`` (:func:`relationship_proximity`),
+  so chunk adjacency works with zero metadata configuration;
+* :data:`SOURCE_FIELD` -- the id of the source document, for "same document" proximities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    RelatedNodeInfo,
+)
+
+from grapher_core import Candidate, ForeignKeys, RankedCandidate
+
+__all__ = [
+    "ADJACENT_FIELD",
+    "RETRIEVAL_SCORE_KEY",
+    "SOURCE_FIELD",
+    "candidate_from_node",
+    "candidates_from_nodes",
+    "node_from_ranked",
+    "relationship_proximity",
+]
+
+ADJACENT_FIELD = "_grapher_adjacent"
+SOURCE_FIELD = "_grapher_source"
+# The key SentenceTransformerRerank uses for the same purpose.
+RETRIEVAL_SCORE_KEY = "retrieval_score"
+
+
+def relationship_proximity(weight: float = 1.0) -> ForeignKeys:
+    """Contextual edges between chunks that LlamaIndex marked as PREVIOUS / NEXT of each other."""
+    return ForeignKeys(field=ADJACENT_FIELD, kind="contextual", weight=weight, symmetric=True)
+
+
+def _related_ids(relation: Any) -> list[str]:
+    """Node ids of one relationship entry; malformed entries give none (never an error)."""
+    if isinstance(relation, RelatedNodeInfo):
+        return [relation.node_id] if relation.node_id else []
+    if isinstance(relation, list):
+        return [r.node_id for r in relation if isinstance(r, RelatedNodeInfo) and r.node_id]
+    return []
+
+
+def candidate_from_node(item: NodeWithScore) -> Candidate:
+    """One :class:`Candidate` from a retrieved node: id, text, score, metadata, embedding.
+
+    The node's metadata is copied (the candidate is read-only anyway) and the reserved
+    relationship fields are added to the copy when the node has relationships.
+    """
+    if not isinstance(item, NodeWithScore):
+        raise TypeError(
+            f"GraphERPostprocessor expects NodeWithScore items, got {type(item).__name__}"
+        )
+    node: BaseNode = item.node
+    metadata: dict[str, Any] = dict(node.metadata)
+    relationships = node.relationships
+    if relationships:
+        adjacent = _related_ids(relationships.get(NodeRelationship.PREVIOUS))
+        adjacent += _related_ids(relationships.get(NodeRelationship.NEXT))
+        if adjacent:
+            metadata[ADJACENT_FIELD] = adjacent
+        source = _related_ids(relationships.get(NodeRelationship.SOURCE))
+        if source:
+            metadata[SOURCE_FIELD] = source[0]
+    embedding = None if node.embedding is None else np.asarray(node.embedding, dtype=np.float32)
+    return Candidate(
+        id=node.node_id,
+        text=node.get_content(metadata_mode=MetadataMode.NONE),
+        score=item.score,
+        metadata=metadata,
+        embedding=embedding,
+    )
+
+
+def candidates_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Candidate]:
+    """Candidates in the retriever's order (the order matters when no node has a score)."""
+    return [candidate_from_node(item) for item in nodes]
+
+
+def node_from_ranked(ranked: RankedCandidate, original: NodeWithScore, *,
+                     keep_retrieval_score: bool = False) -> NodeWithScore:
+    """A new ``NodeWithScore`` with the graph score, on a copy of the original node.
+
+    The copy has its own metadata dict, relationship dict and excluded-key lists, so neither
+    this postprocessor nor a later one can change the caller's nodes through it.
+    """
+    node = original.node
+    metadata = dict(node.metadata)
+    if keep_retrieval_score:
+        metadata[RETRIEVAL_SCORE_KEY] = original.score
+    copied = node.model_copy(
+        update={
+            "metadata": metadata,
+            "relationships": dict(node.relationships),
+            "excluded_embed_metadata_keys": list(node.excluded_embed_metadata_keys),
+            "excluded_llm_metadata_keys": list(node.excluded_llm_metadata_keys),
+        }
+    )
+    return NodeWithScore(node=copied, score=ranked.score)

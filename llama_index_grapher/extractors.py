@@ -1,0 +1,188 @@
+"""GraphER enrichment as LlamaIndex metadata extractors (for an ``IngestionPipeline``).
+
+Each extractor writes one list field that a core proximity reads at query time:
+
+* :class:`GraphEREntityExtractor` -> ``"entities"`` for ``SharedEntities()`` (offline spaCy NER by
+  default, or any ``grapher_core.enrich`` extractor such as the OpenAI one);
+* :class:`GraphERLinkExtractor` -> ``"links"`` for ``ForeignKeys("links", target_field=...)``.
+
+Both keep their field out of the text that is embedded or sent to an LLM, never rewrite the
+node's ``text_template``, and by default work on copies (``in_place=False``).
+
+Vector stores differ in what they keep: Chroma (``flat_metadata=False``) takes non-empty lists
+of strings, flat stores take scalars only. ``list_format="native"`` writes lists and omits empty
+ones; ``list_format="json"`` writes JSON strings, which every store keeps and
+:func:`grapher_core.metadata.read_list` reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.extractors.interface import BaseExtractor
+from llama_index.core.schema import BaseNode, MetadataMode
+
+__all__ = [
+    "GraphEREntityExtractor",
+    "GraphERLinkExtractor",
+    "ListFormat",
+    "encode_list",
+    "exclude_from_text",
+]
+
+logger = logging.getLogger(__name__)
+
+ListFormat = Literal["native", "json"]
+
+
+def encode_list(values: Sequence[Any], list_format: ListFormat) -> Any:
+    """A list value as the chosen store-friendly shape; ``None`` means "do not write the key".
+
+    Native lists must be non-empty and flat (Chroma rejects empty and nested lists), so an empty
+    list is omitted and a nested one is written as JSON.
+    """
+    values = list(values)
+    if list_format == "json":
+        return json.dumps(values, ensure_ascii=False)
+    if list_format != "native":
+        raise ValueError(f"list_format must be 'native' or 'json', got {list_format!r}")
+    if not values:
+        return None
+    if any(isinstance(v, (list, tuple, dict)) for v in values):
+        return json.dumps(values, ensure_ascii=False)
+    return values
+
+
+def exclude_from_text(node: BaseNode, keys: Sequence[str]) -> None:
+    """Keep ``keys`` out of the node's embedding and LLM text (edge fields are not content)."""
+    for excluded in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
+        for key in keys:
+            if key not in excluded:
+                excluded.append(key)
+
+
+class _GraphERExtractor(BaseExtractor):
+    """Shared behaviour: one edge field, excluded from text, no template rewrite, copies."""
+
+    field: str = Field(description="Metadata key written.")
+    list_format: ListFormat = Field(
+        default="native", description="'native' lists, or 'json' strings for flat stores."
+    )
+    disable_template_rewrite: bool = Field(
+        default=True, description="GraphER fields are edges, not text: keep the node template."
+    )
+    in_place: bool = Field(default=False, description="Copy nodes instead of mutating them.")
+    show_progress: bool = Field(default=False, description="Whether to show progress.")
+
+    async def aprocess_nodes(self, nodes: Sequence[BaseNode],
+                             excluded_embed_metadata_keys: list[str] | None = None,
+                             excluded_llm_metadata_keys: list[str] | None = None,
+                             **kwargs: Any) -> list[BaseNode]:
+        out = await super().aprocess_nodes(
+            nodes, excluded_embed_metadata_keys=excluded_embed_metadata_keys,
+            excluded_llm_metadata_keys=excluded_llm_metadata_keys, **kwargs)
+        for node in out:
+            exclude_from_text(node, [self.field])
+        return out
+
+    def _record(self, values: Sequence[Any]) -> dict[str, Any]:
+        encoded = encode_list(values, self.list_format)
+        return {} if encoded is None else {self.field: encoded}
+
+
+class GraphEREntityExtractor(_GraphERExtractor):
+    """Named entities of each node into ``metadata["entities"]`` (for ``SharedEntities()``).
+
+    ``extractor`` is any ``grapher_core.enrich`` entity extractor; the default is the offline
+    ``SpacyEntityExtractor()``. Use ``OpenAIEntityExtractor(model, base_url=...)`` for the paper's
+    LLM prompt. ``cache_path`` keeps results in an ``EntityCache`` so re-ingestion is free.
+    Texts whose extraction failed get no field (and are counted in a warning).
+    """
+
+    field: str = Field(default="entities", description="Metadata key written.")
+    extractor: Any = Field(default=None, description="grapher_core.enrich entity extractor.")
+    cache_path: str | None = Field(default=None, description="EntityCache file (SQLite).")
+
+    _cache: Any = PrivateAttr(default=None)
+    _default_extractor: Any = PrivateAttr(default=None)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GraphEREntityExtractor"
+
+    def _resolved(self) -> tuple[Any, Any]:
+        from grapher_core.enrich import EntityCache, SpacyEntityExtractor
+
+        extractor = self.extractor
+        if extractor is None:  # the offline default, loaded on first use
+            if self._default_extractor is None:
+                self._default_extractor = SpacyEntityExtractor()
+            extractor = self._default_extractor
+        if self.cache_path is not None and self._cache is None:
+            self._cache = EntityCache(self.cache_path)
+        return extractor, self._cache
+
+    async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
+        from grapher_core.enrich import aextract_entities
+
+        extractor, cache = self._resolved()
+        texts = [node.get_content(metadata_mode=MetadataMode.NONE) for node in nodes]
+        results = await aextract_entities(texts, extractor, cache=cache)
+        failed = sum(result is None for result in results)
+        if failed:
+            logger.warning("entity extraction failed for %d of %d nodes; they get no %r field",
+                           failed, len(nodes), self.field)
+        return [{} if result is None else self._record(result) for result in results]
+
+
+class GraphERLinkExtractor(_GraphERExtractor):
+    """Hyperlinks of each node (HTML or Markdown) into ``metadata["links"]``.
+
+    With ``id_by_target`` (best built by ``grapher_core.links.build_target_index``) the links are
+    resolved to object ids and unknown targets dropped; without it the normalised targets are
+    kept as they are. Either way, pair the field with a metadata field holding each object's own
+    id or URL: ``ForeignKeys("links", target_field="url")`` -- node ids are regenerated by
+    LlamaIndex's splitters, so matching on them would break. ``base_field`` names the metadata
+    key with a node's own URL (for relative links, and to drop links to itself).
+    """
+
+    field: str = Field(default="links", description="Metadata key written.")
+    fmt: Literal["auto", "html", "markdown"] = Field(default="auto", description="Link syntax.")
+    id_by_target: dict[str, str] | None = Field(
+        default=None, description="Normalised link target -> object id."
+    )
+    base_field: str | None = Field(
+        default=None, description="Metadata key of the node's own URL (resolves relative links)."
+    )
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GraphERLinkExtractor"
+
+    def _links(self, text: str, metadata: Mapping[str, Any]) -> list[str]:
+        from grapher_core.links import extract_links, normalise_target, resolve_links
+
+        base = metadata.get(self.base_field) if self.base_field else None
+        base = base if isinstance(base, str) and base else None
+        targets = extract_links(text, fmt=self.fmt)
+        own = normalise_target(base) if base else None
+        if self.id_by_target is not None:
+            self_id = self.id_by_target.get(own) if own else None
+            return resolve_links(targets, self.id_by_target, base=base, self_id=self_id)
+        out: list[str] = []
+        for target in targets:
+            key = normalise_target(target, base)
+            if key and key != own and key not in out:
+                out.append(key)
+        return out
+
+    async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
+        return [
+            self._record(self._links(node.get_content(metadata_mode=MetadataMode.NONE),
+                                     node.metadata))
+            for node in nodes
+        ]

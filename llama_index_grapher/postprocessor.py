@@ -1,0 +1,225 @@
+"""GraphERPostprocessor: GraphER reranking as a LlamaIndex node postprocessor.
+
+>>> engine = index.as_query_engine(similarity_top_k=50,
+...                                node_postprocessors=[GraphERPostprocessor(top_n=5)])
+
+The retriever's node scores are the seeds; the graph among the retrieved nodes comes from their
+``PREVIOUS`` / ``NEXT`` relationships (zero configuration) plus any metadata proximities given;
+the ranking itself is :class:`grapher_core.GraphReranker`. This module only translates types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.callbacks import CBEventType, EventPayload
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from grapher_core import GraphReranker, RankedCandidate, Ranker, SemanticKNN
+from grapher_core.candidates import Candidate
+from llama_index_grapher.convert import (
+    candidates_from_nodes,
+    node_from_ranked,
+    relationship_proximity,
+)
+
+__all__ = ["EXPLANATION_KEY", "GraphERPostprocessor"]
+
+dispatcher = get_dispatcher(__name__)
+
+# Metadata key of the optional explanation on returned nodes (kept out of LLM/embedding text).
+EXPLANATION_KEY = "grapher_lifted_by"
+_VECTOR_RANKERS = frozenset({"gat", "mlp"})
+
+
+class GraphERPostprocessor(BaseNodePostprocessor):
+    """Rerank retrieved nodes with a graph built from their relationships and metadata.
+
+    Node scores are the seeds. When *no* node has a score they come from the input order;
+    when only *some* do, a ``ValueError`` names the nodes without one. Duplicate node ids are
+    an error (the graph could not tell them apart). Nodes without relationships simply have no
+    contextual edges. The input nodes are never modified: new ``NodeWithScore`` objects on
+    copied nodes are returned.
+    """
+
+    proximities: list[Any] = Field(
+        default_factory=list,
+        description="Extra grapher_core proximities over node metadata (e.g. SharedEntities()).",
+    )
+    ranker: Any = Field(default="gcs", description='"gcs", "ppr", "gat", "mlp" or a Ranker.')
+    alpha: float | None = Field(default=None, description="Ranker alpha; None = its default.")
+    top_n: int | None = Field(default=None, description="Nodes to return; None = all.")
+    use_relationships: bool = Field(
+        default=True, description="Add contextual edges from PREVIOUS/NEXT node relationships."
+    )
+    relationship_weight: float = Field(default=1.0, description="Weight of those edges.")
+    seed_transform: str = Field(default="auto", description="See grapher_core.seeds.")
+    keep_retrieval_score: bool = Field(
+        default=False, description="Keep the retriever's score in metadata['retrieval_score']."
+    )
+    explain: bool = Field(
+        default=False,
+        description=f"Write the ids of the neighbours that lifted a node to metadata"
+        f"['{EXPLANATION_KEY}'].",
+    )
+    embed_model: BaseEmbedding | None = Field(
+        default=None,
+        description="Embeds the query (and nodes without embeddings) when the ranker needs "
+        "vectors and the query bundle has none; without it the ranker gets the query text and "
+        "uses its own embedder (the GAT/MLP rankers do) or raises.",
+    )
+
+    _reranker: GraphReranker | None = PrivateAttr(default=None)
+    _reranker_key: tuple[Any, ...] | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Build the core reranker now, so a bad ranker or proximity fails at construction."""
+        super().model_post_init(context)
+        if self.top_n is not None and (not isinstance(self.top_n, int) or self.top_n < 0):
+            raise ValueError(f"top_n must be a non-negative integer or None, got {self.top_n!r}")
+        self._core()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GraphERPostprocessor"
+
+    # -- the core reranker, rebuilt if a field was reassigned after construction ----------------
+    def _core(self) -> GraphReranker:
+        proximities: list[Any] = list(self.proximities)
+        if self.use_relationships:
+            proximities.append(relationship_proximity(self.relationship_weight))
+        ranker_key = self.ranker if isinstance(self.ranker, str) else id(self.ranker)
+        key = (tuple(id(p) for p in proximities[: len(self.proximities)]),
+               self.use_relationships, self.relationship_weight, ranker_key, self.alpha,
+               self.seed_transform, self.explain)
+        if self._reranker is None or key != self._reranker_key:
+            self._reranker = GraphReranker(
+                proximities, self.ranker, self.alpha, seed_transform=self.seed_transform,
+                explain=3 if self.explain else 0,
+            )
+            self._reranker_key = key
+        return self._reranker
+
+    @property
+    def model_name(self) -> str:
+        """Name reported in rerank events, e.g. ``"grapher-gcs"``."""
+        return f"grapher-{self._core().ranker.name}"
+
+    def _needs_vectors(self, reranker: GraphReranker) -> bool:
+        ranker: Ranker = reranker.ranker
+        return (ranker.name in _VECTOR_RANKERS or bool(getattr(ranker, "needs_embeddings", False))
+                or any(isinstance(p, SemanticKNN) for p in reranker.proximities))
+
+    # -- events, like the built-in rerankers ----------------------------------------------------
+    def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
+        top_n = self.top_n if self.top_n is not None else len(nodes)
+        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=top_n,
+                                          model_name=self.model_name))
+
+    def _payload(self, nodes: list[NodeWithScore],
+                 query_bundle: QueryBundle | None) -> dict[str, Any]:
+        return {
+            EventPayload.NODES: nodes,
+            EventPayload.MODEL_NAME: self.model_name,
+            EventPayload.QUERY_STR: None if query_bundle is None else query_bundle.query_str,
+            EventPayload.TOP_K: self.top_n,
+        }
+
+    # -- the work --------------------------------------------------------------------------------
+    def _rank(self, nodes: list[NodeWithScore], candidates: list[Candidate],
+              query_bundle: QueryBundle | None,
+              query_embedding: np.ndarray | None) -> list[NodeWithScore]:
+        ranked = self._core().rerank(
+            candidates,
+            query=None if query_bundle is None else query_bundle.query_str,
+            query_embedding=query_embedding,
+            top_n=self.top_n,
+        )
+        return [self._to_node(r, nodes[r.original_rank - 1]) for r in ranked]
+
+    def _to_node(self, ranked: RankedCandidate, original: NodeWithScore) -> NodeWithScore:
+        out = node_from_ranked(ranked, original, keep_retrieval_score=self.keep_retrieval_score)
+        if self.explain:
+            out.node.metadata[EXPLANATION_KEY] = [c.neighbour_id for c in ranked.explanation]
+            for keys in (out.node.excluded_embed_metadata_keys,
+                         out.node.excluded_llm_metadata_keys):
+                if EXPLANATION_KEY not in keys:
+                    keys.append(EXPLANATION_KEY)
+        return out
+
+    def _query_vector(self, query_bundle: QueryBundle | None) -> np.ndarray | None:
+        if query_bundle is None or query_bundle.embedding is None:
+            return None
+        return np.asarray(query_bundle.embedding, dtype=np.float32)
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore],
+                           query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        candidates = candidates_from_nodes(nodes)  # type errors before any event
+        self._start(nodes, query_bundle)
+        query_embedding = self._query_vector(query_bundle)
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
+        ) as event:
+            if candidates and self._needs_vectors(self._core()):
+                if (query_embedding is None and query_bundle is not None
+                        and self.embed_model is not None):
+                    query_embedding = np.asarray(
+                        self.embed_model.get_query_embedding(query_bundle.query_str),
+                        dtype=np.float32)
+                missing = _without_embedding(candidates)
+                if missing and self.embed_model is not None:
+                    vectors = self.embed_model.get_text_embedding_batch(
+                        [candidates[i].text for i in missing])
+                    candidates = _with_embeddings(candidates, missing, vectors)
+            reranked = self._rank(nodes, candidates, query_bundle, query_embedding)
+            event.on_end(payload={EventPayload.NODES: reranked})
+        dispatcher.event(ReRankEndEvent(nodes=reranked))
+        return reranked
+
+    async def _apostprocess_nodes(self, nodes: list[NodeWithScore],
+                                  query_bundle: QueryBundle | None = None
+                                  ) -> list[NodeWithScore]:
+        """Async path: embeddings are awaited; the ranking itself is CPU-bound and short."""
+        candidates = candidates_from_nodes(nodes)  # type errors before any event
+        self._start(nodes, query_bundle)
+        query_embedding = self._query_vector(query_bundle)
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
+        ) as event:
+            if candidates and self._needs_vectors(self._core()):
+                if (query_embedding is None and query_bundle is not None
+                        and self.embed_model is not None):
+                    query_embedding = np.asarray(
+                        await self.embed_model.aget_query_embedding(query_bundle.query_str),
+                        dtype=np.float32)
+                missing = _without_embedding(candidates)
+                if missing and self.embed_model is not None:
+                    vectors = await self.embed_model.aget_text_embedding_batch(
+                        [candidates[i].text for i in missing])
+                    candidates = _with_embeddings(candidates, missing, vectors)
+            reranked = self._rank(nodes, candidates, query_bundle, query_embedding)
+            event.on_end(payload={EventPayload.NODES: reranked})
+        dispatcher.event(ReRankEndEvent(nodes=reranked))
+        return reranked
+
+
+def _without_embedding(candidates: Sequence[Candidate]) -> list[int]:
+    return [i for i, c in enumerate(candidates) if c.embedding is None]
+
+
+def _with_embeddings(candidates: list[Candidate], positions: list[int],
+                     vectors: Sequence[Sequence[float]]) -> list[Candidate]:
+    """Candidates with vectors filled in at ``positions`` (new objects; the rest are shared)."""
+    out = list(candidates)
+    for i, vector in zip(positions, vectors, strict=True):
+        c = candidates[i]
+        out[i] = Candidate(c.id, c.text, c.score, c.metadata,
+                           np.asarray(vector, dtype=np.float32))
+    return out
