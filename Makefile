@@ -34,10 +34,10 @@ bench-latency: $(STAMP)
 TUNE_JSON := bench_out/tune/tune.json
 
 tune: $(STAMP)
-	$(VENV)/bin/grapher tune --data $(GRAPHER_BENCHMARKS)/spider_train --out bench_out/tune
+	$(VENV)/bin/grapher tune --data $(GRAPHER_BENCHMARKS)/spider_train --limit 1000 --out bench_out/tune
 
 bench: $(STAMP)
-	@test -f $(TUNE_JSON) || $(VENV)/bin/grapher tune --data $(GRAPHER_BENCHMARKS)/spider_train --out bench_out/tune
+	@test -f $(TUNE_JSON) || $(VENV)/bin/grapher tune --data $(GRAPHER_BENCHMARKS)/spider_train --limit 1000 --out bench_out/tune
 	$(VENV)/bin/grapher bench --data $(GRAPHER_BENCHMARKS) --retriever all --out bench_out \
 		--tune-results $(TUNE_JSON) --write-doc docs/benchmarks.md
 

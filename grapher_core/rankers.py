@@ -28,7 +28,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.graph import CandidateGraph
 
 DEFAULT_GCS_ALPHA = 0.1
-DEFAULT_PPR_ALPHA = 0.9
+DEFAULT_PPR_ALPHA = 0.8
 DEFAULT_MAX_ITER = 10_000
 
 __all__ = [

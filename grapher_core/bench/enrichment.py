@@ -1,0 +1,246 @@
+"""Offline enrichment of benchmark corpora, and the proximities each task type uses.
+
+* tables   -> foreign keys (``metadata.foreign_keys``, already in the data);
+* passages -> shared named entities (spaCy via :mod:`grapher_core.enrich`, cached) and/or
+  title mentions (this module: an Aho-Corasick pass over all titles, the hyperlink-like
+  structural proximity of Wikipedia-style corpora);
+* chunks   -> adjacency from ``doc_id`` / ``chunk_index`` (optionally plus mentions).
+
+Enrichment never mutates the loaded corpus: it returns new metadata dicts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grapher_core.candidates import CorpusObject
+from grapher_core.metadata import normalise_entity, read_list
+from grapher_core.proximity import AdjacentChunks, ForeignKeys, Proximity, SharedEntities
+
+__all__ = [
+    "GRAPHS",
+    "add_declared_foreign_keys",
+    "add_entities",
+    "add_mentions",
+    "degree_stats",
+    "graphs_for",
+    "mention_lists",
+    "proximities_for",
+]
+
+# Graph variants per task type; the first is the paper's proximity for that task type.
+GRAPHS: dict[str, tuple[str, ...]] = {
+    "tables": ("fk",),
+    "passages": ("entities", "mentions", "entities+mentions", "entities-capped"),
+    "chunks": ("adjacent", "adjacent+mentions"),
+}
+
+# Titles that are ordinary words turn into hubs under case-insensitive matching ("To",
+# "This", "Use"): lesson (c). spaCy's English stopword list plus very short titles.
+_MIN_TITLE_CHARS = 3
+# A title mentioned by this many objects or fewer is never treated as a hub.
+_MIN_HUB_MENTIONS = 10
+
+
+def _stopwords() -> frozenset[str]:
+    try:
+        from spacy.lang.en.stop_words import STOP_WORDS
+    except ImportError:  # spaCy absent: a small built-in list
+        return frozenset({"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has",
+                          "he", "in", "is", "it", "its", "of", "on", "that", "the", "to", "was",
+                          "were", "will", "with", "this", "use"})
+    return frozenset(STOP_WORDS) | {"use", "this", "to"}
+
+
+def _title_of(obj: CorpusObject) -> str:
+    title = obj.metadata.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    return obj.text.split("\n", 1)[0].strip()
+
+
+_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def _aliases(title: str, strip_parentheses: bool) -> set[str]:
+    """A title and (optionally) its form without a trailing "(disambiguation)" part,
+    casefolded."""
+    names = {normalise_entity(title)}
+    stripped = _PAREN.sub("", title)
+    if strip_parentheses and stripped and stripped != title:
+        names.add(normalise_entity(stripped))
+    return names
+
+
+def _body(obj: CorpusObject, title: str) -> str:
+    """The text to scan: without the leading title line passages start with."""
+    first, _, rest = obj.text.partition("\n")
+    return rest if rest and first.strip() == title else obj.text
+
+
+def mention_lists(corpus: Sequence[CorpusObject], *, skip_stopword_titles: bool = True,
+                  strip_parentheses: bool = True, max_share: float | None = 0.02
+                  ) -> list[list[str]]:
+    """For each object, the titles of other objects that its text mentions.
+
+    One Aho-Corasick automaton over all (casefolded) titles and their parenthesis-free
+    aliases; a match counts only at word boundaries. Titles that are stopwords or shorter than
+    three characters are skipped when ``skip_stopword_titles`` (they are hubs, not links).
+    ``strip_parentheses`` also matches "Chicago" for "Chicago (2002 film)"; ``max_share``
+    drops titles mentioned by more than that fraction of the corpus (and by more than 10
+    objects): generic hubs such as "United States" or "Home"; ``None`` keeps all.
+    Returns titles, so ``ForeignKeys(field="mentions", target_field="title")`` links every
+    candidate carrying that title (MuSiQue and sentence sets have several per title).
+    """
+    import ahocorasick
+
+    stop = _stopwords() if skip_stopword_titles else frozenset()
+    titles = [_title_of(o) for o in corpus]
+    automaton = ahocorasick.Automaton()
+    targets: dict[str, set[str]] = {}
+    for title in titles:
+        for alias in _aliases(title, strip_parentheses):
+            if skip_stopword_titles and (len(alias) < _MIN_TITLE_CHARS or alias in stop
+                                         or alias.isdigit()):
+                continue
+            targets.setdefault(alias, set()).add(title)
+    if not targets:
+        return [[] for _ in corpus]
+    for alias, owners in targets.items():
+        automaton.add_word(alias, (alias, tuple(sorted(owners))))
+    automaton.make_automaton()
+    out: list[list[str]] = []
+    for obj, own in zip(corpus, titles, strict=True):
+        text = " ".join(_body(obj, own).split()).casefold()
+        found: dict[str, None] = {}
+        for end, (alias, owners) in automaton.iter(text):
+            start = end - len(alias) + 1
+            if (start > 0 and text[start - 1].isalnum()) or (
+                    end + 1 < len(text) and text[end + 1].isalnum()):
+                continue
+            for owner in owners:
+                if owner != own:
+                    found[owner] = None
+        out.append(list(found))
+    if max_share is not None:
+        counts = Counter(title for mentions in out for title in mentions)
+        limit = max(max_share * len(corpus), _MIN_HUB_MENTIONS)
+        out = [[t for t in mentions if counts[t] <= limit] for mentions in out]
+    return out
+
+
+def add_mentions(corpus: Sequence[CorpusObject], metadata: Sequence[Mapping[str, Any]],
+                 *, field: str = "mentions", skip_stopword_titles: bool = True
+                 ) -> list[dict[str, Any]]:
+    """New metadata dicts with ``field`` = mentioned titles and ``title`` filled in."""
+    lists = mention_lists(corpus, skip_stopword_titles=skip_stopword_titles)
+    out = []
+    for obj, meta, mentions in zip(corpus, metadata, lists, strict=True):
+        new = dict(meta)
+        new.setdefault("title", _title_of(obj))
+        new[field] = mentions
+        out.append(new)
+    return out
+
+
+def add_entities(corpus: Sequence[CorpusObject], metadata: Sequence[Mapping[str, Any]],
+                 cache_path: str | Path, *, field: str = "entities", progress: bool = True
+                 ) -> tuple[list[dict[str, Any]], int]:
+    """New metadata dicts with ``field`` = spaCy named entities (from the enrichment module,
+    cached in SQLite at ``cache_path``). Returns the dicts and the number of failed objects."""
+    try:
+        from grapher_core.enrich import EntityCache, SpacyEntityExtractor, extract_entities
+    except ImportError as error:
+        raise ImportError(f"entity enrichment needs grapher_core.enrich ({error})") from error
+    extractor = SpacyEntityExtractor()
+    cache = EntityCache(cache_path)
+    entities = extract_entities([o.text for o in corpus], extractor, cache=cache,
+                                progress=progress)
+    out = []
+    failed = 0
+    for meta, found in zip(metadata, entities, strict=True):
+        new = dict(meta)
+        if found is None:
+            failed += 1
+            new[field] = []
+        else:
+            new[field] = list(found)
+        out.append(new)
+    return out, failed
+
+
+def add_declared_foreign_keys(metadata: Sequence[Mapping[str, Any]],
+                              field: str = "declared_foreign_keys") -> list[dict[str, Any]]:
+    """New metadata dicts whose ``field`` keeps only foreign keys declared in the schema.
+
+    Beaver's ``dw`` database declares none; its edges come from ``dw_join_keys.json``
+    (``metadata.fk_source``), which may be compiled from the benchmark's own SQL joins and so
+    leak gold structure. This variant lets the bench report results without them.
+    """
+    out = []
+    for meta in metadata:
+        new = dict(meta)
+        source = str(meta.get("fk_source") or "")
+        new[field] = [] if "join_keys" in source else list(read_list(meta.get("foreign_keys")))
+        out.append(new)
+    return out
+
+
+def graphs_for(task_type: str, dataset_name: str = "") -> tuple[str, ...]:
+    """The graph variants the bench runs for a task type."""
+    if task_type not in GRAPHS:
+        raise ValueError(f"unknown task type {task_type!r}; choose one of {tuple(GRAPHS)}")
+    return GRAPHS[task_type]
+
+
+def proximities_for(graph: str, *, hub_cap: float = 0.05) -> list[Proximity]:
+    """The core proximities behind a graph variant name (e.g. ``"entities+mentions"``)."""
+    makers: dict[str, Any] = {  # frozen dataclasses: read-only attrs vs the Protocol
+        "fk": ForeignKeys("foreign_keys"),
+        "fk-declared": ForeignKeys("declared_foreign_keys"),
+        "entities": SharedEntities("entities"),
+        "entities-capped": SharedEntities("entities", max_share=hub_cap),
+        "mentions": ForeignKeys("mentions", kind="structural", target_field="title"),
+        "adjacent": AdjacentChunks(),
+        "none": _NoEdges(),
+    }
+    out: list[Proximity] = []
+    for part in graph.split("+"):
+        if part not in makers:
+            raise ValueError(f"unknown graph {part!r}; choose from {sorted(makers)}")
+        out.append(makers[part])
+    return out
+
+
+@dataclass(frozen=True)
+class _NoEdges:
+    kind: str = "none"
+    weight: float = 1.0
+
+    def adjacency(self, candidates: Sequence[Any]) -> Any:
+        import scipy.sparse as sp
+
+        return sp.csr_matrix((len(candidates), len(candidates)))
+
+
+def degree_stats(degrees: Iterable[np.ndarray]) -> dict[str, float]:
+    """Summary of candidate-graph out-degrees over many queries (hubs show in max and p99)."""
+    values = np.concatenate([np.asarray(d, dtype=np.float64) for d in degrees] or [np.zeros(0)])
+    if values.size == 0:
+        return {"mean": 0.0, "median": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0,
+                "isolated": 0.0}
+    return {
+        "mean": float(values.mean()),
+        "median": float(np.median(values)),
+        "p90": float(np.percentile(values, 90)),
+        "p99": float(np.percentile(values, 99)),
+        "max": float(values.max()),
+        "isolated": float(np.mean(values == 0)),
+    }

@@ -1,0 +1,152 @@
+"""Retrieval metrics: perfect recall@K (the paper's PR@K), recall@K, MRR, and G-RAG's tie-aware
+MTRR / TMHits@10 (papers/g-rag.md, eq. 11-12).
+
+All functions take the ranked ids best first (and, for the tie-aware ones, their scores) and
+the gold ids; a gold object missing from the ranking counts as not retrieved. Framework-free so
+the LangChain and LlamaIndex notebooks can import them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "aggregate",
+    "evaluate_query",
+    "mtrr",
+    "perfect_recall_at_k",
+    "recall_at_k",
+    "reciprocal_rank",
+    "tmhits_at_k",
+]
+
+
+def _gold_set(gold: Iterable[str]) -> set[str]:
+    gold_set = set(gold)
+    if not gold_set:
+        raise ValueError("gold must name at least one object")
+    return gold_set
+
+
+def _check_k(k: int) -> None:
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+
+
+def perfect_recall_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """1.0 when *every* gold id is in the top ``k``, else 0.0 (the paper's PR@K)."""
+    _check_k(k)
+    return 1.0 if _gold_set(gold) <= set(ranked_ids[:k]) else 0.0
+
+
+def recall_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """Fraction of the gold ids found in the top ``k``."""
+    _check_k(k)
+    gold_set = _gold_set(gold)
+    return len(gold_set & set(ranked_ids[:k])) / len(gold_set)
+
+
+def reciprocal_rank(ranked_ids: Sequence[str], gold: Iterable[str]) -> float:
+    """1 / rank of the first gold id (0.0 when none is ranked): the usual MRR term."""
+    gold_set = _gold_set(gold)
+    for position, object_id in enumerate(ranked_ids, start=1):
+        if object_id in gold_set:
+            return 1.0 / position
+    return 0.0
+
+
+def _tie_ranks(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
+               gold: Iterable[str]) -> list[tuple[int, int] | None]:
+    """For each gold id: (number of candidates scored strictly higher, size of its tie group),
+    or None when the gold id is not among the candidates."""
+    values = np.asarray(scores, dtype=np.float64).ravel()
+    if values.size != len(ranked_ids):
+        raise ValueError(f"{len(ranked_ids)} ids but {values.size} scores")
+    position = {object_id: i for i, object_id in enumerate(ranked_ids)}
+    out: list[tuple[int, int] | None] = []
+    for object_id in dict.fromkeys(gold):
+        i = position.get(object_id)
+        if i is None:
+            out.append(None)
+            continue
+        score = values[i]
+        out.append((int(np.sum(values > score)), int(np.sum(values == score))))
+    if not out:
+        raise ValueError("gold must name at least one object")
+    return out
+
+
+def mtrr(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
+         gold: Iterable[str]) -> float:
+    """Tied reciprocal rank averaged over the gold ids (G-RAG eq. 11).
+
+    A gold id tied with ``t - 1`` others at optimistic rank ``r`` scores ``2 / (2r + t - 1)``
+    (the reciprocal of the mean of its optimistic and pessimistic ranks); ``1 / r`` when untied.
+    Without ties this is G-RAG's MRR (mean over the gold ids of 1/rank).
+    """
+    terms = []
+    for tie in _tie_ranks(ranked_ids, scores, gold):
+        if tie is None:
+            terms.append(0.0)
+            continue
+        above, t = tie
+        r = above + 1
+        terms.append(1.0 / r if t == 1 else 2.0 / (2 * r + t - 1))
+    return float(np.mean(terms))
+
+
+def tmhits_at_k(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
+                gold: Iterable[str], k: int = 10) -> float:
+    """Tie-aware hits@K averaged over the gold ids (G-RAG eq. 12, TMHits@10 for k=10).
+
+    A gold id with ``h`` candidates scored strictly above it and a tie group of size ``tau``
+    counts ``min(1, max(0, k - h) / tau)``: the chance it lands in the top ``k`` when ties are
+    broken at random. This is eq. 12's four cases, with the (10 - h) / tau case capped at 1
+    and h = k counted as a miss (the equation leaves both boundaries ambiguous).
+    """
+    _check_k(k)
+    terms = []
+    for tie in _tie_ranks(ranked_ids, scores, gold):
+        if tie is None:
+            terms.append(0.0)
+            continue
+        above, tau = tie
+        terms.append(min(1.0, max(0, k - above) / tau))
+    return float(np.mean(terms))
+
+
+def evaluate_query(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
+                   gold: Sequence[str], ks: Iterable[int] = (5, 10),
+                   curve_max_k: int = 20) -> dict[str, float]:
+    """Every metric of one query, keyed like ``results.json`` (``PR@5``, ``recall@10``, ``MRR``,
+    ``MTRR``, ``TMHits@10``) plus ``PR@1..PR@curve_max_k`` for the PR@K plot."""
+    row: dict[str, float] = {}
+    for k in sorted(set(ks) | set(range(1, curve_max_k + 1))):
+        row[f"PR@{k}"] = perfect_recall_at_k(ranked_ids, gold, k)
+    for k in sorted(set(ks) | {10}):
+        row[f"recall@{k}"] = recall_at_k(ranked_ids, gold, k)
+    row["MRR"] = reciprocal_rank(ranked_ids, gold)
+    row["MTRR"] = mtrr(ranked_ids, scores, gold)
+    row["TMHits@10"] = tmhits_at_k(ranked_ids, scores, gold, 10)
+    return row
+
+
+def aggregate(rows: Sequence[Mapping[str, float]], multi: Sequence[bool] | None = None,
+              ks: Iterable[int] = (5, 10)) -> dict[str, float]:
+    """Mean of each metric over queries; with ``multi`` (one flag per row: more than one gold)
+    also ``PR@K>1`` over the multi-gold queries only (NaN when there are none)."""
+    if not rows:
+        raise ValueError("no per-query rows to aggregate")
+    keys = list(rows[0])
+    out = {key: float(np.mean([row[key] for row in rows])) for key in keys}
+    if multi is not None:
+        if len(multi) != len(rows):
+            raise ValueError(f"{len(rows)} rows but {len(multi)} multi flags")
+        chosen = [row for row, flag in zip(rows, multi, strict=True) if flag]
+        for k in ks:
+            key = f"PR@{k}"
+            out[f"{key}>1"] = (float(np.mean([row[key] for row in chosen])) if chosen
+                               else float("nan"))
+    return out

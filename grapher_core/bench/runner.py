@@ -1,0 +1,265 @@
+"""Run base retrievers and rankers over a benchmark and collect per-query and aggregate metrics.
+
+Every rerank goes through :class:`grapher_core.GraphReranker`, so the bench measures exactly
+what users run (graph building included in ``rerank_ms_median``).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import grapher_core.bench.heuristics  # noqa: F401  (registers "db-first")
+from grapher_core.bench.cache import CachedEmbedder, EmbeddingCache, cache_root
+from grapher_core.bench.data import Dataset
+from grapher_core.bench.enrichment import (
+    add_declared_foreign_keys,
+    add_entities,
+    add_mentions,
+    degree_stats,
+    graphs_for,
+    proximities_for,
+)
+from grapher_core.bench.metrics import aggregate, evaluate_query
+from grapher_core.bench.retrievers import RETRIEVERS, BaseRetriever
+from grapher_core.candidates import Candidate
+from grapher_core.graph import build_graph
+from grapher_core.rerank import GraphReranker
+
+__all__ = [
+    "DEFAULT_RETRIEVER",
+    "GRAPH_FREE_RANKERS",
+    "DatasetRun",
+    "RankerResult",
+    "RankerSpec",
+    "compare",
+    "expand_rankers",
+    "load_run",
+    "prepare_candidates",
+    "run_dataset",
+]
+
+# Default retriever per task type, chosen on the training split we have (spider_train, see
+# docs/benchmarks.md): with the identifier-splitting BM25, hybrid beats dense on tables (both
+# as baseline and under GCS); passages and chunks have no training split and keep the paper's
+# hybrid.
+DEFAULT_RETRIEVER: dict[str, str] = {"tables": "hybrid", "passages": "hybrid", "chunks": "hybrid"}
+GRAPH_FREE_RANKERS = frozenset({"baseline", "db-first"})
+
+
+@dataclass(frozen=True)
+class RankerSpec:
+    """One row of the results: a ranker, the graph it sees, and its alpha (None = default)."""
+
+    label: str
+    ranker: str
+    graph: str
+    alpha: float | None = None
+
+
+@dataclass
+class RankerResult:
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, Any]]
+
+
+@dataclass
+class DatasetRun:
+    """Everything the report needs about one (dataset, retriever) run."""
+
+    dataset: str
+    task_type: str
+    retriever: str
+    n_queries: int
+    n_multi: int
+    n_candidates: int
+    results: dict[str, RankerResult] = field(default_factory=dict)
+    graph_stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented results.json shape (plus extra keys)."""
+        return {
+            "dataset": self.dataset,
+            "task_type": self.task_type,
+            "n_queries": self.n_queries,
+            "n_multi": self.n_multi,
+            "retriever": self.retriever,
+            "n_candidates": self.n_candidates,
+            "results": {label: r.metrics for label, r in self.results.items()},
+            "graph_degrees": self.graph_stats,
+            "notes": self.notes,
+        }
+
+
+def expand_rankers(rankers: Sequence[str], task_type: str, graphs: Sequence[str] | None = None,
+                   alphas: dict[str, float] | None = None) -> list[RankerSpec]:
+    """Ranker names x graph variants -> labelled specs (``gcs`` or ``gcs[mentions]``)."""
+    variants = tuple(graphs) if graphs else graphs_for(task_type)
+    for variant in variants:
+        proximities_for(variant)  # fail early on an unknown graph name
+    alphas = alphas or {}
+    specs: list[RankerSpec] = []
+    for name in rankers:
+        if name in GRAPH_FREE_RANKERS:
+            specs.append(RankerSpec(name, name, "none", alphas.get(name)))
+            continue
+        for variant in variants:
+            label = name if len(variants) == 1 else f"{name}[{variant}]"
+            specs.append(RankerSpec(label, name, variant, alphas.get(name)))
+    return specs
+
+
+def _enriched_metadata(dataset: Dataset, specs: Sequence[RankerSpec], notes: list[str],
+                       progress: bool) -> list[dict[str, Any]]:
+    metadata = [dict(o.metadata) for o in dataset.corpus]
+    parts = {part for spec in specs for part in spec.graph.split("+")}
+    if "fk-declared" in parts:
+        metadata = add_declared_foreign_keys(metadata)
+    if "mentions" in parts:
+        metadata = add_mentions(dataset.corpus, metadata)
+        linked = sum(1 for m in metadata if m["mentions"])
+        notes.append(f"title mentions: {linked}/{len(metadata)} objects mention another title")
+    if any(p.startswith("entities") for p in parts):
+        cache = cache_root() / "entities-spacy.sqlite"
+        metadata, failed = add_entities(dataset.corpus, metadata, cache, progress=progress)
+        if failed:
+            notes.append(f"entity extraction failed for {failed} objects (no entity edges)")
+    return metadata
+
+
+def prepare_candidates(dataset: Dataset, retriever: str, metadata: Sequence[dict[str, Any]],
+                       embedder: Any | None = None, top_n: int = 200, progress: bool = True
+                       ) -> tuple[list[list[Candidate]], list[np.ndarray | None]]:
+    """Retrieve the top-``top_n`` candidates of every query (embeddings cached on disk)."""
+    if retriever not in RETRIEVERS:
+        raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
+    corpus_vectors = None
+    query_vectors: list[np.ndarray | None] = [None] * len(dataset.queries)
+    if retriever != "bm25":
+        if embedder is None:
+            from grapher_core.embeddings import default_embedder
+
+            embedder = CachedEmbedder(default_embedder(), EmbeddingCache(), progress=progress)
+        corpus_vectors = embedder.embed_documents([o.text for o in dataset.corpus],
+                                                  desc=f"{dataset.name} corpus")
+        queries = embedder.embed_documents([q.text for q in dataset.queries],
+                                           desc=f"{dataset.name} queries")
+        query_vectors = list(queries)
+    base = BaseRetriever(dataset.corpus, retriever, corpus_vectors, top_n)
+    out = []
+    for query, vector in zip(dataset.queries, query_vectors, strict=True):
+        out.append(base.candidates(base.retrieve(query.text, vector), metadata))
+    return out, query_vectors
+
+
+def _bar(total: int, desc: str, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="q", leave=False)
+
+
+def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | None = None,
+                graphs: Sequence[str] | None = None, ks: Sequence[int] = (5, 10),
+                alphas: dict[str, float] | None = None, embedder: Any | None = None,
+                top_n: int = 200, progress: bool = True,
+                log: Callable[[str], None] | None = None,
+                specs: Sequence[RankerSpec] | None = None) -> DatasetRun:
+    """Retrieve, rerank with every ranker spec, and evaluate one dataset.
+
+    ``specs`` (explicit labelled rankers, as ``grapher tune`` uses) replaces the
+    ``rankers`` x ``graphs`` expansion when given.
+    """
+    retriever = retriever or DEFAULT_RETRIEVER[dataset.task_type]
+    if specs is None:
+        specs = expand_rankers(rankers, dataset.task_type, graphs, alphas)
+    notes: list[str] = []
+    started = time.perf_counter()
+    metadata = _enriched_metadata(dataset, specs, notes, progress)
+    candidates, query_vectors = prepare_candidates(dataset, retriever, metadata, embedder, top_n,
+                                                   progress)
+    if log:
+        log(f"{dataset.name}/{retriever}: enriched + retrieved in "
+            f"{time.perf_counter() - started:.1f}s")
+    run = DatasetRun(dataset.name, dataset.task_type, retriever, len(dataset.queries),
+                     dataset.n_multi, len(candidates[0]) if candidates else 0, notes=notes)
+    for variant in dict.fromkeys(s.graph for s in specs if s.graph != "none"):
+        proximities = proximities_for(variant)
+        run.graph_stats[variant] = degree_stats(
+            build_graph(c, proximities).degrees() for c in candidates)
+    multi = [q.multi for q in dataset.queries]
+    baseline_hits: list[float] | None = None
+    for spec in specs:
+        reranker = GraphReranker(proximities_for(spec.graph), ranker=spec.ranker,
+                                 alpha=spec.alpha, explain=0)
+        rows: list[dict[str, float]] = []
+        per_query: dict[str, dict[str, Any]] = {}
+        timings: list[float] = []
+        from_below: list[float] = []
+        bar = _bar(len(dataset.queries), f"{dataset.name} {spec.label}", progress)
+        for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
+            tick = time.perf_counter()
+            ranked = reranker.rerank(cands, query=query.text, query_embedding=vector)
+            timings.append((time.perf_counter() - tick) * 1000.0)
+            ids = [r.id for r in ranked]
+            row = evaluate_query(ids, [r.score for r in ranked], query.gold, ks)
+            rows.append(row)
+            from_below.append(float(np.mean([r.original_rank > 20 for r in ranked[:5]])))
+            per_query[query.id] = {"PR@5": row["PR@5"], "PR@10": row["PR@10"],
+                                   "n_gold": len(query.gold), "top": ids[:20]}
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        metrics = aggregate(rows, multi, ks)
+        metrics["rerank_ms_median"] = float(statistics.median(timings))
+        metrics["top5_from_below_20"] = float(np.mean(from_below))
+        if spec.alpha is not None:
+            metrics["alpha"] = spec.alpha
+        elif hasattr(reranker.ranker, "alpha"):
+            metrics["alpha"] = float(reranker.ranker.alpha)
+        hits = [row["PR@10"] for row in rows]
+        if baseline_hits is None and spec.ranker == "baseline":
+            baseline_hits = hits
+        if baseline_hits is not None:
+            metrics["fixes@10"] = float(sum(1 for b, h in zip(baseline_hits, hits, strict=True)
+                                            if h > b))
+            metrics["breaks@10"] = float(sum(1 for b, h in zip(baseline_hits, hits, strict=True)
+                                             if h < b))
+        run.results[spec.label] = RankerResult(metrics, per_query)
+        if log:
+            log(f"  {spec.label:28s} PR@10>1 {metrics.get('PR@10>1', float('nan')):.3f} "
+                f"PR@10 {metrics['PR@10']:.3f} ({metrics['rerank_ms_median']:.2f} ms)")
+    return run
+
+
+def load_run(path: Path) -> DatasetRun:
+    """A :class:`DatasetRun` back from its results.json (aggregates only, no per-query rows)."""
+    data = json.loads(Path(path).read_text())
+    try:
+        run = DatasetRun(data["dataset"], data.get("task_type", "passages"), data["retriever"],
+                         data["n_queries"], data["n_multi"], data["n_candidates"],
+                         graph_stats=data.get("graph_degrees", {}), notes=data.get("notes", []))
+        for label, metrics in data["results"].items():
+            run.results[label] = RankerResult(metrics, {})
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a bench results.json ({error})") from None
+    return run
+
+
+def compare(a: RankerResult, b: RankerResult, key: str = "PR@10") -> dict[str, list[str]]:
+    """Queries ``b`` fixes (a misses, b hits) and breaks (a hits, b misses) at ``key``."""
+    fixes = [q for q, row in b.per_query.items() if row[key] > a.per_query[q][key]]
+    breaks = [q for q, row in b.per_query.items() if row[key] < a.per_query[q][key]]
+    return {"fixes": fixes, "breaks": breaks}
