@@ -1,0 +1,193 @@
+"""A resumable result cache in one SQLite file.
+
+Enrichment runs over a whole corpus through a paid, flaky API; a run killed at 80 % must keep
+its 80 %. Rows are keyed by (extractor name, model, version, sha256 of the text) and committed
+as they arrive, in WAL mode: a SIGKILL at any moment loses at most the rows not yet committed,
+and a committed row is never half-written (SQLite transactions are atomic). Failed extractions
+are stored too (``entities`` NULL, ``error`` set), so they can be listed and retried alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from grapher_core.enrich.base import ExtractionResult
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entity_results (
+    extractor    TEXT NOT NULL,
+    model        TEXT NOT NULL,
+    version      TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    entities     TEXT,
+    error        TEXT,
+    flags        TEXT NOT NULL DEFAULT '[]',
+    updated_at   REAL NOT NULL,
+    PRIMARY KEY (extractor, model, version, content_hash),
+    CHECK ((entities IS NULL) <> (error IS NULL))
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS grapher_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the UTF-8 text: the content part of the cache key."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Which extractor configuration a row belongs to (everything but the content)."""
+
+    extractor: str
+    model: str
+    version: str
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Row counts of one extractor configuration."""
+
+    succeeded: int
+    failed: int
+
+
+class EntityCache:
+    """SQLite-backed store of extraction results, safe to share between threads.
+
+    Open it with a path; the file and its parent folder are created. Use it as a context
+    manager or call ``close()``.
+    """
+
+    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        if self.path.exists() and self.path.is_dir():
+            raise ValueError(f"cache path {self.path} is a directory, expected a file")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=timeout, check_same_thread=False, isolation_level=None
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode survives any process crash (SIGKILL included); only a power
+            # loss may drop the last commits, never corrupt the file.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute(
+                "INSERT OR IGNORE INTO grapher_meta(key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        except sqlite3.DatabaseError as error:
+            raise ValueError(f"{self.path} is not a usable GraphER cache: {error}") from error
+
+    def __enter__(self) -> EntityCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EntityCache({str(self.path)!r})"
+
+    def close(self) -> None:
+        """Close the connection (rows are already committed)."""
+        with self._lock:
+            self._conn.close()
+
+    def get_many(self, key: CacheKey, hashes: Iterable[str]) -> dict[str, ExtractionResult]:
+        """Stored results for the given content hashes (absent hashes are simply missing)."""
+        wanted = list(dict.fromkeys(hashes))
+        found: dict[str, ExtractionResult] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    "SELECT content_hash, entities, error, flags FROM entity_results "
+                    "WHERE extractor=? AND model=? AND version=? "
+                    f"AND content_hash IN ({marks})",
+                    (key.extractor, key.model, key.version, *chunk),
+                ).fetchall()
+                for digest, entities, error, flags in rows:
+                    found[digest] = _row_to_result(entities, error, flags)
+        return found
+
+    def put(self, key: CacheKey, digest: str, result: ExtractionResult) -> None:
+        """Store one result and commit it at once."""
+        self.put_many(key, [(digest, result)])
+
+    def put_many(self, key: CacheKey, items: Sequence[tuple[str, ExtractionResult]]) -> None:
+        """Store several results in one atomic transaction (all or none survive a crash)."""
+        if not items:
+            return
+        now = time.time()
+        rows = [
+            (
+                key.extractor,
+                key.model,
+                key.version,
+                digest,
+                None if result.entities is None else json.dumps(result.entities),
+                None
+                if result.entities is not None
+                else (result.error or "extraction failed (no reason given)"),
+                json.dumps(list(result.flags)),
+                now,
+            )
+            for digest, result in items
+        ]
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO entity_results(extractor, model, version, "
+                    "content_hash, entities, error, flags, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def failed(self, key: CacheKey) -> dict[str, str]:
+        """content hash -> error message of every failed row of this configuration."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT content_hash, error FROM entity_results WHERE extractor=? AND model=? "
+                "AND version=? AND entities IS NULL",
+                (key.extractor, key.model, key.version),
+            ).fetchall()
+        return {digest: error for digest, error in rows}
+
+    def stats(self, key: CacheKey) -> CacheStats:
+        """How many rows of this configuration succeeded and failed."""
+        with self._lock:
+            ok, bad = self._conn.execute(
+                "SELECT COALESCE(SUM(entities IS NOT NULL), 0), COALESCE(SUM(entities IS NULL), 0) "
+                "FROM entity_results WHERE extractor=? AND model=? AND version=?",
+                (key.extractor, key.model, key.version),
+            ).fetchone()
+        return CacheStats(int(ok), int(bad))
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._conn.execute("SELECT COUNT(*) FROM entity_results").fetchone()
+        return int(count)
+
+
+def _row_to_result(entities: str | None, error: str | None, flags: str | None) -> ExtractionResult:
+    parsed_flags = tuple(json.loads(flags)) if flags else ()
+    if entities is None:
+        return ExtractionResult(None, error or "extraction failed", parsed_flags)
+    return ExtractionResult(list(json.loads(entities)), None, parsed_flags)

@@ -1,0 +1,244 @@
+"""``grapher enrich``: add entities to every object of a corpus JSONL file.
+
+Reads the benchmark/corpus format (one ``{"id", "text", "metadata"}`` object per line), writes
+the same format with ``metadata[<key>]`` set to the entity list, and keeps every other field as
+it was. Results go through the resumable cache, so a killed run is resumed by running the same
+command again; objects that failed are listed (and written to ``--failed`` when given) and a
+re-run retries only them. Exit code 0 when every object was enriched, 1 when some failed (the
+output is still complete: failed objects are written without the key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from grapher_core.enrich.base import EntityExtractor
+from grapher_core.enrich.cache import EntityCache
+from grapher_core.enrich.runner import run_extraction
+from grapher_core.enrich.spacy_extractor import DEFAULT_SPACY_LABELS, DEFAULT_SPACY_MODEL
+
+
+def default_cache_path() -> Path:
+    """``$GRAPHER_CACHE_DIR/entities.sqlite``, else the user cache folder."""
+    root = os.environ.get("GRAPHER_CACHE_DIR")
+    if root:
+        return Path(root) / "entities.sqlite"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "grapher" / "entities.sqlite"
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``enrich`` subcommand."""
+    parser = subparsers.add_parser(
+        "enrich",
+        help="add named entities to a corpus JSONL file (spaCy or an OpenAI-compatible LLM)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--input", required=True, type=Path, help="corpus JSONL to read")
+    parser.add_argument("--output", required=True, type=Path, help="enriched JSONL to write")
+    parser.add_argument("--extractor", choices=("spacy", "openai"), default="spacy")
+    parser.add_argument("--key", default="entities", help="metadata key (default: entities)")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help=f"SQLite cache (default: {default_cache_path()})"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
+    parser.add_argument(
+        "--no-retry-failed",
+        action="store_true",
+        help="reuse cached failures instead of retrying them",
+    )
+    parser.add_argument("--failed", type=Path, help="write the ids that failed here, one a line")
+    parser.add_argument("--limit", type=int, help="only the first N objects")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    spacy_group = parser.add_argument_group("spaCy extractor")
+    spacy_group.add_argument("--spacy-model", default=DEFAULT_SPACY_MODEL)
+    spacy_group.add_argument(
+        "--labels",
+        default=",".join(DEFAULT_SPACY_LABELS),
+        help="comma-separated entity labels to keep (default: %(default)s)",
+    )
+    spacy_group.add_argument("--batch-size", type=int, default=256)
+    llm = parser.add_argument_group("OpenAI-compatible extractor")
+    llm.add_argument("--model", help="chat model name (required with --extractor openai)")
+    llm.add_argument("--base-url", help="server URL, e.g. http://127.0.0.1:8080/v1")
+    llm.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
+    llm.add_argument("--prompt-version", default="a11", help="a11 (paper) or a11-chat")
+    llm.add_argument(
+        "--response-format", choices=("none", "json_schema", "json_object"), default="none"
+    )
+    llm.add_argument("--concurrency", type=int, default=8)
+    llm.add_argument("--max-retries", type=int, default=6)
+    llm.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    llm.add_argument("--max-tokens-per-object", type=int, default=2000)
+    llm.add_argument(
+        "--estimate-only",
+        action="store_true",
+        help="print token counts and cost for the objects not cached yet, then stop",
+    )
+    llm.add_argument("--price-input", type=float, help="$ per million input tokens")
+    llm.add_argument("--price-output", type=float, help="$ per million output tokens")
+    parser.set_defaults(func=run)
+
+
+def read_corpus(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """The objects of a corpus JSONL file, checked: each has a string id and text."""
+    if not path.is_file():
+        raise FileNotFoundError(f"input file {path} does not exist")
+    records: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if limit is not None and len(records) >= limit:
+                break
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                raise ValueError(f"{path}:{number}: not valid JSON ({error})") from error
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}:{number}: expected a JSON object")
+            if not isinstance(record.get("id"), str) or not isinstance(record.get("text"), str):
+                raise ValueError(f"{path}:{number}: object needs a string 'id' and 'text'")
+            metadata = record.get("metadata", {})
+            if metadata is not None and not isinstance(metadata, dict):
+                raise ValueError(f"{path}:{number}: 'metadata' must be an object")
+            if record["id"] in seen:
+                raise ValueError(
+                    f"{path}:{number}: duplicate id {record['id']!r} (first on line "
+                    f"{seen[record['id']]})"
+                )
+            seen[record["id"]] = number
+            records.append(record)
+    return records
+
+
+def build_extractor(args: argparse.Namespace) -> EntityExtractor:
+    """The extractor the command line asks for."""
+    if args.extractor == "spacy":
+        from grapher_core.enrich.spacy_extractor import SpacyEntityExtractor
+
+        labels = [label.strip() for label in args.labels.split(",") if label.strip()]
+        return SpacyEntityExtractor(labels, batch_size=args.batch_size, model=args.spacy_model)
+    from grapher_core.enrich.llm import OpenAIEntityExtractor
+
+    if not args.model:
+        raise ValueError("--model is required with --extractor openai")
+    return OpenAIEntityExtractor(
+        args.model,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        prompt_version=args.prompt_version,
+        concurrency=args.concurrency,
+        max_retries=args.max_retries,
+        timeout=args.timeout,
+        max_tokens_per_object=args.max_tokens_per_object,
+        response_format=None if args.response_format == "none" else args.response_format,
+    )
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    """Write atomically (temporary file + rename): a killed run never leaves half an output."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(temporary, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``grapher enrich``."""
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit must be >= 1")
+    if args.input.resolve() == args.output.resolve():
+        raise ValueError("--output must differ from --input (the input is never overwritten)")
+    records = read_corpus(args.input, args.limit)
+    extractor = build_extractor(args)
+    cache = None if args.no_cache else EntityCache(args.cache or default_cache_path())
+    try:
+        texts = [record["text"] for record in records]
+        if args.estimate_only:
+            return _estimate(args, extractor, texts, cache)
+        started = time.perf_counter()
+        outcome = run_extraction(
+            texts,
+            extractor,
+            cache=cache,
+            progress=not args.no_progress,
+            retry_failed=not args.no_retry_failed,
+        )
+        elapsed = time.perf_counter() - started
+    finally:
+        if cache is not None:
+            cache.close()
+    output: list[dict[str, Any]] = []
+    failed: list[tuple[str, str]] = []
+    for record, result in zip(records, outcome.results, strict=True):
+        new = dict(record)
+        metadata = dict(record.get("metadata") or {})
+        if result.entities is None:
+            failed.append((record["id"], result.error or "extraction failed"))
+        else:
+            metadata[args.key] = result.entities
+        new["metadata"] = metadata
+        output.append(new)
+    write_jsonl(args.output, output)
+    if args.failed is not None:
+        args.failed.parent.mkdir(parents=True, exist_ok=True)
+        args.failed.write_text("".join(f"{object_id}\n" for object_id, _ in failed))
+    rate = len(records) / elapsed if elapsed > 0 else float("inf")
+    print(
+        f"enriched {len(records) - len(failed)}/{len(records)} objects in {elapsed:.2f} s "
+        f"({rate:,.0f} objects/s; {outcome.n_cached} unique texts from cache, "
+        f"{outcome.n_computed} extracted) -> {args.output}",
+        file=sys.stderr,
+    )
+    if failed:
+        print(
+            f"{len(failed)} objects failed (re-run the same command to retry them):",
+            file=sys.stderr,
+        )
+        for object_id, error in failed[:20]:
+            print(f"  {object_id}: {error}", file=sys.stderr)
+        if len(failed) > 20:
+            print(f"  ... and {len(failed) - 20} more", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _estimate(
+    args: argparse.Namespace,
+    extractor: EntityExtractor,
+    texts: list[str],
+    cache: EntityCache | None,
+) -> int:
+    estimate = getattr(extractor, "estimate", None)
+    if estimate is None:
+        print("the spaCy extractor runs locally: no tokens, no cost", file=sys.stderr)
+        return 0
+    from grapher_core.enrich.cache import content_hash
+    from grapher_core.enrich.runner import cache_key
+
+    todo = list(dict.fromkeys(texts))
+    if cache is not None:
+        known = cache.get_many(cache_key(extractor), [content_hash(t) for t in todo])
+        todo = [
+            t
+            for t in todo
+            if content_hash(t) not in known or known[content_hash(t)].entities is None
+        ]
+    result = estimate(
+        todo,
+        price_input_per_million=args.price_input,
+        price_output_per_million=args.price_output,
+    )
+    print(result.describe())
+    return 0

@@ -1,0 +1,431 @@
+"""Entity extraction with any OpenAI-compatible chat model (OpenAI, vLLM, Ollama, llama.cpp).
+
+Requests run with bounded concurrency; 429, 5xx, timeouts and connection errors are retried with
+exponential backoff and jitter (``Retry-After`` honoured); every other per-object problem -- an
+unparseable answer, a 400 -- becomes a failed ``ExtractionResult`` for that object only.
+Configuration errors that would fail every object (401, 403, 404 model not found) stop the run
+with ``ExtractorConfigError`` instead of burning through the corpus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import os
+import random
+import time
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from grapher_core.enrich.base import ExtractionResult, dedupe_entities
+from grapher_core.enrich.parsing import EntityParseError, parse_entity_list
+from grapher_core.enrich.tokens import CostEstimate, TokenCounter, estimate_cost, get_token_counter
+from grapher_core.metadata import normalise_entity
+
+# --------------------------------------------------------------------------- prompts
+
+#: The paper's prompt, Appendix A.1.1, verbatim (``{content}`` is the object's text).
+A11_TEMPLATE = """Identify the key entities (people, organizations, locations, dates, etc.) from the following paragraph.
+Return the result as a valid Python list of strings, with no explanations, only the list.
+
+Example:
+
+Text:
+
+"Barack Obama was born in Honolulu, Hawaii, and served as the 44th President of the United States."
+
+Output:
+
+```
+["Barack Obama", "Honolulu", "Hawaii", "United States", "44th President"]
+```
+
+Text:
+
+{content}
+
+Output:"""  # noqa: E501
+
+EXAMPLE_TEXT = (
+    "Barack Obama was born in Honolulu, Hawaii, and served as the 44th President of the "
+    "United States."
+)
+EXAMPLE_ENTITIES: tuple[str, ...] = (
+    "Barack Obama",
+    "Honolulu",
+    "Hawaii",
+    "United States",
+    "44th President",
+)
+
+_CHAT_SYSTEM = (
+    "You identify the key entities (people, organizations, locations, dates, etc.) in a "
+    "paragraph. Answer with a JSON list of strings and nothing else."
+)
+_CHAT_INSTRUCTION = (
+    "Identify the key entities of this paragraph. Return only a JSON list of strings."
+)
+
+#: JSON schema for servers that constrain output (llama.cpp, vLLM): a list of strings.
+ENTITY_LIST_SCHEMA: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "entities",
+        "schema": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+
+#: The same constraint in the shape llama-cpp-python's server accepts (``json_object`` + schema).
+ENTITY_LIST_JSON_OBJECT: dict[str, Any] = {
+    "type": "json_object",
+    "schema": {"type": "array", "items": {"type": "string"}},
+}
+
+RESPONSE_FORMATS: dict[str, dict[str, Any]] = {
+    "json_schema": ENTITY_LIST_SCHEMA,
+    "json_object": ENTITY_LIST_JSON_OBJECT,
+}
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A versioned prompt: the version goes into the cache key."""
+
+    version: str
+    description: str
+    build: Callable[[str], list[dict[str, str]]]
+
+    def messages(self, content: str) -> list[dict[str, str]]:
+        """The chat messages for one object's text."""
+        return self.build(content)
+
+
+def _a11(content: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": A11_TEMPLATE.replace("{content}", content)}]
+
+
+def _a11_chat(content: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": _CHAT_SYSTEM},
+        {"role": "user", "content": f"{_CHAT_INSTRUCTION}\n\nText:\n{EXAMPLE_TEXT}"},
+        {"role": "assistant", "content": '["' + '", "'.join(EXAMPLE_ENTITIES) + '"]'},
+        {"role": "user", "content": f"{_CHAT_INSTRUCTION}\n\nText:\n{content}"},
+    ]
+
+
+PROMPTS: dict[str, PromptTemplate] = {
+    "a11": PromptTemplate("a11", "the paper's A.1.1 prompt, verbatim, as one user turn", _a11),
+    "a11-chat": PromptTemplate(
+        "a11-chat",
+        "A.1.1 split into turns: the example is its own earlier exchange and the answer is a "
+        "JSON list (small models stop copying the example's entities)",
+        _a11_chat,
+    ),
+}
+
+
+def copied_example_entities(entities: Sequence[str], text: str) -> list[str]:
+    """Entities of the prompt's example that the answer has but the text does not contain.
+
+    Small models often echo "Barack Obama" or "Honolulu" from A.1.1 into every answer; an
+    example entity counts as copied only when it does not occur in the object's own text.
+    """
+    haystack = normalise_entity(text)
+    examples = {normalise_entity(e) for e in EXAMPLE_ENTITIES}
+    return [e for e in entities if (key := normalise_entity(e)) in examples and key not in haystack]
+
+
+# --------------------------------------------------------------------------- extractor
+
+
+class ExtractorConfigError(ValueError):
+    """A problem that would fail every object (bad key, unknown model): the run stops."""
+
+
+def _retry_after_seconds(error: Any) -> float | None:
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(milliseconds) / 1000.0)
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class OpenAIEntityExtractor:
+    """Entities from a chat-completions model, with the paper's prompt by default.
+
+    ``name`` is ``"openai:<model>"``; ``version`` is the prompt version plus the truncation
+    limit (both change the answers, so both are part of the cache key). ``api_key`` defaults to
+    ``$OPENAI_API_KEY``; with a ``base_url`` (local servers) a placeholder key is used when none
+    is set. ``response_format`` is passed through (``"json_schema"`` selects
+    ``ENTITY_LIST_SCHEMA``, which vLLM and llama.cpp's ``llama-server`` accept; ``"json_object"``
+    selects ``ENTITY_LIST_JSON_OBJECT``, the shape llama-cpp-python's server wants; OpenAI itself
+    wants an object at the schema root, so pass your own dict there).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        prompt_version: str = "a11",
+        concurrency: int = 8,
+        max_retries: int = 6,
+        timeout: float = 60.0,
+        max_tokens_per_object: int = 2000,
+        max_output_tokens: int | None = 512,
+        temperature: float | None = 0.0,
+        response_format: str | dict[str, Any] | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        drop_example_copies: bool = True,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError("model must be a non-empty string (e.g. 'gpt-4o-mini')")
+        if prompt_version not in PROMPTS:
+            raise ValueError(f"unknown prompt_version {prompt_version!r}; known: {sorted(PROMPTS)}")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if max_tokens_per_object < 1:
+            raise ValueError(f"max_tokens_per_object must be >= 1, got {max_tokens_per_object}")
+        if backoff_base < 0 or backoff_max < 0:
+            raise ValueError("backoff_base and backoff_max must be >= 0")
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if base_url is None:
+                raise ValueError(
+                    "no API key: pass api_key=... or set OPENAI_API_KEY "
+                    "(or give base_url for a local server that needs none)"
+                )
+            key = "not-needed"
+        if isinstance(response_format, str):
+            if response_format not in RESPONSE_FORMATS:
+                raise ValueError(
+                    f"response_format must be None, a dict or one of {sorted(RESPONSE_FORMATS)}, "
+                    f"got {response_format!r}"
+                )
+            response_format = RESPONSE_FORMATS[response_format]
+        self.model = model
+        self.base_url = base_url
+        self._api_key = key
+        self.prompt = PROMPTS[prompt_version]
+        self.prompt_version = prompt_version
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.timeout = float(timeout)
+        self.max_tokens_per_object = max_tokens_per_object
+        self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
+        self.response_format = response_format
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.drop_example_copies = drop_example_copies
+        self.batch_size = max(64, concurrency * 8)
+        self.name = f"openai:{model}"
+        self.version = f"{prompt_version}/t{max_tokens_per_object}" + (
+            "/schema" if response_format else ""
+        )
+        self._counter: TokenCounter | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIEntityExtractor(model={self.model!r}, base_url={self.base_url!r}, "
+            f"prompt_version={self.prompt_version!r}, concurrency={self.concurrency})"
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_counter"] = None  # tokenizers do not pickle; reload in the worker
+        return state
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter used for truncation and estimates (offline, may be approximate)."""
+        if self._counter is None:
+            self._counter = get_token_counter(self.model)
+        return self._counter
+
+    # ----------------------------------------------------------------- public API
+
+    def prepare(self, text: str) -> list[dict[str, str]]:
+        """The messages sent for ``text`` (after truncation to ``max_tokens_per_object``)."""
+        return self.prompt.messages(self.counter.truncate(text, self.max_tokens_per_object))
+
+    def estimate(
+        self,
+        texts: Sequence[str],
+        *,
+        price_input_per_million: float | None = None,
+        price_output_per_million: float | None = None,
+        output_tokens_per_object: int = 60,
+    ) -> CostEstimate:
+        """Tokens (and cost, given prices in $ per million tokens) of extracting ``texts``."""
+        prompts = [
+            "\n".join(message["content"] for message in self.prepare(text)) for text in texts
+        ]
+        return estimate_cost(
+            prompts,
+            self.counter,
+            output_tokens_per_object=output_tokens_per_object,
+            price_input_per_million=price_input_per_million,
+            price_output_per_million=price_output_per_million,
+        )
+
+    def extract_batch(self, texts: Sequence[str]) -> list[ExtractionResult]:
+        """Sync: results in input order (runs an event loop; safe inside a running one)."""
+        from grapher_core.enrich.runner import _run_sync
+
+        return list(_run_sync(lambda: self.aextract_batch(texts)))
+
+    async def aextract_batch(self, texts: Sequence[str]) -> list[ExtractionResult]:
+        """Async: results in input order."""
+        results: list[ExtractionResult | None] = [None] * len(texts)
+        async with contextlib.aclosing(self.aiter_extract(texts)) as stream:
+            async for index, result in stream:
+                results[index] = result
+        return [r for r in results if r is not None]
+
+    async def aiter_extract(
+        self, texts: Sequence[str]
+    ) -> AsyncGenerator[tuple[int, ExtractionResult], None]:
+        """Yield ``(index, result)`` as each request completes, ``concurrency`` at a time."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of strings, not a single string")
+        for position, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"text at position {position} is {type(text).__name__}, not str")
+        if not texts:
+            return
+        client = self._async_client()
+        done: asyncio.Queue[tuple[int, ExtractionResult] | BaseException] = asyncio.Queue()
+        indices = iter(range(len(texts)))
+
+        async def worker() -> None:
+            try:
+                for index in indices:
+                    await done.put((index, await self._extract_one(client, texts[index])))
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # a config error: stop the whole run
+                await done.put(error)
+
+        workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(texts)))]
+        try:
+            for _ in range(len(texts)):
+                item = await done.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await client.close()
+
+    # ----------------------------------------------------------------- internals
+
+    def _async_client(self) -> Any:
+        try:
+            import openai
+        except ImportError as error:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "the LLM extractor needs the openai client: pip install 'grapher[llm]'"
+            ) from error
+        return openai.AsyncOpenAI(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+        )
+
+    def _delay(self, attempt: int, error: BaseException) -> float:
+        retry_after = _retry_after_seconds(error)
+        if retry_after is not None:
+            return min(self.backoff_max, retry_after) + random.uniform(0, self.backoff_base / 4)
+        cap = min(self.backoff_max, self.backoff_base * (2**attempt))
+        return cap / 2 + random.uniform(0, cap / 2)  # "equal jitter"
+
+    def _request(self, text: str) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": self.model, "messages": self.prepare(text)}
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.max_output_tokens is not None:
+            request["max_tokens"] = self.max_output_tokens
+        if self.response_format is not None:
+            request["response_format"] = self.response_format
+        return request
+
+    async def _extract_one(self, client: Any, text: str) -> ExtractionResult:
+        import openai
+
+        request = self._request(text)
+        last_problem = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = await client.chat.completions.create(**request)
+            except (
+                openai.AuthenticationError,
+                openai.PermissionDeniedError,
+                openai.NotFoundError,
+            ) as error:
+                raise ExtractorConfigError(
+                    f"{self.base_url or 'OpenAI'} refused model {self.model!r} "
+                    f"(HTTP {error.status_code}): {error.message}"
+                ) from error
+            except (
+                openai.RateLimitError,
+                openai.InternalServerError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.ConflictError,
+            ) as error:
+                status = getattr(error, "status_code", None)
+                last_problem = f"HTTP {status}" if status else type(error).__name__
+                if attempt < self.max_retries:
+                    await asyncio.sleep(self._delay(attempt, error))
+                continue
+            except openai.APIStatusError as error:
+                return ExtractionResult(None, f"HTTP {error.status_code}: {error.message}")
+            except (openai.APIError, ValueError) as error:
+                return ExtractionResult(None, f"bad response: {type(error).__name__}: {error}")
+            return self._interpret(response, text)
+        return ExtractionResult(
+            None, f"gave up after {self.max_retries + 1} attempts (last: {last_problem})"
+        )
+
+    def _interpret(self, response: Any, text: str) -> ExtractionResult:
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            return ExtractionResult(None, "response has no choices")
+        content = getattr(choices[0].message, "content", None)
+        try:
+            entities = parse_entity_list(content)
+        except EntityParseError as error:
+            return ExtractionResult(None, f"unparseable answer: {error}")
+        flags: tuple[str, ...] = ()
+        copied = copied_example_entities(entities, text)
+        if copied:
+            flags = tuple(f"example_copy:{entity}" for entity in dedupe_entities(copied))
+            if self.drop_example_copies:
+                dropped = {normalise_entity(e) for e in copied}
+                entities = [e for e in entities if normalise_entity(e) not in dropped]
+        return ExtractionResult(dedupe_entities(entities), None, flags)

@@ -1,0 +1,140 @@
+"""Parsing a model's answer into a list of entity strings -- without ever calling ``eval``.
+
+Models asked for "a valid Python list" answer with a JSON list, a Python list (single quotes),
+the list inside a code fence, or the list wrapped in prose. All of these are accepted; anything
+else (a dict, nested lists, a bare sentence, a truncated list) is rejected with a reason, for that
+one object only. Literals are read with ``json.loads`` or ``ast.literal_eval``, which build data
+and never run code.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+#: Longest answer we try to parse; longer ones are rejected (``literal_eval`` on megabytes of
+#: nested brackets is slow and can exhaust the stack).
+MAX_ANSWER_CHARS = 100_000
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
+
+
+class EntityParseError(ValueError):
+    """The answer holds no acceptable list of entity strings."""
+
+
+def parse_entity_list(answer: str | None) -> list[str]:
+    """The entity strings in ``answer`` (duplicates kept; the caller deduplicates).
+
+    Accepted shapes: ``["a", "b"]``, ``['a', 'b']``, either inside a code fence or surrounded by
+    prose (the first bracketed list that parses wins), and ``{"entities": [...]}`` (what a
+    JSON-schema ``response_format`` produces). Numbers inside the list become strings.
+    Raises ``EntityParseError`` naming the problem otherwise.
+    """
+    if answer is None:
+        raise EntityParseError("the model returned no content")
+    if not isinstance(answer, str):
+        raise EntityParseError(f"the model returned {type(answer).__name__}, not text")
+    text = answer.strip()
+    if not text:
+        raise EntityParseError("the model returned an empty answer")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise EntityParseError(f"answer is {len(text)} characters, over {MAX_ANSWER_CHARS}")
+    last_problem = "no list found in the answer"
+    for candidate in _candidates(text):
+        value = _literal(candidate)
+        if value is _NOT_PARSED:
+            continue
+        try:
+            return _as_entities(value)
+        except EntityParseError as problem:
+            last_problem = str(problem)
+    raise EntityParseError(f"{last_problem}: {_preview(text)}")
+
+
+_NOT_PARSED = object()
+
+
+def _candidates(text: str) -> Iterator[str]:
+    """Pieces of the answer that may be the list, most likely first."""
+    yield text
+    for match in _FENCE.finditer(text):
+        yield match.group(2).strip()
+    covered = -1  # only top-level brackets: never an inner list of a rejected outer one
+    for start in (m.start() for m in re.finditer(r"[\[{]", text)):
+        if start <= covered:
+            continue
+        end = _matching_close(text, start)
+        if end is not None:
+            covered = end
+            yield text[start : end + 1]
+
+
+def _matching_close(text: str, start: int) -> int | None:
+    """Index of the bracket closing ``text[start]``, skipping brackets inside quoted strings."""
+    pairs = {"[": "]", "{": "}"}
+    stack = [pairs[text[start]]]
+    quote: str | None = None
+    escaped = False
+    for index in range(start + 1, len(text)):
+        char = text[index]
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+            continue
+        if char in "\"'":
+            quote = char
+        elif char in pairs:
+            stack.append(pairs[char])
+        elif char in "]}":
+            if char != stack[-1]:
+                return None
+            stack.pop()
+            if not stack:
+                return index
+    return None
+
+
+def _literal(candidate: str) -> Any:
+    try:
+        return json.loads(candidate)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(candidate)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_PARSED
+
+
+def _as_entities(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        lists = [v for k, v in value.items() if isinstance(v, list) and str(k).lower() in _KEYS]
+        if len(lists) != 1:
+            raise EntityParseError("answer is an object without one 'entities' list")
+        value = lists[0]
+    if not isinstance(value, (list, tuple)):
+        raise EntityParseError(f"answer is a {type(value).__name__}, not a list")
+    out: list[str] = []
+    for item in value:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            out.append(str(item))
+        else:
+            raise EntityParseError(f"list item {item!r} is not a string")
+    return out
+
+
+_KEYS = {"entities", "entity", "named_entities", "result", "results", "output"}
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "...")

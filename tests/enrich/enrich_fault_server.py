@@ -1,0 +1,250 @@
+"""A real HTTP server speaking the OpenAI chat-completions protocol, with injectable faults.
+
+The "model" answers with the capitalised words of the passage (the text after the last
+``Text:`` of the last user message), so answers are deterministic and checkable. Switches:
+429 with ``Retry-After``, 500, slow answers, hangs (to trigger client timeouts), malformed
+(non-list) answers, prose- or fence-wrapped answers, and a failure rate. Fault draws come from a
+seeded RNG; ``fail_texts`` makes chosen passages fail on every attempt (deterministic
+failures under any concurrency). The server stops by itself after ``lifetime`` seconds.
+
+Run standalone for throughput measurements::
+
+    .venv/bin/python tests/enrich/enrich_fault_server.py --port 8765 --delay 0.2 --lifetime 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_WORDS = re.compile(r"\b[A-Z][A-Za-z0-9]+(?:\s+[A-Z][A-Za-z0-9]+)*")
+
+
+def fake_entities(passage: str) -> list[str]:
+    """The deterministic "model": distinct capitalised word runs of the passage."""
+    return list(dict.fromkeys(m.group(0) for m in _WORDS.finditer(passage)))
+
+
+def passage_of(messages: list[dict[str, Any]]) -> str:
+    """The object's text inside the prompt: after the last 'Text:' of the last user turn."""
+    users = [m for m in messages if m.get("role") == "user"]
+    content = str(users[-1].get("content", "")) if users else ""
+    passage = content.rsplit("Text:", 1)[-1]
+    passage = passage.strip()
+    if passage.endswith("Output:"):
+        passage = passage[: -len("Output:")].strip()
+    return passage
+
+
+@dataclass
+class FaultConfig:
+    """What the server does wrong, and how often (rates are probabilities per request)."""
+
+    delay: float = 0.0
+    rate_429: float = 0.0
+    retry_after: float = 0.05
+    rate_500: float = 0.0
+    rate_hang: float = 0.0
+    hang_seconds: float = 2.0
+    rate_malformed: float = 0.0
+    rate_prose: float = 0.0
+    rate_fence: float = 0.0
+    fail_texts: frozenset[str] = frozenset()
+    echo_example: bool = False
+    fixed_status: int | None = None
+    seed: int = 0
+
+
+@dataclass
+class ServerStats:
+    """What the server saw: request count, answers by status, passages answered with 200."""
+
+    requests: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    answered: Counter[str] = field(default_factory=Counter)
+    max_in_flight: int = 0
+
+
+class FaultServer:
+    """A threaded chat-completions server on 127.0.0.1 (``base_url`` ends in ``/v1``)."""
+
+    def __init__(self, config: FaultConfig | None = None, port: int = 0, lifetime: float = 300):
+        self.config = config or FaultConfig()
+        self.stats = ServerStats()
+        self._rng = random.Random(self.config.seed)
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self.lifetime = lifetime
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._serve, name="fault-server", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> FaultServer:
+        self._thread.start()
+        return self
+
+    def _serve(self) -> None:
+        timer = threading.Timer(self.lifetime, self._httpd.shutdown)  # stops by itself
+        timer.daemon = True
+        timer.start()
+        try:
+            self._httpd.serve_forever(poll_interval=0.05)
+        finally:
+            timer.cancel()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FaultServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            self.stats = ServerStats()
+
+    def _draw(self) -> float:
+        with self._lock:
+            return self._rng.random()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                return
+
+            def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+                with server._lock:
+                    server.stats.statuses[status] += 1
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                raw = self.rfile.read(length)
+                with server._lock:
+                    server.stats.requests += 1
+                    server._in_flight += 1
+                    server.stats.max_in_flight = max(server.stats.max_in_flight, server._in_flight)
+                try:
+                    self._answer(raw)
+                finally:
+                    with server._lock:
+                        server._in_flight -= 1
+
+            def _answer(self, raw: bytes) -> None:
+                config = server.config
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}}, {})
+                    return
+                try:
+                    request = json.loads(raw)
+                    messages = request["messages"]
+                except (ValueError, KeyError, TypeError):
+                    self._send(400, {"error": {"message": "bad request body"}}, {})
+                    return
+                passage = passage_of(messages)
+                if config.delay:
+                    time.sleep(config.delay)
+                if config.fixed_status is not None:
+                    self._send(config.fixed_status, {"error": {"message": "forced status"}}, {})
+                    return
+                if passage in config.fail_texts:
+                    self._send(500, {"error": {"message": "injected permanent failure"}}, {})
+                    return
+                draw = server._draw()
+                edge = config.rate_429
+                if draw < edge:
+                    self._send(
+                        429,
+                        {"error": {"message": "rate limited", "type": "rate_limit"}},
+                        {"Retry-After": str(config.retry_after)},
+                    )
+                    return
+                edge += config.rate_500
+                if draw < edge:
+                    self._send(500, {"error": {"message": "injected server error"}}, {})
+                    return
+                edge += config.rate_hang
+                if draw < edge:
+                    time.sleep(config.hang_seconds)
+                entities = fake_entities(passage)
+                if config.echo_example:
+                    entities = [*entities, "Barack Obama", "Honolulu"]
+                answer = json.dumps(entities)
+                draw = server._draw()
+                if draw < config.rate_malformed:
+                    answer = "I am sorry, I cannot identify entities in this text."
+                elif draw < config.rate_malformed + config.rate_prose:
+                    answer = f"Sure! The entities are {answer}. Let me know if you need more."
+                elif draw < config.rate_malformed + config.rate_prose + config.rate_fence:
+                    answer = f"```python\n{answer}\n```"
+                with server._lock:
+                    server.stats.answered[passage] += 1
+                body = {
+                    "id": "chatcmpl-fault",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": request.get("model", "fake"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": answer},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                }
+                self._send(200, body, {})
+
+        return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--rate-429", type=float, default=0.0)
+    parser.add_argument("--rate-500", type=float, default=0.0)
+    parser.add_argument("--rate-malformed", type=float, default=0.0)
+    parser.add_argument("--lifetime", type=float, default=600.0)
+    args = parser.parse_args()
+    config = FaultConfig(
+        delay=args.delay,
+        rate_429=args.rate_429,
+        rate_500=args.rate_500,
+        rate_malformed=args.rate_malformed,
+    )
+    server = FaultServer(config, port=args.port, lifetime=args.lifetime).start()
+    print(f"serving {server.base_url} for {args.lifetime:.0f} s", flush=True)
+    server._thread.join()
+
+
+if __name__ == "__main__":
+    main()
