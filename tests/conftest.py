@@ -1,4 +1,4 @@
-"""Shared fixtures. Benchmark data is read from $GRAPHER_BENCHMARKS (default ../shared/benchmarks)."""
+"""Shared fixtures. Benchmark data is read from $GRAPHER_BENCHMARKS (../shared/benchmarks)."""
 
 from __future__ import annotations
 
