@@ -1,0 +1,186 @@
+"""``GATRanker`` and ``MLPRanker``: the learned rankers behind ``ranker="gat"`` / ``"mlp"``.
+
+Both implement the core ``Ranker`` protocol. With no arguments they load the checkpoint shipped
+in the package (trained on spider_train for the packaged MiniLM embedder). Candidate and query
+embeddings are taken from the candidates / the context when present; missing ones are computed
+with the configured embedder (default: the packaged MiniLM), the query once per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from grapher_core.candidates import Candidate
+from grapher_core.embeddings import Embedder
+from grapher_core.gat.checkpoint import (
+    check_embeddings,
+    default_checkpoint,
+    load_checkpoint,
+)
+from grapher_core.gat.features import graph_arrays
+from grapher_core.graph import CandidateGraph
+from grapher_core.rankers import RankContext
+
+__all__ = ["GATRanker", "LearnedRanker", "MLPRanker"]
+
+
+class LearnedRanker:
+    """A trained :class:`~grapher_core.gat.model.GraphERNet` as a ``Ranker``.
+
+    ``checkpoint``: a checkpoint stem or file (default: the shipped one for this architecture).
+    ``alpha``: GCS alpha for the GCS-score feature (default: the one it was trained with).
+    ``embedder``: computes embeddings the candidates or the query lack (default: packaged
+    MiniLM); it must be the model the checkpoint was trained on. ``device``: "cpu" (default),
+    "cuda", ... ``threads``: torch CPU threads for the forward pass (default 1: a 200-node
+    forward is too small to gain from more, and on a busy CPU OpenMP threads waiting for each
+    other made it 20x slower); set for the call and restored after it (torch's setting is
+    process-wide), ``None`` leaves it alone.
+    """
+
+    architecture: ClassVar[str] = "gat"
+
+    def __init__(self, checkpoint: str | Path | None = None, *, alpha: float | None = None,
+                 embedder: Embedder | None = None, device: str = "cpu",
+                 threads: int | None = 1) -> None:
+        path = default_checkpoint(self.architecture) if checkpoint is None else checkpoint
+        self.model, self.config = load_checkpoint(path, device)
+        if self.config.model.architecture != self.architecture:
+            raise ValueError(
+                f"{path} holds a {self.config.model.architecture!r} model; load it with "
+                f"ranker={self.config.model.architecture!r}")
+        if alpha is not None and not 0.0 < float(alpha) < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        self.alpha = self.config.alpha if alpha is None else float(alpha)
+        if embedder is not None:
+            check_embeddings(self.config, self.config.embedding_dim,
+                             getattr(embedder, "name", None))
+        self._embedder = embedder
+        self.device = device
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        self.threads = threads
+
+    @property
+    def name(self) -> str:
+        return self.architecture
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from grapher_core.embeddings import default_embedder
+
+            embedder = default_embedder()
+            check_embeddings(self.config, self.config.embedding_dim, embedder.name)
+            self._embedder = embedder
+        return self._embedder
+
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        """One score (a logit: higher = more relevant) per candidate, in their order."""
+        import torch
+
+        n = graph.n
+        if len(context.candidates) != n or np.asarray(seeds).size != n:
+            raise ValueError(f"graph has {n} nodes but got {len(context.candidates)} candidates "
+                             f"and {np.asarray(seeds).size} seeds")
+        if n == 0:
+            return np.zeros(0)
+        query = self._query_vector(context)
+        objects = self._object_vectors(context.candidates)
+        arrays = graph_arrays(graph, seeds, self.alpha)
+        previous, threads = torch.get_num_threads(), self.threads
+        limit = threads is not None and self.device == "cpu" and previous != threads
+        if threads is not None and limit:
+            torch.set_num_threads(threads)  # restored below; costs under a microsecond
+        try:
+            logits = self._forward(arrays.scalars, objects, query, arrays.edge_index,
+                                   arrays.edge_attr)
+        finally:
+            if limit:
+                torch.set_num_threads(previous)
+        return logits
+
+    def _forward(self, scalars: np.ndarray, objects: np.ndarray, query: np.ndarray,
+                 edge_index: np.ndarray, edge_attr: np.ndarray) -> np.ndarray:
+        import torch
+
+        n = scalars.shape[0]
+        with torch.inference_mode():
+            objects_t = torch.from_numpy(objects).to(self.device)
+            logits = self.model(
+                torch.from_numpy(scalars).to(self.device), objects_t,
+                torch.arange(n, device=self.device),
+                torch.from_numpy(query).to(self.device).reshape(1, -1),
+                torch.zeros(n, dtype=torch.long, device=self.device),
+                torch.from_numpy(edge_index).to(self.device),
+                torch.from_numpy(edge_attr).to(self.device))
+        return logits.detach().cpu().numpy().astype(np.float64)
+
+    def _query_vector(self, context: RankContext) -> np.ndarray:
+        if context.query_embedding is not None:
+            vector = np.asarray(context.query_embedding, dtype=np.float32).ravel()
+        elif context.query:
+            vector = np.asarray(self.embedder.embed_query(context.query), dtype=np.float32).ravel()
+        else:
+            raise ValueError(f"the {self.name} ranker needs the query: pass query= (text) or "
+                             "query_embedding= to rerank()")
+        check_embeddings(self.config, vector.size)
+        if not np.all(np.isfinite(vector)):
+            raise ValueError("query_embedding contains NaN or inf")
+        return vector
+
+    def _object_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        dim = self.config.embedding_dim
+        given = [c.embedding for c in candidates]
+        if all(v is not None for v in given):  # the common case, in one numpy call
+            try:
+                stacked = np.asarray(np.stack(given), dtype=np.float32)  # type: ignore[arg-type]
+            except ValueError:  # ragged: fall through to the per-candidate checks
+                stacked = None
+            if stacked is not None and stacked.shape == (len(candidates), dim) \
+                    and np.all(np.isfinite(stacked)):
+                return stacked
+        out = np.empty((len(candidates), dim), dtype=np.float32)
+        missing: list[int] = []
+        for i, candidate in enumerate(candidates):
+            if candidate.embedding is None:
+                missing.append(i)
+                continue
+            vector = np.asarray(candidate.embedding, dtype=np.float32).ravel()
+            if vector.size != dim:
+                check_embeddings(self.config, vector.size)  # raises, naming the dimensions
+            out[i] = vector
+        if missing:
+            texts = [candidates[i].text for i in missing]
+            empty = [candidates[i].id for i in missing if not candidates[i].text]
+            if empty:
+                raise ValueError(f"candidates without embedding and without text: {empty[:5]}")
+            vectors = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[1] != dim:
+                check_embeddings(self.config, int(vectors.shape[-1]))
+            out[missing] = vectors
+        if not np.all(np.isfinite(out)):
+            bad = [c.id for c, row in zip(candidates, out, strict=True)
+                   if not np.all(np.isfinite(row))]
+            raise ValueError(f"candidate embeddings contain NaN or inf: {bad[:5]}")
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """The checkpoint's config (what it was trained on, its validation metrics)."""
+        return self.config.to_json()
+
+
+class GATRanker(LearnedRanker):
+    """GraphER-GAT: GATv2 message passing over the candidate graph (paper 2.2)."""
+
+    architecture: ClassVar[str] = "gat"
+
+
+class MLPRanker(LearnedRanker):
+    """GraphER-MLP: the GAT without message passing (paper Table 4 ablation)."""
+
+    architecture: ClassVar[str] = "mlp"
+
