@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate, Contribution, RankedCandidate
 from grapher_core.graph import CandidateGraph, build_graph
 from grapher_core.proximity import Proximity
-from grapher_core.rankers import RankContext, Ranker, make_ranker, row_normalise
+from grapher_core.rankers import RankContext, Ranker, make_ranker
 from grapher_core.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
 
 
@@ -136,41 +135,33 @@ def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
 
     The share of neighbour j in i's score is ``W[i, j] * score[j]`` with ``W`` the row-normalised
     adjacency -- exactly GCS's smoothing term up to the factor ``1 - alpha``, and a faithful
-    reading of "who lifted it" for the other rankers.
+    reading of "who lifted it" for the other rankers. Rows are read straight from the csr
+    arrays: only the returned candidates' rows are touched.
     """
     if graph.n_edges == 0:
         return {}
-    transition = row_normalise(graph.adjacency)
     adjacency = graph.adjacency
+    kinds = list(graph.by_kind.items())
     out: dict[int, tuple[Contribution, ...]] = {}
-    for i in rows:
-        start, end = transition.indptr[i], transition.indptr[i + 1]
+    for i in rows.tolist():
+        start, end = adjacency.indptr[i], adjacency.indptr[i + 1]
         if start == end:
             continue
-        neighbours = transition.indices[start:end]
-        shares = transition.data[start:end] * scores[neighbours]
+        neighbours = adjacency.indices[start:end]
+        weights = adjacency.data[start:end]
+        shares = weights * scores[neighbours] / weights.sum()
         top = np.argsort(-shares, kind="stable")[:limit]
         chosen = neighbours[top]
-        kinds_of: dict[int, list[str]] = {int(j): [] for j in chosen}
-        for kind, matrix in graph.by_kind.items():
-            for j in _row(matrix, i):
-                if j in kinds_of:
-                    kinds_of[j].append(kind)
-        weights = _row(adjacency, i)
-        out[int(i)] = tuple(
-            Contribution(
-                neighbour_id=graph.ids[j],
-                kinds=tuple(kinds_of[int(j)]),
-                edge_weight=weights[int(j)],
-                contribution=float(share),
-            )
-            for j, share in zip(chosen, shares[top], strict=True)
+        if len(kinds) == 1:
+            kinds_of = [(kinds[0][0],)] * len(top)
+        else:
+            present = [np.isin(chosen, m.indices[m.indptr[i]:m.indptr[i + 1]]) for _, m in kinds]
+            kinds_of = [tuple(k for (k, _), p in zip(kinds, present, strict=True) if p[t])
+                        for t in range(len(top))]
+        out[i] = tuple(
+            Contribution(neighbour_id=graph.ids[j], kinds=kind, edge_weight=weight,
+                         contribution=share)
+            for j, kind, weight, share in zip(chosen.tolist(), kinds_of, weights[top].tolist(),
+                                              shares[top].tolist(), strict=True)
         )
     return out
-
-
-def _row(matrix: sp.csr_matrix, i: int) -> dict[int, float]:
-    """Row i of a csr matrix as {column: value}, read straight from its arrays."""
-    start, end = matrix.indptr[i], matrix.indptr[i + 1]
-    return dict(zip(matrix.indices[start:end].tolist(), matrix.data[start:end].tolist(),
-                    strict=True))

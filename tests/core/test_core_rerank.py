@@ -169,3 +169,18 @@ def test_explain_zero_and_baseline_alpha_error() -> None:
     assert all(r.explanation == () for r in results)
     with pytest.raises(ValueError, match="alpha"):
         GraphReranker(ranker=BaselineRanker(), alpha=0.5)
+
+
+def test_explanation_names_every_edge_kind_between_two_candidates() -> None:
+    candidates = [
+        Candidate("a", score=0.9, metadata={"foreign_keys": ["b"], "entities": ["x"]}),
+        Candidate("b", score=0.2, metadata={"entities": ["x"]}),
+        Candidate("c", score=0.8, metadata={"entities": ["x"]}),
+    ]
+    results = GraphReranker([ForeignKeys(), SharedEntities()], ranker="gcs").rerank(candidates)
+    b = next(r for r in results if r.id == "b")
+    by_neighbour = {c.neighbour_id: c for c in b.explanation}
+    assert by_neighbour["a"].kinds == ("structural", "conceptual")
+    assert by_neighbour["a"].edge_weight == pytest.approx(2.0)  # 1 (FK) + |{x}|/|{x}| (entities)
+    assert by_neighbour["c"].kinds == ("conceptual",)
+    assert b.explanation[0].neighbour_id == "a"  # the larger weighted share comes first
