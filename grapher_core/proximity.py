@@ -31,11 +31,29 @@ from grapher_core.metadata import normalised_set, read_int, read_list
 __all__ = [
     "AdjacentChunks",
     "ForeignKeys",
+    "LinkKey",
     "Proximity",
     "SemanticKNN",
     "SharedEntities",
+    "link_value",
     "links_to_matrix",
 ]
+
+LinkKey = tuple[tuple[str | None, str], ...]
+"""Where a link points, for expansion beyond the candidates (:mod:`grapher_core.expand`):
+``((field, value), ...)``, all of which must match; ``field`` ``None`` means the object id."""
+
+
+def link_value(value: object) -> str:
+    """The canonical string form of a metadata value in a :data:`LinkKey`: integers (also
+    ``3.0`` and ``"3"``) as their decimal digits, strings stripped, other scalars via ``str``."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()
 
 
 @runtime_checkable
@@ -164,6 +182,24 @@ class ForeignKeys:
                     cols.append(j)
         return links_to_matrix(rows, cols, n, symmetric=self.symmetric)
 
+    # Expansion support (additive): where this candidate's links point, and how it is found.
+    def link_keys(self, candidate: Candidate) -> list[LinkKey]:
+        """The objects this candidate links to, as lookup keys (``target_field`` or the id)."""
+        return [((self.target_field, value),)
+                for value in read_list(candidate.metadata.get(self.field))]
+
+    def own_keys(self, candidate: Candidate) -> list[LinkKey]:
+        """The keys under which other objects' links find this candidate."""
+        if self.target_field is None:
+            return [((None, candidate.id),)]
+        return [((self.target_field, value),)
+                for value in read_list(candidate.metadata.get(self.target_field))]
+
+    def reverse_keys(self, candidate: Candidate) -> list[LinkKey]:
+        """Keys of the objects that link *to* this candidate (list field ``field`` holds one of
+        its own values); only meaningful for a ``symmetric`` proximity."""
+        return [((self.field, value),) for key in self.own_keys(candidate) for _f, value in key]
+
 
 @dataclass(frozen=True)
 class SharedEntities:
@@ -244,6 +280,34 @@ class AdjacentChunks:
                 rows.append(i)
                 cols.append(j)
         return links_to_matrix(rows, cols, len(candidates), symmetric=True)
+
+    # Expansion support (additive): the previous and next chunk of the same document.
+    def _position(self, candidate: Candidate) -> tuple[str, int] | None:
+        doc = candidate.metadata.get(self.doc_field)
+        index = read_int(candidate.metadata.get(self.index_field))
+        if doc is None or str(doc) == "" or index is None:
+            return None
+        return str(doc), index
+
+    def link_keys(self, candidate: Candidate) -> list[LinkKey]:
+        """Chunks ``k - 1`` and ``k + 1`` of the candidate's document, as lookup keys."""
+        position = self._position(candidate)
+        if position is None:
+            return []
+        doc, index = position
+        return [((self.doc_field, doc), (self.index_field, str(k)))
+                for k in (index - 1, index + 1) if k >= 0]
+
+    def own_keys(self, candidate: Candidate) -> list[LinkKey]:
+        """The candidate's own (document, chunk index) key."""
+        position = self._position(candidate)
+        if position is None:
+            return []
+        return [((self.doc_field, position[0]), (self.index_field, str(position[1])))]
+
+    def reverse_keys(self, candidate: Candidate) -> list[LinkKey]:
+        """Adjacency is symmetric: the same keys as :meth:`link_keys`."""
+        return self.link_keys(candidate)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from grapher_core import GraphReranker
+from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
+from langchain_grapher.neighbours import EXPANDED_KEY, as_neighbour_source
 
 __all__ = ["GraphERReranker"]
 
@@ -58,8 +60,22 @@ class GraphERReranker(BaseDocumentCompressor):
     once per call and the documents in one batch."""
     explain: bool = False
     """Write the top contributing neighbours into ``metadata["grapher_explanation"]``."""
+    neighbour_source: Any = None
+    """Optional: a vector store (or any ``fetch(keys)`` neighbour source) to expand from --
+    link neighbours of the top ``expand_seeds`` documents that the retriever missed are fetched
+    (one batched call per hop), scored and ranked with the rest; they come back with
+    ``metadata["grapher_expanded"] = True``. ``None`` (default): rerank the documents only."""
+    expand_seeds: int = Field(default=DEFAULT_SEEDS, ge=1)
+    """Expansion: how many top documents to follow links from."""
+    expand_hops: int = Field(default=DEFAULT_HOPS, ge=1)
+    """Expansion: how many link steps."""
+    expand_budget: int = Field(default=DEFAULT_BUDGET, ge=0)
+    """Expansion: the most documents added per query (the most query-similar are kept)."""
+    prune_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
+    """Expansion: drop fetched documents whose query cosine is below this (needs vectors)."""
 
     _core: GraphReranker | None = PrivateAttr(default=None)
+    _expanding: ExpandingReranker | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _build_core(self) -> GraphERReranker:
@@ -69,6 +85,13 @@ class GraphERReranker(BaseDocumentCompressor):
         self._core = GraphReranker(self.proximities, self.ranker, self.alpha,
                                    seed_transform=self.seed_transform,
                                    explain=3 if self.explain else 0)
+        self._expanding = None
+        if self.neighbour_source is not None:
+            self._expanding = ExpandingReranker(
+                self._core, as_neighbour_source(self.neighbour_source), seeds=self.expand_seeds,
+                hops=self.expand_hops, budget=self.expand_budget,
+                prune_threshold=self.prune_threshold,
+                embedder=None if self.embeddings is None else _Vectors(self.embeddings))
         return self
 
     @property
@@ -119,15 +142,43 @@ class GraphERReranker(BaseDocumentCompressor):
         metadata copy (the retriever stores the base score there).
         """
         documents = list(documents)
+        if (self._expanding is not None and self.embeddings is not None and query
+                and documents and query_embedding is None):
+            # Expansion scores fetched documents by query similarity: embed once here.
+            query_embedding = np.asarray(self.embeddings.embed_query(query), dtype=np.float64)
+            if document_embeddings is None:
+                document_embeddings = np.asarray(self.embeddings.embed_documents(
+                    [d.page_content for d in documents]), dtype=np.float64)
         candidates = candidates_from_documents(documents, score_key=self.score_key,
                                                scores=scores, embeddings=document_embeddings)
         limit = self.top_n if top_n == "default" else top_n
-        ranked = self.core.rerank(candidates, query=query, query_embedding=query_embedding,
-                                   top_n=limit)
-        return [
-            document_from_ranked(
-                item, documents[item.original_rank - 1], explain=self.explain,
-                extra=None if extra_metadata is None else extra_metadata[item.original_rank - 1],
-            )
-            for item in ranked
-        ]
+        if self._expanding is None:
+            ranked = self.core.rerank(candidates, query=query, query_embedding=query_embedding,
+                                       top_n=limit)
+        else:
+            ranked = self._expanding.rerank(candidates, query=query,
+                                            query_embedding=query_embedding, top_n=limit)
+        out = []
+        for item in ranked:
+            position = item.original_rank - 1
+            if position < len(documents):
+                out.append(document_from_ranked(
+                    item, documents[position], explain=self.explain,
+                    extra=None if extra_metadata is None else extra_metadata[position]))
+                continue
+            fetched = item.candidate  # fetched by expansion: a new Document from the store's data
+            original = Document(id=fetched.id, page_content=fetched.text,
+                                metadata=dict(fetched.metadata))
+            out.append(document_from_ranked(item, original, explain=self.explain,
+                                            extra={EXPANDED_KEY: True}))
+        return out
+
+
+class _Vectors:
+    """LangChain ``Embeddings`` seen as the core's batch embedder (lists -> ndarray)."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        self.embeddings = embeddings
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.embeddings.embed_documents(texts), dtype=np.float64)

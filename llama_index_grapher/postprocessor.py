@@ -24,18 +24,21 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from grapher_core import GraphReranker, RankedCandidate, Ranker, SemanticKNN
 from grapher_core.candidates import Candidate
+from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
 from llama_index_grapher.convert import (
     candidates_from_nodes,
     node_from_ranked,
     relationship_proximity,
 )
 
-__all__ = ["EXPLANATION_KEY", "GraphERPostprocessor"]
+__all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
 
 dispatcher = get_dispatcher(__name__)
 
 # Metadata key of the optional explanation on returned nodes (kept out of LLM/embedding text).
 EXPLANATION_KEY = "grapher_lifted_by"
+# Metadata flag on nodes that expansion fetched from the store (not from the retriever).
+EXPANDED_KEY = "grapher_expanded"
 _VECTOR_RANKERS = frozenset({"gat", "mlp"})
 
 
@@ -76,6 +79,20 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         "uses its own embedder (the GAT/MLP rankers do) or raises.",
     )
 
+    neighbour_source: Any = Field(
+        default=None,
+        description="Optional docstore / vector store (or any fetch(keys) source) to expand "
+        "from: link neighbours (PREVIOUS/NEXT, foreign keys...) of the top expand_seeds nodes "
+        "that were not retrieved are fetched, one batched call per hop, and ranked with the "
+        f"rest (metadata['{EXPANDED_KEY}'] = True). None: rerank the retrieved nodes only.",
+    )
+    expand_seeds: int = Field(default=DEFAULT_SEEDS, description="Expansion: seed nodes.")
+    expand_hops: int = Field(default=DEFAULT_HOPS, description="Expansion: link steps.")
+    expand_budget: int = Field(default=DEFAULT_BUDGET,
+                               description="Expansion: most nodes added per query.")
+    prune_threshold: float | None = Field(
+        default=None, description="Expansion: minimum query cosine of a fetched node.")
+
     _reranker: GraphReranker | None = PrivateAttr(default=None)
     _reranker_key: tuple[Any, ...] | None = PrivateAttr(default=None)
 
@@ -115,7 +132,8 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     def _needs_vectors(self, reranker: GraphReranker) -> bool:
         ranker: Ranker = reranker.ranker
         return (ranker.name in _VECTOR_RANKERS or bool(getattr(ranker, "needs_embeddings", False))
-                or any(isinstance(p, SemanticKNN) for p in reranker.proximities))
+                or any(isinstance(p, SemanticKNN) for p in reranker.proximities)
+                or self.neighbour_source is not None)  # expansion scores by query similarity
 
     # -- events, like the built-in rerankers ----------------------------------------------------
     def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
@@ -136,13 +154,32 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     def _rank(self, nodes: list[NodeWithScore], candidates: list[Candidate],
               query_bundle: QueryBundle | None,
               query_embedding: np.ndarray | None) -> list[NodeWithScore]:
-        ranked = self._core().rerank(
-            candidates,
-            query=None if query_bundle is None else query_bundle.query_str,
-            query_embedding=query_embedding,
-            top_n=self.top_n,
-        )
-        return [self._to_node(r, nodes[r.original_rank - 1]) for r in ranked]
+        query = None if query_bundle is None else query_bundle.query_str
+        if self.neighbour_source is None:
+            ranked = self._core().rerank(candidates, query=query,
+                                         query_embedding=query_embedding, top_n=self.top_n)
+            return [self._to_node(r, nodes[r.original_rank - 1]) for r in ranked]
+        from llama_index_grapher.neighbours import as_node_source
+
+        source = as_node_source(self.neighbour_source)
+        expanding = ExpandingReranker(self._core(), source, seeds=self.expand_seeds,
+                                      hops=self.expand_hops, budget=self.expand_budget,
+                                      prune_threshold=self.prune_threshold)
+        ranked = expanding.rerank(candidates, query=query, query_embedding=query_embedding,
+                                  top_n=self.top_n)
+        out = []
+        for r in ranked:
+            if r.original_rank <= len(nodes):
+                out.append(self._to_node(r, nodes[r.original_rank - 1]))
+                continue
+            fetched = self._to_node(r, NodeWithScore(node=source.node(r.id), score=None))
+            fetched.node.metadata[EXPANDED_KEY] = True
+            for keys in (fetched.node.excluded_embed_metadata_keys,
+                         fetched.node.excluded_llm_metadata_keys):
+                if EXPANDED_KEY not in keys:
+                    keys.append(EXPANDED_KEY)
+            out.append(fetched)
+        return out
 
     def _to_node(self, ranked: RankedCandidate, original: NodeWithScore) -> NodeWithScore:
         out = node_from_ranked(ranked, original, keep_retrieval_score=self.keep_retrieval_score)

@@ -28,6 +28,7 @@ from grapher_core.bench.enrichment import (
     proximities_for,
 )
 from grapher_core.bench.metrics import aggregate, evaluate_query
+from grapher_core.bench.peers import PEER_RANKERS, peer_graph, peer_rankings
 from grapher_core.bench.retrievers import RETRIEVERS, BaseRetriever
 from grapher_core.candidates import Candidate
 from grapher_core.graph import build_graph
@@ -108,6 +109,11 @@ def expand_rankers(rankers: Sequence[str], task_type: str, graphs: Sequence[str]
     alphas = alphas or {}
     specs: list[RankerSpec] = []
     for name in rankers:
+        if name in PEER_RANKERS:  # reach beyond the candidates along the task's link graph
+            if name == "prev-next" and task_type != "chunks":
+                continue
+            specs.append(RankerSpec(name, name, peer_graph(name, task_type), alphas.get(name)))
+            continue
         if name in GRAPH_FREE_RANKERS:
             specs.append(RankerSpec(name, name, "none", alphas.get(name)))
             continue
@@ -201,33 +207,46 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
     multi = [q.multi for q in dataset.queries]
     baseline_hits: list[float] | None = None
     for spec in specs:
-        reranker = GraphReranker(proximities_for(spec.graph), ranker=spec.ranker,
-                                 alpha=spec.alpha, explain=0)
         rows: list[dict[str, float]] = []
         per_query: dict[str, dict[str, Any]] = {}
         timings: list[float] = []
         from_below: list[float] = []
-        bar = _bar(len(dataset.queries), f"{dataset.name} {spec.label}", progress)
-        for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
-            tick = time.perf_counter()
-            ranked = reranker.rerank(cands, query=query.text, query_embedding=vector)
-            timings.append((time.perf_counter() - tick) * 1000.0)
-            ids = [r.id for r in ranked]
-            row = evaluate_query(ids, [r.score for r in ranked], query.gold, ks)
-            rows.append(row)
-            from_below.append(float(np.mean([r.original_rank > 20 for r in ranked[:5]])))
-            per_query[query.id] = {"PR@5": row["PR@5"], "PR@10": row["PR@10"],
-                                   "n_gold": len(query.gold), "top": ids[:20]}
+        if spec.ranker in PEER_RANKERS:
+            peers, timings = peer_rankings(spec.ranker, dataset, metadata, candidates,
+                                           max_k=max(ks))
+            for query, peer in zip(dataset.queries, peers, strict=True):
+                row = evaluate_query(peer.ids, peer.scores, query.gold, ks)
+                rows.append(row)
+                top5 = [float(r > 20) for r in peer.original_ranks[:5]]
+                from_below.append(float(np.mean(top5)) if top5 else 0.0)
+                per_query[query.id] = {"PR@5": row["PR@5"], "PR@10": row["PR@10"],
+                                       "n_gold": len(query.gold), "top": peer.ids[:20]}
+            reranker = None
+        else:
+            reranker = GraphReranker(proximities_for(spec.graph), ranker=spec.ranker,
+                                     alpha=spec.alpha, explain=0)
+            bar = _bar(len(dataset.queries), f"{dataset.name} {spec.label}", progress)
+            for query, cands, vector in zip(dataset.queries, candidates, query_vectors,
+                                            strict=True):
+                tick = time.perf_counter()
+                ranked = reranker.rerank(cands, query=query.text, query_embedding=vector)
+                timings.append((time.perf_counter() - tick) * 1000.0)
+                ids = [r.id for r in ranked]
+                row = evaluate_query(ids, [r.score for r in ranked], query.gold, ks)
+                rows.append(row)
+                from_below.append(float(np.mean([r.original_rank > 20 for r in ranked[:5]])))
+                per_query[query.id] = {"PR@5": row["PR@5"], "PR@10": row["PR@10"],
+                                       "n_gold": len(query.gold), "top": ids[:20]}
+                if bar is not None:
+                    bar.update(1)
             if bar is not None:
-                bar.update(1)
-        if bar is not None:
-            bar.close()
+                bar.close()
         metrics = aggregate(rows, multi, ks)
         metrics["rerank_ms_median"] = float(statistics.median(timings))
         metrics["top5_from_below_20"] = float(np.mean(from_below))
         if spec.alpha is not None:
             metrics["alpha"] = spec.alpha
-        elif hasattr(reranker.ranker, "alpha"):
+        elif reranker is not None and hasattr(reranker.ranker, "alpha"):
             metrics["alpha"] = float(reranker.ranker.alpha)
         hits = [row["PR@10"] for row in rows]
         if baseline_hits is None and spec.ranker == "baseline":

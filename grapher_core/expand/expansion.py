@@ -1,0 +1,312 @@
+"""Ego-graph expansion before ranking (GRAG section 4.1; query-aware GNN Algorithm 8).
+
+A reranker of the candidate list cannot return a gold object the base retriever missed. The
+expander takes the top-``seeds`` candidates, follows the configured proximities' link fields
+(foreign keys, title mentions, previous/next chunk) ``hops`` times through a
+:class:`~grapher_core.expand.source.NeighbourSource` -- one batched fetch per hop --, gives every
+fetched object a seed score, optionally prunes by query similarity, and appends them to the
+candidates. Any ranker then runs on the enlarged set, where links lift the fetched objects that
+the seeds point to.
+
+Seed scores of fetched objects (they have no retriever score):
+
+* query and object embeddings known (the source returns vectors, or an ``embedder`` is given):
+  the cosine with the query, mapped onto the candidates' score scale by a least-squares line
+  ``score ~ a * cosine + b`` fitted on the candidates that have embeddings (identity for a dense
+  retriever; a calibrated guess for hybrid/BM25 scores), clipped to the candidates' score range;
+* otherwise (documented fallback): the lowest candidate score, so a fetched object enters at
+  the bottom and rises only through its links;
+* candidates without any score: their rank seeds ``1 / rank`` become their scores and fetched
+  objects are calibrated against those when embeddings allow; otherwise fetched objects get no
+  score either and are appended after the candidates, most query-similar first.
+
+Pruning: ``prune_threshold`` drops fetched objects whose cosine with the query is below it
+(Algorithm 8; they are not expanded further either); ``budget`` caps the objects added per
+query, keeping the most query-similar (GRAG's soft pruning keeps the closest ones in the same
+spirit, without a trained MLP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from grapher_core.candidates import Candidate, RankedCandidate
+from grapher_core.expand.source import NeighbourSource
+from grapher_core.proximity import LinkKey, Proximity
+from grapher_core.rerank import GraphReranker, validate_candidates
+from grapher_core.seeds import original_scores, rank_seeds
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_HOPS",
+    "DEFAULT_SEEDS",
+    "ExpandingReranker",
+    "ExpansionResult",
+    "GraphExpander",
+    "linkable",
+]
+
+DEFAULT_SEEDS = 3
+DEFAULT_HOPS = 1
+DEFAULT_BUDGET = 10
+
+
+class _Linkable(Protocol):
+    def link_keys(self, candidate: Candidate) -> list[LinkKey]: ...
+
+    def own_keys(self, candidate: Candidate) -> list[LinkKey]: ...
+
+
+class _Embedder(Protocol):
+    def embed_documents(self, texts: list[str]) -> Any: ...
+
+
+def linkable(proximities: Sequence[Any]) -> list[Any]:
+    """The proximities expansion can follow: those with ``link_keys`` and ``own_keys``
+    (``ForeignKeys`` and ``AdjacentChunks``; entity and semantic edges have no link field)."""
+    return [p for p in proximities
+            if callable(getattr(p, "link_keys", None)) and callable(getattr(p, "own_keys", None))]
+
+
+@dataclass(frozen=True)
+class ExpansionResult:
+    """The enlarged candidate list (originals first, in order, then fetched objects) and what
+    it cost: ``fetch_calls`` store round trips, ``fetched`` objects returned by the store."""
+
+    candidates: tuple[Candidate, ...]
+    added: tuple[str, ...]
+    fetch_calls: int
+    fetched: int
+    similarities: dict[str, float] = field(default_factory=dict)
+
+
+class GraphExpander:
+    """Collect the k-hop link neighbours of the top candidates from a neighbour source.
+
+    ``seeds`` (m): how many top candidates to expand from; ``hops`` (k): link steps;
+    ``budget``: most objects added per query; ``prune_threshold``: minimum query cosine of a
+    fetched object (``None``: no threshold); ``reverse``: also fetch objects linking *to* the
+    seeds (needs the store to filter on list fields); ``embedder``: embeds fetched objects the
+    source returns without vectors (one batch per hop).
+    """
+
+    def __init__(self, proximities: Sequence[Proximity], source: NeighbourSource, *,
+                 seeds: int = DEFAULT_SEEDS, hops: int = DEFAULT_HOPS,
+                 budget: int = DEFAULT_BUDGET, prune_threshold: float | None = None,
+                 reverse: bool = False, embedder: _Embedder | None = None) -> None:
+        if not isinstance(source, NeighbourSource):
+            raise TypeError(f"{source!r} is not a neighbour source: it needs fetch(keys)")
+        for name, value, low in (("seeds", seeds, 1), ("hops", hops, 1), ("budget", budget, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if prune_threshold is not None and not -1.0 <= float(prune_threshold) <= 1.0:
+            raise ValueError(f"prune_threshold is a cosine in [-1, 1], got {prune_threshold!r}")
+        self.links = linkable(proximities)
+        if not self.links:
+            raise ValueError("none of the proximities has link fields to expand along "
+                             "(use ForeignKeys or AdjacentChunks)")
+        self.source = source
+        self.seeds = seeds
+        self.hops = hops
+        self.budget = budget
+        self.prune_threshold = None if prune_threshold is None else float(prune_threshold)
+        self.reverse = reverse
+        self.embedder = embedder
+
+    def expand(self, candidates: Sequence[Candidate], *,
+               query_embedding: np.ndarray | None = None) -> ExpansionResult:
+        """Return the candidates plus their fetched link neighbours, with seed scores."""
+        items = validate_candidates(candidates)
+        scores = original_scores(items)
+        query = _unit(query_embedding)
+        if not items or self.budget == 0:
+            return ExpansionResult(tuple(items), (), 0, 0)
+        known_ids = {c.id for c in items}
+        known_keys: set[LinkKey] = set()
+        for candidate in items:
+            for proximity in self.links:
+                known_keys.update(_canonical(k) for k in proximity.own_keys(candidate))
+        order = range(len(items)) if scores is None else np.argsort(-scores, kind="stable")
+        frontier = [items[int(i)] for i in list(order)[: self.seeds]]
+        added: list[Candidate] = []
+        similarity: dict[str, float] = {}
+        calls = fetched_total = 0
+        for _hop in range(self.hops):
+            keys = self._keys(frontier, known_keys)
+            room = self.budget - len(added)
+            if not keys or room <= 0:
+                break
+            fetched = self.source.fetch(keys)
+            calls += 1
+            fetched_total += len(fetched)
+            fresh: dict[str, Candidate] = {}
+            for obj in fetched:
+                if isinstance(obj, Candidate) and obj.id and obj.id not in known_ids:
+                    fresh.setdefault(obj.id, obj)
+            new = self._with_embeddings(list(fresh.values()), query)
+            sims = _cosines(new, query)
+            keep = list(range(len(new)))
+            if sims is not None:
+                if self.prune_threshold is not None:
+                    keep = [i for i in keep if sims[i] >= self.prune_threshold]
+                keep.sort(key=lambda i: -sims[i])  # stable: fetch order among equals
+            keep = keep[:room]
+            frontier = [new[i] for i in keep]
+            for i in keep:
+                known_ids.add(new[i].id)
+                if sims is not None:
+                    similarity[new[i].id] = float(sims[i])
+                for proximity in self.links:
+                    known_keys.update(_canonical(k) for k in proximity.own_keys(new[i]))
+            added.extend(frontier)
+            if not frontier:
+                break
+        if scores is None and added and all(c.id in similarity for c in added) \
+                and _calibration(items, rank_seeds(len(items)), query) is not None:
+            # No retriever scores: candidates keep their rank seeds, now written as scores, so
+            # fetched objects can be placed among them by query similarity.
+            scores = rank_seeds(len(items))
+            items = [Candidate(c.id, c.text, float(s), c.metadata, c.embedding)
+                     for c, s in zip(items, scores, strict=True)]
+        scored = _seed_scores(items, scores, added, similarity, query)
+        return ExpansionResult(tuple(items) + tuple(scored), tuple(c.id for c in scored), calls,
+                               fetched_total, similarity)
+
+    def _keys(self, frontier: Sequence[Candidate], known: set[LinkKey]) -> list[LinkKey]:
+        keys: dict[LinkKey, None] = {}
+        for candidate in frontier:
+            for proximity in self.links:
+                found = list(proximity.link_keys(candidate))
+                if self.reverse and callable(getattr(proximity, "reverse_keys", None)):
+                    found.extend(proximity.reverse_keys(candidate))
+                for key in found:
+                    canonical = _canonical(key)
+                    if canonical not in known:
+                        keys[canonical] = None
+        return list(keys)
+
+    def _with_embeddings(self, new: list[Candidate], query: np.ndarray | None
+                         ) -> list[Candidate]:
+        missing = [i for i, c in enumerate(new) if c.embedding is None]
+        if query is None or self.embedder is None or not missing:
+            return new
+        vectors = np.asarray(self.embedder.embed_documents([new[i].text for i in missing]),
+                             dtype=np.float64)
+        out = list(new)
+        for i, vector in zip(missing, vectors, strict=True):
+            c = new[i]
+            out[i] = Candidate(c.id, c.text, c.score, c.metadata, vector)
+        return out
+
+
+class ExpandingReranker:
+    """Expansion, then any :class:`~grapher_core.GraphReranker` over the enlarged set.
+
+    >>> source = InMemorySource(corpus, embeddings=vectors)
+    >>> reranker = ExpandingReranker(GraphReranker([ForeignKeys("mentions",
+    ...     target_field="title")]), source)
+    >>> ranked = reranker.rerank(candidates, query_embedding=q, top_n=10)
+
+    Fetched objects appear in the output like candidates, with ``original_score`` the seed
+    score expansion gave them and ``original_rank`` beyond the candidate list's length.
+    """
+
+    def __init__(self, reranker: GraphReranker, source: NeighbourSource, *,
+                 seeds: int = DEFAULT_SEEDS, hops: int = DEFAULT_HOPS,
+                 budget: int = DEFAULT_BUDGET, prune_threshold: float | None = None,
+                 reverse: bool = False, embedder: _Embedder | None = None) -> None:
+        if not isinstance(reranker, GraphReranker):
+            raise TypeError(f"reranker must be a GraphReranker, got {type(reranker).__name__}")
+        self.reranker = reranker
+        self.expander = GraphExpander(reranker.proximities, source, seeds=seeds, hops=hops,
+                                      budget=budget, prune_threshold=prune_threshold,
+                                      reverse=reverse, embedder=embedder)
+
+    def rerank_with_expansion(self, candidates: Sequence[Candidate], *, query: str | None = None,
+                              query_embedding: np.ndarray | None = None,
+                              top_n: int | None = None
+                              ) -> tuple[list[RankedCandidate], ExpansionResult]:
+        """Ranked candidates (fetched objects included) and the expansion's record."""
+        expansion = self.expander.expand(candidates, query_embedding=query_embedding)
+        ranked = self.reranker.rerank(list(expansion.candidates), query=query,
+                                      query_embedding=query_embedding, top_n=top_n)
+        return ranked, expansion
+
+    def rerank(self, candidates: Sequence[Candidate], *, query: str | None = None,
+               query_embedding: np.ndarray | None = None,
+               top_n: int | None = None) -> list[RankedCandidate]:
+        """Drop-in for :meth:`GraphReranker.rerank`, with expansion first."""
+        return self.rerank_with_expansion(candidates, query=query,
+                                          query_embedding=query_embedding, top_n=top_n)[0]
+
+
+def _canonical(key: LinkKey) -> LinkKey:
+    from grapher_core.proximity import link_value
+
+    return tuple(sorted(((f, link_value(v)) for f, v in key),
+                        key=lambda pair: (pair[0] is not None, pair[0] or "")))
+
+
+def _unit(vector: np.ndarray | None) -> np.ndarray | None:
+    if vector is None:
+        return None
+    v = np.asarray(vector, dtype=np.float64).ravel()
+    norm = float(np.linalg.norm(v))
+    if not np.isfinite(norm):
+        raise ValueError("query_embedding has non-finite values")
+    return v / norm if norm > 0 else None
+
+
+def _cosines(objects: Sequence[Candidate], query: np.ndarray | None) -> np.ndarray | None:
+    """Query cosine of every object, or ``None`` when any vector is missing or mis-sized."""
+    if query is None or not objects or any(o.embedding is None for o in objects):
+        return None
+    matrix = np.vstack([np.asarray(o.embedding, dtype=np.float64).ravel() for o in objects])
+    if matrix.shape[1] != query.shape[0]:
+        raise ValueError(f"object embeddings have {matrix.shape[1]} dimensions, the query "
+                         f"embedding {query.shape[0]}")
+    norms = np.linalg.norm(matrix, axis=1)
+    return (matrix @ query) / np.where(norms == 0, 1.0, norms)
+
+
+def _seed_scores(items: Sequence[Candidate], scores: np.ndarray | None,
+                 added: Sequence[Candidate], similarity: dict[str, float],
+                 query: np.ndarray | None) -> list[Candidate]:
+    """Give fetched objects scores on the candidates' scale (see the module docstring)."""
+    if not added:
+        return []
+    if scores is None:
+        return [Candidate(c.id, c.text, None, c.metadata, c.embedding) for c in added]
+    low, high = float(scores.min()), float(scores.max())
+    predicted: list[float] | None = None
+    if all(c.id in similarity for c in added):
+        line = _calibration(items, scores, query)
+        if line is not None:
+            slope, intercept = line
+            predicted = [float(np.clip(slope * similarity[c.id] + intercept, low, high))
+                         for c in added]
+    if predicted is None:
+        predicted = [low] * len(added)
+    return [Candidate(c.id, c.text, s, c.metadata, c.embedding)
+            for c, s in zip(added, predicted, strict=True)]
+
+
+def _calibration(items: Sequence[Candidate], scores: np.ndarray,
+                 query: np.ndarray | None) -> tuple[float, float] | None:
+    """Least-squares ``score ~ a * cosine + b`` over the candidates with embeddings; ``None``
+    when it cannot be fitted or does not increase with the cosine."""
+    with_vectors = [i for i, c in enumerate(items) if c.embedding is not None]
+    if query is None or len(with_vectors) < 2:
+        return None
+    cos = _cosines([items[i] for i in with_vectors], query)
+    if cos is None or float(np.var(cos)) == 0.0:
+        return None
+    y = scores[with_vectors]
+    slope, intercept = np.polyfit(cos, y, 1)
+    if not np.isfinite(slope) or slope <= 0:
+        return None
+    return float(slope), float(intercept)

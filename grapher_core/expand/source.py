@@ -1,0 +1,145 @@
+"""Neighbour sources: where expansion fetches objects that are not among the candidates.
+
+A source answers one question in one round trip: "give me every object matching any of these
+link keys". A :data:`~grapher_core.proximity.LinkKey` is ``((field, value), ...)`` -- all pairs
+must match, ``field`` ``None`` meaning the object id -- so the same protocol serves foreign
+keys (ids), title mentions (a ``title`` field) and chunk neighbours (``doc_id`` + ``chunk_index``).
+
+Expansion calls :meth:`NeighbourSource.fetch` once per hop, never once per edge; the LangChain and
+LlamaIndex packages implement it over their stores (``get_by_ids`` / metadata filters).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import product
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from grapher_core.candidates import Candidate, CorpusObject
+from grapher_core.metadata import read_list
+from grapher_core.proximity import LinkKey, link_value
+
+__all__ = ["InMemorySource", "NeighbourSource", "check_keys", "field_values"]
+
+
+@runtime_checkable
+class NeighbourSource(Protocol):
+    """What expansion needs from a store: a batched lookup by link keys.
+
+    Returned candidates carry ``text``, ``metadata`` and, when the store keeps vectors, an
+    ``embedding``; their ``score`` is ignored (expansion gives fetched objects their own).
+    Order is free but should be stable; duplicates are removed by the caller.
+    """
+
+    def fetch(self, keys: Sequence[LinkKey]) -> list[Candidate]:
+        """Every object that matches at least one of ``keys``, in a single call to the store."""
+        ...
+
+
+def check_keys(keys: Sequence[LinkKey]) -> list[LinkKey]:
+    """Validate link keys up front so a malformed key names itself, not a deep frame."""
+    if isinstance(keys, (str, bytes)):
+        raise TypeError("fetch needs a sequence of link keys, not a string")
+    out: list[LinkKey] = []
+    for key in keys:
+        if not isinstance(key, tuple) or not key:
+            raise ValueError(f"a link key is a non-empty tuple of (field, value) pairs, "
+                             f"got {key!r}")
+        for pair in key:
+            if (not isinstance(pair, tuple) or len(pair) != 2
+                    or not (pair[0] is None or isinstance(pair[0], str))
+                    or not isinstance(pair[1], str)):
+                raise ValueError(f"bad (field, value) pair {pair!r} in link key {key!r}")
+        out.append(key)
+    return out
+
+
+def field_values(object_id: str, metadata: Mapping[str, Any], field: str | None) -> list[str]:
+    """The values an object can be found under for ``field`` (``None``: its id).
+
+    A list field gives each item; a scalar string gives itself *and* its delimited parts (the
+    core's :func:`~grapher_core.metadata.read_list` splits ``"a|b"``; a title with a comma must
+    still match whole). Values are in :func:`~grapher_core.proximity.link_value` form.
+    """
+    if field is None:
+        return [object_id]
+    value = metadata.get(field)
+    if value is None:
+        return []
+    out: dict[str, None] = {}
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        whole = link_value(value.decode() if isinstance(value, bytes) else value)
+        if whole:
+            out[whole] = None
+    for item in read_list(value):
+        out[link_value(item)] = None
+    return list(out)
+
+
+class InMemorySource:
+    """A neighbour source over an in-memory corpus (the bench's; small apps; tests).
+
+    ``objects`` are :class:`~grapher_core.CorpusObject` or :class:`~grapher_core.Candidate`;
+    ``embeddings`` (optional, one row per object; else a Candidate's own vector) are handed out
+    with fetched objects so expansion needs no embedding call. An index per field combination
+    is built on first use; ``calls`` counts :meth:`fetch` calls (one per expansion hop).
+    """
+
+    def __init__(self, objects: Sequence[CorpusObject | Candidate],
+                 embeddings: np.ndarray | None = None,
+                 metadata: Sequence[Mapping[str, Any]] | None = None) -> None:
+        items = list(objects)
+        for position, obj in enumerate(items):
+            if not isinstance(obj, (CorpusObject, Candidate)):
+                raise TypeError(f"object at position {position} is a {type(obj).__name__}, "
+                                "not a CorpusObject or Candidate")
+        ids = [o.id for o in items]
+        if len(set(ids)) != len(ids):
+            repeated = sorted(i for i, count in Counter(ids).items() if count > 1)
+            raise ValueError(f"duplicate object ids in the source: {repeated[:5]}")
+        if embeddings is not None and len(embeddings) != len(items):
+            raise ValueError(f"got {len(embeddings)} embeddings for {len(items)} objects")
+        if metadata is not None and len(metadata) != len(items):
+            raise ValueError(f"got {len(metadata)} metadata dicts for {len(items)} objects")
+        self._objects = items
+        self._metadata = [o.metadata for o in items] if metadata is None else list(metadata)
+        self._embeddings = embeddings
+        self._indexes: dict[tuple[str | None, ...], dict[tuple[str, ...], list[int]]] = {}
+        self.calls = 0
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def _index(self, fields: tuple[str | None, ...]) -> dict[tuple[str, ...], list[int]]:
+        index = self._indexes.get(fields)
+        if index is None:
+            index = defaultdict(list)
+            for position, (obj, meta) in enumerate(zip(self._objects, self._metadata,
+                                                       strict=True)):
+                for combo in product(*(field_values(obj.id, meta, f) for f in fields)):
+                    index[combo].append(position)
+            self._indexes[fields] = index
+        return index
+
+    def fetch(self, keys: Sequence[LinkKey]) -> list[Candidate]:
+        """Objects matching any key, in key order, each once."""
+        self.calls += 1
+        found: dict[int, None] = {}
+        for key in check_keys(keys):
+            ordered = tuple(sorted(key, key=lambda pair: (pair[0] is not None, pair[0] or "")))
+            fields = tuple(f for f, _v in ordered)
+            values = tuple(link_value(v) for _f, v in ordered)
+            for position in self._index(fields).get(values, ()):
+                found[position] = None
+        return [self._candidate(p) for p in found]
+
+    def _candidate(self, position: int) -> Candidate:
+        obj = self._objects[position]
+        if self._embeddings is not None:
+            vector = self._embeddings[position]
+        else:  # a Candidate brings its own vector
+            vector = obj.embedding if isinstance(obj, Candidate) else None
+        return Candidate(obj.id, obj.text, None, self._metadata[position], vector)
