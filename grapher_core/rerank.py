@@ -152,6 +152,7 @@ def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
         shares = weights * scores[neighbours] / weights.sum()
         top = np.argsort(-shares, kind="stable")[:limit]
         chosen = neighbours[top]
+        kinds_of: list[tuple[str, ...]]
         if len(kinds) == 1:
             kinds_of = [(kinds[0][0],)] * len(top)
         else:
