@@ -21,6 +21,17 @@ SUBCOMMANDS: tuple[str, ...] = (
 )
 
 
+def alpha_argument(value: str) -> float:
+    """argparse type for a ranker's alpha: a number strictly between 0 and 1."""
+    try:
+        alpha = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"alpha must be a number, got {value!r}") from None
+    if not 0 < alpha < 1:
+        raise argparse.ArgumentTypeError(f"alpha must be in (0, 1), got {value}")
+    return alpha
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grapher", description="Graph-based reranking for RAG (GraphER)."

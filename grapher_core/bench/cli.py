@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grapher_core.cli import alpha_argument
+
 __all__ = ["register"]
 
 
@@ -24,13 +26,6 @@ def _ints(value: str) -> list[int]:
     if not out or any(k < 1 for k in out):
         raise argparse.ArgumentTypeError(f"K values must be positive, got {value!r}")
     return out
-
-
-def _alpha(value: str) -> float:
-    alpha = float(value)
-    if not 0 < alpha < 1:
-        raise argparse.ArgumentTypeError(f"alpha must be in (0, 1), got {value}")
-    return alpha
 
 
 def register(subparsers: Any) -> None:
@@ -53,8 +48,8 @@ def register(subparsers: Any) -> None:
     bench.add_argument("--k", type=_ints, default=[5, 10], help="K values (default 5,10)")
     bench.add_argument("--limit", type=int, default=None, help="first N queries per dataset")
     bench.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
-    bench.add_argument("--alpha-gcs", type=_alpha, default=None)
-    bench.add_argument("--alpha-ppr", type=_alpha, default=None)
+    bench.add_argument("--alpha-gcs", type=alpha_argument, default=None)
+    bench.add_argument("--alpha-ppr", type=alpha_argument, default=None)
     bench.add_argument("--out", type=Path, default=Path("bench_out"), help="output folder")
     bench.add_argument("--tune-results", type=Path, default=None,
                        help="tune.json from `grapher tune`, quoted in --write-doc")

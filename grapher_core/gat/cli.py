@@ -11,18 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grapher_core.cli import alpha_argument
+
 __all__ = ["register"]
 
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _alpha(value: str) -> float:
-    alpha = float(value)
-    if not 0 < alpha < 1:
-        raise argparse.ArgumentTypeError(f"alpha must be in (0, 1), got {value}")
-    return alpha
 
 
 def register(subparsers: Any) -> None:
@@ -44,7 +39,7 @@ def register(subparsers: Any) -> None:
                        help="base retriever (default: the bench's choice for the task type)")
     train.add_argument("--graph", default=None,
                        help="graph variant, e.g. fk, entities, adjacent (default: the task's)")
-    train.add_argument("--alpha", type=_alpha, default=DEFAULT_GCS_ALPHA,
+    train.add_argument("--alpha", type=alpha_argument, default=DEFAULT_GCS_ALPHA,
                        help=f"GCS alpha of the GCS-score feature (default {DEFAULT_GCS_ALPHA})")
     train.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
     train.add_argument("--limit", type=int, default=None, help="first N queries only")

@@ -48,3 +48,14 @@ def test_latency_rows_and_section_writing(tmp_path: Path) -> None:
     assert "old" not in text and "keep me" in text
     assert "| 50 | entities | gcs |" in text
     assert "`grapher bench-latency --sizes 50`" in text
+
+
+def test_alpha_argument_names_bad_values() -> None:
+    import argparse
+
+    from grapher_core.cli import alpha_argument
+
+    assert alpha_argument("0.3") == 0.3
+    for bad in ("0", "1", "1.5", "x"):
+        with pytest.raises(argparse.ArgumentTypeError, match="alpha"):
+            alpha_argument(bad)
