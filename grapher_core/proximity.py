@@ -201,6 +201,44 @@ class ForeignKeys:
         return [((self.field, value),) for key in self.own_keys(candidate) for _f, value in key]
 
 
+DENSE_PAIRS_MAX_N = 1000
+
+
+def _shared_entities_by_pairs(keys: np.ndarray, lengths: np.ndarray) -> sp.csr_matrix:
+    """``|E_i ∩ E_j| / |E_j|`` by enumerating, per entity, the pairs of candidates naming it.
+
+    Same result as the sparse product ``B diag(1/|E|) B^T`` (tested), built with two sorts and
+    a few numpy calls, ending in int32 csr arrays that scipy accepts without re-validation: for
+    a few hundred candidates this avoids most of scipy's per-operation overhead (measured at
+    n = 200: 0.57 -> about 0.2 ms). Work is proportional to the co-occurring pairs (the edges).
+    """
+    n = lengths.size
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+    owner = np.repeat(np.arange(n), lengths)[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    sizes = np.diff(np.append(starts, sorted_keys.size))
+    group = np.repeat(np.arange(starts.size), sizes)  # entity of each sorted entry
+    group_size, group_start = sizes[group], starts[group]
+    # every entry pairs with every entry of its entity's group (itself included: the diagonal)
+    left = np.repeat(owner, group_size)
+    right_position = np.repeat(group_start - np.cumsum(group_size) + group_size, group_size)
+    right = owner[right_position + np.arange(left.size)]
+    off_diagonal = left != right
+    pair = left[off_diagonal] * n + right[off_diagonal]
+    if pair.size == 0:
+        return sp.csr_matrix((n, n))
+    weight = 1.0 / lengths[right[off_diagonal]]
+    by_pair = np.argsort(pair)
+    pair, weight = pair[by_pair], weight[by_pair]
+    first = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
+    unique_pair = pair[first]
+    rows = unique_pair // n
+    indptr = np.searchsorted(rows, np.arange(n + 1)).astype(np.int32)
+    return sp.csr_matrix((np.add.reduceat(weight, first), (unique_pair % n).astype(np.int32),
+                          indptr), shape=(n, n))
+
+
 @dataclass(frozen=True)
 class SharedEntities:
     """Conceptual proximity: objects that name the same entities.
@@ -225,6 +263,8 @@ class SharedEntities:
         lengths = np.fromiter((k.size for k in keys), dtype=np.int64, count=n)
         if not lengths.any():
             return sp.csr_matrix((n, n))
+        if self.max_share is None and n <= DENSE_PAIRS_MAX_N:
+            return _shared_entities_by_pairs(np.concatenate(keys), lengths)
         # One column per distinct entity: np.unique over hashed keys, no per-entity Python.
         columns, inverse = np.unique(np.concatenate(keys), return_inverse=True)
         indptr = np.concatenate(([0], np.cumsum(lengths)))

@@ -175,3 +175,26 @@ class TestGraph:
              for i in range(n)]
         g = build_graph(c, [ForeignKeys()])
         assert g.n_edges == 2 * 3 * (n // 4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shared_entities_small_path_equals_sparse_product(seed: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import grapher_core.proximity as proximity
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 120))
+    vocabulary = [f"E{v}" for v in range(int(rng.integers(1, 40)))]
+    candidates = [
+        Candidate(id=str(i), metadata={"entities": [vocabulary[j] for j in
+                                                    rng.integers(0, len(vocabulary),
+                                                                 int(rng.integers(0, 6)))]})
+        for i in range(n)
+    ]
+    small = SharedEntities().adjacency(candidates)
+    monkeypatch.setattr(proximity, "DENSE_PAIRS_MAX_N", 0)
+    sparse = SharedEntities().adjacency(candidates)
+    assert small.shape == sparse.shape == (n, n)
+    assert small.nnz == sparse.nnz
+    np.testing.assert_allclose(small.toarray(), sparse.toarray(), atol=1e-12)
+    assert small.has_canonical_format
