@@ -204,7 +204,8 @@ class ForeignKeys:
 DENSE_PAIRS_MAX_N = 1000
 
 
-def _shared_entities_by_pairs(keys: np.ndarray, lengths: np.ndarray) -> sp.csr_matrix:
+def _shared_entities_by_pairs(keys: np.ndarray, lengths: np.ndarray,
+                              max_holders: float | None = None) -> sp.csr_matrix:
     """``|E_i ∩ E_j| / |E_j|`` by enumerating, per entity, the pairs of candidates naming it.
 
     Same result as the sparse product ``B diag(1/|E|) B^T`` (tested), built with two sorts and
@@ -218,6 +219,12 @@ def _shared_entities_by_pairs(keys: np.ndarray, lengths: np.ndarray) -> sp.csr_m
     owner = np.repeat(np.arange(n), lengths)[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
     sizes = np.diff(np.append(starts, sorted_keys.size))
+    if max_holders is not None:  # hub remedy: drop entities held by too many candidates
+        kept = np.repeat(sizes <= max_holders, sizes)
+        owner = owner[kept]
+        lengths = np.bincount(owner, minlength=n)  # |E_j| counts the kept entities only
+        starts = np.cumsum(np.concatenate(([0], sizes[sizes <= max_holders])))[:-1]
+        sizes = sizes[sizes <= max_holders]
     group = np.repeat(np.arange(starts.size), sizes)  # entity of each sorted entry
     group_size, group_start = sizes[group], starts[group]
     # every entry pairs with every entry of its entity's group (itself included: the diagonal)
@@ -263,8 +270,8 @@ class SharedEntities:
         lengths = np.fromiter((k.size for k in keys), dtype=np.int64, count=n)
         if not lengths.any():
             return sp.csr_matrix((n, n))
-        if self.max_share is None and n <= DENSE_PAIRS_MAX_N:
-            return _shared_entities_by_pairs(np.concatenate(keys), lengths)
+        if n <= DENSE_PAIRS_MAX_N:
+            return _shared_entities_by_pairs(np.concatenate(keys), lengths, self._max_holders(n))
         # One column per distinct entity: np.unique over hashed keys, no per-entity Python.
         columns, inverse = np.unique(np.concatenate(keys), return_inverse=True)
         indptr = np.concatenate(([0], np.cumsum(lengths)))
@@ -282,9 +289,15 @@ class SharedEntities:
         shared.eliminate_zeros()
         return shared
 
+    def _max_holders(self, n: int) -> float | None:
+        """How many candidates may hold an entity before it counts as a hub (None: no cap)."""
+        if self.max_share is None:
+            return None
+        return self.max_share * n if isinstance(self.max_share, float) else self.max_share
+
     def _drop_hub_entities(self, incidence: sp.csr_matrix, n: int) -> sp.csr_matrix:
-        assert self.max_share is not None
-        limit = self.max_share * n if isinstance(self.max_share, float) else self.max_share
+        limit = self._max_holders(n)
+        assert limit is not None
         frequency = np.asarray(incidence.sum(axis=0)).ravel()
         keep = sp.diags((frequency <= limit).astype(np.float64))
         pruned: sp.csr_matrix = (incidence @ keep).tocsr()

@@ -191,10 +191,12 @@ def test_shared_entities_small_path_equals_sparse_product(seed: int,
                                                                  int(rng.integers(0, 6)))]})
         for i in range(n)
     ]
-    small = SharedEntities().adjacency(candidates)
+    caps = (None, 3, 0.2)
+    small = [SharedEntities(max_share=cap).adjacency(candidates) for cap in caps]
     monkeypatch.setattr(proximity, "DENSE_PAIRS_MAX_N", 0)
-    sparse = SharedEntities().adjacency(candidates)
-    assert small.shape == sparse.shape == (n, n)
-    assert small.nnz == sparse.nnz
-    np.testing.assert_allclose(small.toarray(), sparse.toarray(), atol=1e-12)
-    assert small.has_canonical_format
+    sparse = [SharedEntities(max_share=cap).adjacency(candidates) for cap in caps]
+    for a, b in zip(small, sparse, strict=True):
+        assert a.shape == b.shape == (n, n)
+        assert a.nnz == b.nnz
+        np.testing.assert_allclose(a.toarray(), b.toarray(), atol=1e-12)
+        assert a.has_canonical_format
