@@ -220,18 +220,20 @@ Numbers quoted here are from the run that wrote this section (hybrid retriever u
   it hurts early precision with dense entity graphs (hotpotqa PR@5 on entities 61.4 vs 66.4 for
   the baseline). On the sentence sets GAT on adjacency + mentions is best (37.8 and 58.4). It
   costs ~8 ms per query on tables and 30-50 ms on dense entity graphs (diagnostics table).
-* **Expansion beyond the candidates (issue 6).** `expand-gcs` fetches the 1-hop link
-  neighbours of the top-3 seeds that are not candidates (one batched store call) before GCS:
+* **Expansion beyond the candidates (issue 6).** `expand-gcs` fetches the 1-hop link neighbours
+  of the top-3 seeds that are not candidates (one batched store call) before GCS:
   2wikimultihopqa 43.7 → 84.5, where candidate-only GCS reaches 63.5 and the graph-retriever
   peer (Eager, default settings) 77.5 — only 68% of its queries have every gold passage among
-  the top-200. Elsewhere it matches or slightly beats GCS (hotpotqa 93.8 vs 93.4, spider_dev
-  91.1 vs 89.3, bird_dev 93.5 = 93.5, musique 36.5 = 36.5). graph-retriever wins on beaver_dev
-  (22.4 vs 19.0: it lists every FK neighbour of its first hits, and Beaver's join keys nearly
-  spell the gold) and on spider_train multi-table (78.6 vs 73.5; over all queries expansion
-  leads, 83.5 vs 81.0), and its tuned setting edges musique (37.0). On the sentence sets
-  expansion follows adjacency only (28.2 / 51.4), ahead of graph-retriever (18.6 / 35.5) but
-  behind GCS on adjacency + mentions (36.5 / 54.7): expanding along mention links there is not
-  measured. Details, store-call counts and added latency: docs/expansion.md.
+  the top-200. Elsewhere it matches or slightly beats GCS on the same links (hotpotqa 93.8 vs
+  93.4, spider_dev 91.1 vs 89.3, bird_dev 93.5 = 93.5, musique 36.5 = 36.5 on mentions), but on
+  musique GCS over capped entities (38.5) stays ahead: expansion follows mention links only.
+  graph-retriever wins on beaver_dev (22.4 vs 19.0: it lists every FK neighbour of its first
+  hits, and Beaver's join keys nearly spell the gold) and on spider_train multi-table (78.6 vs
+  73.5; over all queries expansion leads, 83.5 vs 81.0), and its tuned setting edges musique
+  (37.0). On the sentence sets expansion follows adjacency only (28.2 / 51.4), ahead of
+  graph-retriever (18.6 / 35.5) but behind GCS on adjacency + mentions (36.5 / 54.7): expanding
+  along mention links there is not measured. Details, store-call counts and added latency:
+  docs/expansion.md.
 * **Retriever choice.** With the identifier-splitting, plural-stripping BM25, hybrid beats dense
   on spider_train both as a baseline and under GCS, so hybrid is the default for tables too
   (lesson (e) — dense ≫ hybrid — held for a weaker BM25 tokeniser; plural stripping alone raises
