@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
               f"{'yes' if needed <= set(after) else 'no'} ({len(needed & set(after))}/"
               f"{len(needed)} tables)")
     _print_explanations(results[:top], set(before))
-    print(f"\nRetrieval (embed {len(objects)} tables + query): {retrieval_ms:.0f} ms; "
+    print(f"\nLoad MiniLM + embed {len(objects)} tables and the query: {retrieval_ms:.0f} ms; "
           f"GraphER rerank: {rerank_ms:.2f} ms")
     return 0
 
