@@ -109,7 +109,8 @@ def encode_list(values: Iterable[Any], fmt: str = "list", *,
                 delimiter: str = "|") -> list[Any] | str | None:
     """Write a list field in a shape a given vector store keeps; :func:`read_list` reads all three.
 
-    ``"list"``: a native list, or ``None`` when empty (Chroma rejects empty lists: drop the key);
+    ``"list"``: a native list, or ``None`` when empty (Chroma rejects empty lists: drop the key),
+    written as JSON when an item is itself a list or dict (Chroma rejects nested lists too);
     ``"json"``: a JSON-encoded string (stores that keep only scalars); ``"delimited"``: values
     joined by ``delimiter`` (``ValueError`` when :func:`read_list` would not read the same values
     back, e.g. a value containing the delimiter). The input is never modified.
@@ -118,6 +119,8 @@ def encode_list(values: Iterable[Any], fmt: str = "list", *,
         raise ValueError(f"list format must be one of {LIST_FORMATS}, got {fmt!r}")
     items = list(values)
     if fmt == "list":
+        if any(isinstance(item, (list, tuple, dict)) for item in items):
+            return json.dumps(items, ensure_ascii=False)
         return items or None
     if fmt == "json":
         return json.dumps(items, ensure_ascii=False)

@@ -17,7 +17,6 @@ ones; ``list_format="json"`` writes JSON strings, which every store keeps and
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -25,6 +24,8 @@ from typing import Any, Literal
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.extractors.interface import BaseExtractor
 from llama_index.core.schema import BaseNode, MetadataMode
+
+from grapher_core.metadata import encode_list as core_encode_list
 
 __all__ = [
     "GraphEREntityExtractor",
@@ -42,19 +43,13 @@ ListFormat = Literal["native", "json"]
 def encode_list(values: Sequence[Any], list_format: ListFormat) -> Any:
     """A list value as the chosen store-friendly shape; ``None`` means "do not write the key".
 
-    Native lists must be non-empty and flat (Chroma rejects empty and nested lists), so an empty
-    list is omitted and a nested one is written as JSON.
+    LlamaIndex's names for :func:`grapher_core.metadata.encode_list`'s formats: ``"native"`` is
+    the core's ``"list"`` (non-empty and flat, as Chroma needs: an empty list is omitted and a
+    nested one is written as JSON), ``"json"`` a JSON string for flat-metadata stores.
     """
-    values = list(values)
-    if list_format == "json":
-        return json.dumps(values, ensure_ascii=False)
-    if list_format != "native":
+    if list_format not in ("native", "json"):
         raise ValueError(f"list_format must be 'native' or 'json', got {list_format!r}")
-    if not values:
-        return None
-    if any(isinstance(v, (list, tuple, dict)) for v in values):
-        return json.dumps(values, ensure_ascii=False)
-    return values
+    return core_encode_list(values, "list" if list_format == "native" else "json")
 
 
 def exclude_from_text(node: BaseNode, keys: Sequence[str]) -> None:

@@ -110,3 +110,4 @@ def test_encode_list_round_trips_through_read_list(fmt: str) -> None:
     with pytest.raises(ValueError):
         encode_list(["a|b", "c"], "delimited")
     assert encode_list([], "list") is None
+    assert encode_list([["a", "b"], ["c"]], "list") == '[["a", "b"], ["c"]]'  # Chroma: flat only
