@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(VENV)/bin/grapher demo
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check grapher_core langchain_grapher llama_index_grapher tests
+	$(VENV)/bin/ruff check grapher_core grapher_bench langchain_grapher llama_index_grapher tests
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
 
@@ -28,13 +28,13 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 bench-latency: $(STAMP)
-	$(VENV)/bin/grapher bench-latency --write docs/benchmarks.md
+	$(VENV)/bin/grapher-bench bench-latency --write docs/benchmarks.md
 
 # Retrieval benchmarks on ../shared/benchmarks (docs/benchmarks.md, bench section).
 TUNE_JSON := bench_out/tune/tune.json
 
 tune: $(STAMP)
-	$(VENV)/bin/grapher tune --data $(GRAPHER_BENCHMARKS)/spider_train --limit 1000 --out bench_out/tune
+	$(VENV)/bin/grapher-bench tune --data $(GRAPHER_BENCHMARKS)/spider_train --limit 1000 --out bench_out/tune
 
 TABLE_SETS := spider_dev spider_train bird_dev beaver_dev
 TEXT_SETS := hotpotqa 2wikimultihopqa musique squad_chunks hotpotqa_sentences 2wikimultihopqa_sentences
@@ -43,15 +43,15 @@ PEERS := expand-gcs,graph-retriever,graph-retriever-tuned
 # All retrievers with the graph rankers, then the hybrid block again with the learned rankers,
 # expansion and the peers, then one doc section from every results.json.
 bench: $(STAMP)
-	@test -f $(TUNE_JSON) || $(VENV)/bin/grapher tune --data $(GRAPHER_BENCHMARKS)/spider_train --limit 1000 --out bench_out/tune
+	@test -f $(TUNE_JSON) || $(VENV)/bin/grapher-bench tune --data $(GRAPHER_BENCHMARKS)/spider_train --limit 1000 --out bench_out/tune
 	start=$$(date +%s) && \
-	$(VENV)/bin/grapher bench --data $(GRAPHER_BENCHMARKS) --retriever all --out bench_out --no-progress && \
-	$(VENV)/bin/grapher bench $(foreach d,$(TABLE_SETS),--data $(GRAPHER_BENCHMARKS)/$(d)) --retriever hybrid \
+	$(VENV)/bin/grapher-bench bench --data $(GRAPHER_BENCHMARKS) --retriever all --out bench_out --no-progress && \
+	$(VENV)/bin/grapher-bench bench $(foreach d,$(TABLE_SETS),--data $(GRAPHER_BENCHMARKS)/$(d)) --retriever hybrid \
 		--rankers baseline,db-first,ppr,gcs,gat,mlp,$(PEERS) --out bench_out --no-progress && \
-	$(VENV)/bin/grapher bench $(foreach d,$(TEXT_SETS),--data $(GRAPHER_BENCHMARKS)/$(d)) --retriever hybrid \
+	$(VENV)/bin/grapher-bench bench $(foreach d,$(TEXT_SETS),--data $(GRAPHER_BENCHMARKS)/$(d)) --retriever hybrid \
 		--rankers baseline,ppr,gcs,gat,mlp,$(PEERS),prev-next --out bench_out --no-progress && \
 	echo "{\"seconds\": $$(( $$(date +%s) - start ))}" > bench_out/bench_meta.json && \
-	$(VENV)/bin/grapher bench --from-results bench_out --tune-results $(TUNE_JSON) --write-doc docs/benchmarks.md
+	$(VENV)/bin/grapher-bench bench --from-results bench_out --tune-results $(TUNE_JSON) --write-doc docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -14,10 +14,7 @@ from collections.abc import Sequence
 
 SUBCOMMANDS: tuple[str, ...] = (
     "grapher_core.demo",
-    "grapher_core.latency",
-    "grapher_core.bench.cli",
     "grapher_core.enrich.cli",
-    "grapher_core.gat.cli",
 )
 
 
@@ -32,12 +29,13 @@ def alpha_argument(value: str) -> float:
     return alpha
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="grapher", description="Graph-based reranking for RAG (GraphER)."
-    )
+def build_parser(prog: str = "grapher", description: str = "Graph-based reranking for RAG "
+                 "(GraphER).", subcommands: Sequence[str] = SUBCOMMANDS
+                 ) -> argparse.ArgumentParser:
+    """The parser with every available subcommand of ``subcommands`` registered."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in SUBCOMMANDS:
+    for module_name in subcommands:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
@@ -49,7 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    return run(build_parser(), argv)
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and call the chosen subcommand; expected errors become exit code 2."""
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -57,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, ImportError) as error:
-        print(f"grapher {args.command}: error: {error}", file=sys.stderr)
+        print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
         return 2
 
 

@@ -3,7 +3,7 @@
 ``alpha`` means what it means in the paper: the weight kept on the seed scores at every step
 (PPR's teleport probability). Larger alpha = closer to the base retriever's order.
 
-Default alphas are the values ``grapher tune`` picks on ``spider_train`` (grid 0.1..0.9, hybrid
+Default alphas are the values ``grapher-bench tune`` picks on ``spider_train`` (grid 0.1..0.9, hybrid
 MiniLM + BM25 retriever, PR@10 of multi-table queries); see docs/benchmarks.md. The paper tuned
 on BIRD train, which is not available here.
 """
@@ -254,8 +254,8 @@ _REGISTRY: dict[str, RankerFactory | str] = {
     "baseline": BaselineRanker,
     "gcs": GCSRanker,
     "ppr": PPRRanker,
-    "gat": "grapher_core.gat.ranker:GATRanker",
-    "mlp": "grapher_core.gat.ranker:MLPRanker",
+    "gat": "grapher_core.learned.ranker:GATRanker",
+    "mlp": "grapher_core.learned.ranker:MLPRanker",
 }
 
 

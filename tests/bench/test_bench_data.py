@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grapher_core.bench.data import (
+from grapher_bench.data import (
     default_benchmarks_root,
     detect_task_type,
     find_datasets,

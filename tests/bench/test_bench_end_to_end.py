@@ -1,4 +1,4 @@
-"""`grapher bench` end to end on real data: a table set and a multi-hop set (subsets)."""
+"""`grapher-bench bench` end to end on real data: a table set and a multi-hop set (subsets)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grapher_core.cli import main
+from grapher_bench.cli import main
 
 REQUIRED = {"PR@5", "PR@10", "PR@5>1", "PR@10>1", "recall@10", "MRR", "MTRR", "TMHits@10",
             "rerank_ms_median"}

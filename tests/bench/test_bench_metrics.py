@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from grapher_core.bench.metrics import (
+from grapher_bench.metrics import (
     aggregate,
     evaluate_query,
     mtrr,

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grapher_bench.cache import CachedEmbedder, EmbeddingCache
+from grapher_bench.enrichment import add_mentions, mention_lists, proximities_for
+from grapher_bench.heuristics import DatabaseFirstRanker
+from grapher_bench.retrievers import BaseRetriever, tokenize
 from grapher_core import Candidate, CorpusObject, GraphReranker
-from grapher_core.bench.cache import CachedEmbedder, EmbeddingCache
-from grapher_core.bench.enrichment import add_mentions, mention_lists, proximities_for
-from grapher_core.bench.heuristics import DatabaseFirstRanker
-from grapher_core.bench.retrievers import BaseRetriever, tokenize
 
 
 def test_tokenize_splits_identifiers() -> None:

@@ -1,4 +1,4 @@
-"""The `grapher demo` and `grapher bench-latency` commands, run in-process."""
+"""The `grapher demo` and `grapher-bench bench-latency` commands, run in-process."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from grapher_bench.cli import main as bench_main
+from grapher_bench.latency import measure, render, synthetic_candidates, write_section
 from grapher_core import SharedEntities, build_graph
 from grapher_core.cli import main
-from grapher_core.latency import measure, render, synthetic_candidates, write_section
 
 
 def test_demo_end_to_end_finds_the_table_plain_retrieval_misses(
@@ -24,7 +25,8 @@ def test_demo_end_to_end_finds_the_table_plain_retrieval_misses(
 
 def test_cli_reports_bad_arguments_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
-    assert main(["bench-latency", "--sizes", "ten"]) == 2
+    assert bench_main([]) == 2
+    assert bench_main(["bench-latency", "--sizes", "ten"]) == 2
     assert "error" in capsys.readouterr().err
 
 
@@ -43,11 +45,11 @@ def test_latency_rows_and_section_writing(tmp_path: Path) -> None:
     doc = tmp_path / "benchmarks.md"
     doc.write_text("# B\n\n<!-- latency:start -->\nold\n<!-- latency:end -->\n\n"
                    "<!-- bench:start -->\nkeep me\n<!-- bench:end -->\n")
-    write_section(doc, render([row], "grapher bench-latency --sizes 50"))
+    write_section(doc, render([row], "grapher-bench bench-latency --sizes 50"))
     text = doc.read_text()
     assert "old" not in text and "keep me" in text
     assert "| 50 | entities | gcs |" in text
-    assert "`grapher bench-latency --sizes 50`" in text
+    assert "`grapher-bench bench-latency --sizes 50`" in text
 
 
 def test_alpha_argument_names_bad_values() -> None:

@@ -1,4 +1,4 @@
-"""``grapher bench`` runs expand-gcs and the peers beside the other rankers (real data)."""
+"""``grapher-bench bench`` runs expand-gcs and the peers beside the other rankers (real data)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grapher_core.bench.peers import PEER_RANKERS, peer_graph
-from grapher_core.bench.runner import expand_rankers
+from grapher_bench.peers import PEER_RANKERS, peer_graph
+from grapher_bench.runner import expand_rankers
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -14,12 +14,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 pytest.importorskip("langchain_graph_retriever")
 
-from grapher_core import CorpusObject
-from langchain_grapher.peers import (
+from grapher_bench.peers_langchain import (
     GraphRetrieverPeer,
     LookupEmbeddings,
     adjacent_ids,
 )
+from grapher_core import CorpusObject
 
 
 def test_peer_follows_mentions_from_the_nearest_passage() -> None:
@@ -47,7 +47,7 @@ def test_lookup_embeddings_and_adjacent_ids() -> None:
 
 @pytest.mark.slow
 def test_side_by_side_runner_on_bird(benchmarks_dir: Path, tmp_path: Path) -> None:
-    from grapher_core.expand.compare import main
+    from grapher_bench.expansion_study import main
 
     assert main(["--data", str(benchmarks_dir), "--datasets", "bird_dev", "--limit", "20",
                  "--out", str(tmp_path), "--chroma", "5"]) == 0
@@ -61,7 +61,7 @@ def test_side_by_side_runner_on_bird(benchmarks_dir: Path, tmp_path: Path) -> No
 
 def test_prev_next_peer_adds_the_next_chunk() -> None:
     pytest.importorskip("llama_index.core")
-    from llama_index_grapher.peers import PrevNextPeer
+    from grapher_bench.peers_llamaindex import PrevNextPeer
 
     corpus = [CorpusObject(f"d#{k}", f"chunk {k}", {"doc_id": "d", "chunk_index": k})
               for k in range(4)]

@@ -10,15 +10,15 @@ import pytest
 import torch
 from helpers_gat import graph_of, table_candidates
 
-from grapher_core.gat.checkpoint import (
+from grapher_core.learned.checkpoint import (
     CheckpointConfig,
     EmbeddingMismatchError,
     checkpoint_paths,
     load_checkpoint,
     save_checkpoint,
 )
-from grapher_core.gat.model import GraphERNet, ModelSpec
-from grapher_core.gat.ranker import GATRanker, MLPRanker
+from grapher_core.learned.model import GraphERNet, ModelSpec
+from grapher_core.learned.ranker import GATRanker, MLPRanker
 from grapher_core.rankers import RankContext
 from grapher_core.seeds import make_seeds
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from helpers_gat import graph_of, table_candidates
 
-from grapher_core.gat.features import EDGE_DIM, EDGE_KINDS, edge_arrays, graph_arrays
-from grapher_core.gat.model import GraphERNet, ModelSpec
+from grapher_core.learned.features import EDGE_DIM, EDGE_KINDS, edge_arrays, graph_arrays
+from grapher_core.learned.model import GraphERNet, ModelSpec
 from grapher_core.seeds import make_seeds
 
 

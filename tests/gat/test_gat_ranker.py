@@ -7,7 +7,7 @@ import pytest
 from helpers_gat import table_candidates
 
 from grapher_core import Candidate, GraphReranker
-from grapher_core.gat.checkpoint import default_checkpoint, load_checkpoint
+from grapher_core.learned.checkpoint import default_checkpoint, load_checkpoint
 from grapher_core.proximity import ForeignKeys
 from grapher_core.rankers import make_ranker
 

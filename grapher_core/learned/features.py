@@ -11,7 +11,7 @@ Per node (documented in docs/gat.md):
 
 The paper's input is concat(GCS score, query embedding, object embedding); ``seed`` is one
 cheap addition. The network reads the embeddings through a factorised first layer (see
-:mod:`grapher_core.gat.model`), so they are passed separately instead of as one wide row.
+:mod:`grapher_core.learned.model`), so they are passed separately instead of as one wide row.
 
 Per edge ``j -> i`` (``A[i, j] > 0``: node ``i`` aggregates its neighbour ``j``): the edge
 weight, a one-hot of the edge kinds present (structural, conceptual, contextual, semantic,

@@ -16,20 +16,20 @@ import numpy as np
 
 from grapher_core.candidates import Candidate
 from grapher_core.embeddings import Embedder
-from grapher_core.gat.checkpoint import (
+from grapher_core.graph import CandidateGraph
+from grapher_core.learned.checkpoint import (
     check_embeddings,
     default_checkpoint,
     load_checkpoint,
 )
-from grapher_core.gat.features import graph_arrays
-from grapher_core.graph import CandidateGraph
+from grapher_core.learned.features import graph_arrays
 from grapher_core.rankers import RankContext
 
 __all__ = ["GATRanker", "LearnedRanker", "MLPRanker"]
 
 
 class LearnedRanker:
-    """A trained :class:`~grapher_core.gat.model.GraphERNet` as a ``Ranker``.
+    """A trained :class:`~grapher_core.learned.model.GraphERNet` as a ``Ranker``.
 
     ``checkpoint``: a checkpoint stem or file (default: the shipped one for this architecture).
     ``alpha``: GCS alpha for the GCS-score feature (default: the one it was trained with).

@@ -1,4 +1,4 @@
-"""Rankers that reach beyond the candidate list, run by ``grapher bench`` beside the others.
+"""Rankers that reach beyond the candidate list, run by ``grapher-bench bench`` beside the others.
 
 * ``expand-gcs`` -- GraphER with expansion (:mod:`grapher_core.expand`): the candidates plus
   the link neighbours of the top ones fetched from the corpus, ranked by GCS;
@@ -62,7 +62,7 @@ def peer_graph(name: str, task_type: str) -> str:
 
 def _vectors(dataset: Any) -> tuple[np.ndarray, np.ndarray]:
     """Corpus and query vectors from the bench's embedding cache (filled by retrieval)."""
-    from grapher_core.bench.cache import CachedEmbedder, EmbeddingCache
+    from grapher_bench.cache import CachedEmbedder, EmbeddingCache
     from grapher_core.embeddings import default_embedder
 
     embedder = CachedEmbedder(default_embedder(), EmbeddingCache())
@@ -83,7 +83,7 @@ def peer_rankings(name: str, dataset: Any, metadata: Sequence[dict[str, Any]],
     """Run one peer ranker over every query; returns the rankings and per-query milliseconds."""
     import time
 
-    from grapher_core.bench.enrichment import proximities_for
+    from grapher_bench.enrichment import proximities_for
 
     graph = peer_graph(name, dataset.task_type)
     corpus_vectors, query_vectors = _vectors(dataset)
@@ -104,7 +104,7 @@ def peer_rankings(name: str, dataset: Any, metadata: Sequence[dict[str, Any]],
                                    [r.original_rank for r in ranked]))
         return out, timings
     if name == "prev-next":
-        from llama_index_grapher.peers import PrevNextPeer
+        from grapher_bench.peers_llamaindex import PrevNextPeer
 
         prev_next = PrevNextPeer(dataset.corpus, metadata)
         for cands in candidates:
@@ -113,7 +113,7 @@ def peer_rankings(name: str, dataset: Any, metadata: Sequence[dict[str, Any]],
             timings.append((time.perf_counter() - tick) * 1000.0)
             out.append(_ordered(ids, {c.id: i + 1 for i, c in enumerate(cands)}))
         return out, timings
-    from langchain_grapher.peers import GraphRetrieverPeer, adjacent_ids
+    from grapher_bench.peers_langchain import GraphRetrieverPeer, adjacent_ids
 
     edges = {"fk": [("foreign_keys", "$id")], "mentions": [("mentions", "title")],
              "adjacent": [("adjacent", "$id")]}[graph]

@@ -1,7 +1,7 @@
 """Side by side on the shared benchmarks: candidate-only GCS, GCS with expansion, and the
 ``langchain-graph-retriever`` peer, on the same embeddings and the same edges.
 
-    python -m grapher_core.expand.compare --data ../shared/benchmarks \\
+    python -m grapher_bench.expansion_study --data ../shared/benchmarks \\
         --datasets 2wikimultihopqa hotpotqa --out expand_out
 
 Writes ``<out>/<dataset>.json`` (metrics, latencies, per-query PR@10) and prints a table. The
@@ -53,10 +53,10 @@ def run(name: str, data: Path, *, seeds: int = DEFAULT_SEEDS, hops: int = DEFAUL
         expand_grid: Sequence[Sequence[int]] = (),
         log: Callable[[str], None] = print) -> dict[str, Any]:
     """Evaluate one dataset; returns the JSON-able result."""
-    from grapher_core.bench.cache import CachedEmbedder, EmbeddingCache
-    from grapher_core.bench.data import load_dataset
-    from grapher_core.bench.enrichment import add_mentions, proximities_for
-    from grapher_core.bench.retrievers import BaseRetriever
+    from grapher_bench.cache import CachedEmbedder, EmbeddingCache
+    from grapher_bench.data import load_dataset
+    from grapher_bench.enrichment import add_mentions, proximities_for
+    from grapher_bench.retrievers import BaseRetriever
     from grapher_core.embeddings import default_embedder
 
     dataset = load_dataset(data / name, limit=limit)
@@ -112,7 +112,7 @@ def run(name: str, data: Path, *, seeds: int = DEFAULT_SEEDS, hops: int = DEFAUL
             ranked_ids.append([r.id for r in ranked])
         record(label, ranked_ids, timings)
     if peer and graph == "adjacent":
-        from llama_index_grapher.peers import PrevNextPeer
+        from grapher_bench.peers_llamaindex import PrevNextPeer
 
         prev_next = PrevNextPeer(dataset.corpus, metadata)
         ranked_ids, timings = [], []
@@ -123,7 +123,7 @@ def run(name: str, data: Path, *, seeds: int = DEFAULT_SEEDS, hops: int = DEFAUL
             timings.append((time.perf_counter() - tick) * 1000)
         record("prev-next", ranked_ids, timings)
     if peer:
-        from langchain_grapher.peers import GraphRetrieverPeer, adjacent_ids
+        from grapher_bench.peers_langchain import GraphRetrieverPeer, adjacent_ids
 
         if graph == "adjacent":
             for meta, ids in zip(metadata, adjacent_ids(dataset.corpus, metadata), strict=True):
@@ -157,8 +157,8 @@ def _chroma_latency(dataset: Any, metadata: list[dict[str, Any]], corpus_vectors
     import chromadb
     from langchain_chroma import Chroma
 
+    from grapher_bench.peers_langchain import LookupEmbeddings
     from langchain_grapher.neighbours import VectorStoreSource
-    from langchain_grapher.peers import LookupEmbeddings
 
     lookup = LookupEmbeddings({o.text: v for o, v in zip(dataset.corpus, corpus_vectors,
                                                          strict=True)})

@@ -1,9 +1,9 @@
-"""``grapher bench-latency``: how long reranking takes, graph build and ranking timed apart.
+"""``grapher-bench bench-latency``: how long reranking takes, graph build and ranking timed apart.
 
 Candidates carry synthetic but realistic entity metadata: every object names ~10 entities, a
 few generic ones shared widely ("american", "first"), some shared within topical clusters,
 the rest its own -- calibrated so that at n = 200 the entity graph has the mean degree that
-``grapher bench`` measured with spaCy entities among the hybrid top-200 of the multi-hop sets
+``grapher-bench bench`` measured with spaCy entities among the hybrid top-200 of the multi-hop sets
 (16.4 musique, 18.0 2wikimultihopqa, 24.4 hotpotqa; docs/benchmarks.md): about 21.
 The numbers are printed and, with ``--write``, placed in docs/benchmarks.md between the
 latency markers.
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
                       f"total {row.total_ms[0]:8.3f} ms (p95 {row.total_ms[1]:.3f})",
                       flush=True)
     if args.write:
-        command = "grapher bench-latency " + " ".join(
+        command = "grapher-bench bench-latency " + " ".join(
             f"--{k} {v}" for k, v in (("sizes", args.sizes), ("rankers", args.rankers),
                                      ("repeats", args.repeats))
         ) + f" --write {args.write}"

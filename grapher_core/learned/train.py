@@ -1,9 +1,8 @@
-"""Training the learned rankers on a benchmark dataset (``grapher train``).
+"""Training the learned rankers: candidate-graph examples, losses, the loop, early stopping.
 
-Per query, the training graph is built exactly as the bench builds evaluation candidates: the
-same base retriever (top-200, embeddings from the shared disk cache), the same proximities, the
-same seed transform and GCS alpha as ``GraphReranker``. Labels: 1 for gold objects. A part of
-the queries is held out -- by database when the queries carry a ``db_id`` (Spider: unseen
+Framework-free apart from torch, and independent of where the examples come from (the
+benchmark tooling builds them in ``grapher_bench.training_sets``). Labels: 1 for gold objects.
+A part of the queries is held out -- by database when the queries carry a ``db_id`` (Spider: unseen
 databases, like the dev split) -- and training stops early on its PR@10 over multi-object
 queries; the best epoch's weights are kept.
 
@@ -18,13 +17,11 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from grapher_core.gat.features import EDGE_DIM, graph_arrays
-from grapher_core.rankers import DEFAULT_GCS_ALPHA
+from grapher_core.learned.features import EDGE_DIM
 
 __all__ = [
     "LOSSES",
@@ -32,11 +29,9 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "TrainingSet",
-    "build_training_set",
     "evaluate",
     "reference_metrics",
     "split_examples",
-    "train",
     "train_model",
 ]
 
@@ -78,7 +73,7 @@ class TrainingSet:
 
 @dataclass
 class TrainConfig:
-    """Everything ``grapher train`` can set; defaults are the shipped checkpoint's."""
+    """Everything ``grapher-bench train`` can set; defaults are the shipped checkpoint's."""
 
     architecture: str = "gat"
     loss: str = "pairwise"
@@ -119,68 +114,6 @@ class TrainResult:
     n_val: int = 0
     device: str = "cpu"
     reference: dict[str, dict[str, float]] = field(default_factory=dict)
-
-
-def _metadata_for(dataset: Any, graph: str, progress: bool) -> list[dict[str, Any]]:
-    """Enrich as the bench does: title mentions and/or spaCy entities when the graph uses them."""
-    from grapher_core.bench.enrichment import add_entities, add_mentions
-
-    metadata = [dict(o.metadata) for o in dataset.corpus]
-    parts = set(graph.split("+"))
-    if "mentions" in parts:
-        metadata = add_mentions(dataset.corpus, metadata)
-    if any(p.startswith("entities") for p in parts):
-        from grapher_core.bench.cache import cache_root
-
-        metadata, _ = add_entities(dataset.corpus, metadata, cache_root() / "entities-spacy.sqlite",
-                                   progress=progress)
-    return metadata
-
-
-def build_training_set(dataset: Any, *, retriever: str | None = None, graph: str | None = None,
-                       alpha: float = DEFAULT_GCS_ALPHA, embedder: Any | None = None,
-                       top_n: int = 200, progress: bool = False) -> TrainingSet:
-    """Candidate graphs for every query of a loaded bench ``Dataset``."""
-    from grapher_core.bench.enrichment import graphs_for, proximities_for
-    from grapher_core.bench.runner import DEFAULT_RETRIEVER, prepare_candidates
-    from grapher_core.graph import build_graph
-    from grapher_core.seeds import make_seeds
-
-    retriever = retriever or DEFAULT_RETRIEVER[dataset.task_type]
-    if retriever == "bm25":
-        raise ValueError("the learned rankers need embeddings: use a dense or hybrid retriever")
-    graph = graph or graphs_for(dataset.task_type)[0]
-    proximities = proximities_for(graph)
-    if embedder is None:
-        from grapher_core.bench.cache import CachedEmbedder, EmbeddingCache
-        from grapher_core.embeddings import default_embedder
-
-        embedder = CachedEmbedder(default_embedder(), EmbeddingCache())
-    metadata = _metadata_for(dataset, graph, progress)
-    candidates, query_vectors = prepare_candidates(dataset, retriever, metadata, embedder, top_n)
-    row_of: dict[str, int] = {}
-    object_vectors: list[np.ndarray] = []
-    examples: list[Example] = []
-    for position, (query, cands) in enumerate(zip(dataset.queries, candidates, strict=True)):
-        rows = np.empty(len(cands), dtype=np.int64)
-        for i, candidate in enumerate(cands):
-            row = row_of.get(candidate.id)
-            if row is None:
-                row = row_of[candidate.id] = len(object_vectors)
-                assert candidate.embedding is not None
-                object_vectors.append(np.asarray(candidate.embedding, dtype=np.float32))
-            rows[i] = row
-        seeds = make_seeds(cands)
-        arrays = graph_arrays(build_graph(cands, proximities), seeds, alpha)
-        gold = set(query.gold)
-        labels = np.array([1.0 if c.id in gold else 0.0 for c in cands], dtype=np.float32)
-        group = str(query.extra.get("db_id", query.id))
-        examples.append(Example(query.id, group, len(gold), position, rows, arrays.scalars,
-                                arrays.edge_index, arrays.edge_attr, labels))
-    queries = np.vstack([np.asarray(v, dtype=np.float32) for v in query_vectors])
-    return TrainingSet(examples, np.vstack(object_vectors), queries,
-                       str(getattr(embedder, "name", "unknown")), dataset.name, retriever, graph,
-                       alpha, top_n)
 
 
 def split_examples(examples: Sequence[Example], val_fraction: float, seed: int
@@ -311,7 +244,7 @@ def train_model(data: TrainingSet, config: TrainConfig, log: Log | None = None) 
     """Train one model; early-stop on validation PR@10 over multi-object queries."""
     import torch
 
-    from grapher_core.gat.model import GraphERNet, ModelSpec
+    from grapher_core.learned.model import GraphERNet, ModelSpec
 
     started = time.perf_counter()
     device = _device(config.device)
@@ -376,44 +309,3 @@ def train_model(data: TrainingSet, config: TrainConfig, log: Log | None = None) 
     model.eval()
     return TrainResult(model, best[1], best[2], history, time.perf_counter() - started,
                        len(train_idx), len(val_idx), device, reference)
-
-
-def train(dataset_path: str | Path, out: str | Path, config: TrainConfig, *,
-          retriever: str | None = None, graph: str | None = None,
-          alpha: float = DEFAULT_GCS_ALPHA, top_n: int = 200, limit: int | None = None,
-          embedder: Any | None = None, log: Log | None = None,
-          data: TrainingSet | None = None) -> tuple[TrainResult, tuple[Path, Path]]:
-    """Load a dataset, build its graphs, train, and save ``<out>.safetensors`` + ``.json``."""
-    from grapher_core.bench.data import load_dataset
-    from grapher_core.gat.checkpoint import CheckpointConfig, save_checkpoint
-
-    started = time.perf_counter()
-    if data is None:
-        dataset = load_dataset(dataset_path, limit=limit)
-        data = build_training_set(dataset, retriever=retriever, graph=graph, alpha=alpha,
-                                  embedder=embedder, top_n=top_n)
-        if log:
-            log(f"built {len(data.examples)} graphs from {dataset.name} ({data.retriever} "
-                f"top-{top_n}, graph {data.graph}) in {time.perf_counter() - started:.1f}s")
-    result = train_model(data, config, log)
-    checkpoint = CheckpointConfig(
-        model=result.model.spec,
-        embedding_model=data.embedding_model,
-        embedding_dim=int(data.objects.shape[1]),
-        alpha=data.alpha,
-        graph=data.graph,
-        retriever=data.retriever,
-        training={
-            "data": data.dataset, "queries": len(data.examples), "train_queries": result.n_train,
-            "val_queries": result.n_val, "top_n": data.top_n, "loss": config.loss,
-            "lr": config.lr, "weight_decay": config.weight_decay,
-            "batch_size": config.batch_size, "dropout": config.dropout, "seed": config.seed,
-            "epochs_run": len(result.history), "best_epoch": result.best_epoch,
-            "seconds": round(result.seconds, 1),
-            "seconds_total": round(time.perf_counter() - started, 1),
-            "device": result.device,
-        },
-        metrics={"validation": result.best_metrics, "validation_reference": result.reference},
-    )
-    paths = save_checkpoint(result.model, checkpoint, out)
-    return result, paths

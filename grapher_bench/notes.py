@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from grapher_core.bench.runner import DatasetRun
+from grapher_bench.runner import DatasetRun
 
 __all__ = ["render_section"]
 
@@ -38,7 +38,7 @@ def _tune_section(tune: dict[str, Any] | None) -> str:
         return ("No tuning results were given (`--tune-results`); run `make tune` first. "
                 "The rankers' default alphas are used.\n")
     alphas = tune["alphas"]
-    lines = [f"`grapher tune` on **{tune['dataset']}** ({tune.get('seconds', '?')} s), objective "
+    lines = [f"`grapher-bench tune` on **{tune['dataset']}** ({tune.get('seconds', '?')} s), objective "
              f"{tune['objective']}; cells are PR@10 multi-gold (all), %. Chosen α in bold.", "",
              "| retriever | ranker | baseline | " + " | ".join(f"α={a}" for a in alphas) + " |",
              "|---|---|---|" + "---|" * len(alphas)]
@@ -105,20 +105,20 @@ def render_section(runs: Sequence[DatasetRun], table: str, tune: dict[str, Any] 
     """The whole bench section of docs/benchmarks.md."""
     limit = f" (first {args.limit} queries per dataset)" if args.limit else ""
     return f"""\
-## Retrieval quality on real data (`grapher bench`)
+## Retrieval quality on real data (`grapher-bench bench`)
 
 Regenerate everything below with `make bench` (≈ {elapsed / 60:.0f} min for the
 bench run that wrote this section{limit}; embeddings and entities are cached under
 `$GRAPHER_CACHE` or `~/.cache/grapher`, so a second run skips them). Underneath:
 
 ```
-grapher tune  --data ../shared/benchmarks/spider_train --limit 1000 --out bench_out/tune
-grapher bench --data ../shared/benchmarks --retriever all --out bench_out
-grapher bench --data <each table set> --retriever hybrid --out bench_out --rankers \\
+grapher-bench tune  --data ../shared/benchmarks/spider_train --limit 1000 --out bench_out/tune
+grapher-bench bench --data ../shared/benchmarks --retriever all --out bench_out
+grapher-bench bench --data <each table set> --retriever hybrid --out bench_out --rankers \\
   baseline,db-first,ppr,gcs,gat,mlp,expand-gcs,graph-retriever,graph-retriever-tuned
-grapher bench --data <each passage/chunk set> --retriever hybrid --out bench_out --rankers \\
+grapher-bench bench --data <each passage/chunk set> --retriever hybrid --out bench_out --rankers \\
   baseline,ppr,gcs,gat,mlp,expand-gcs,graph-retriever,graph-retriever-tuned,prev-next
-grapher bench --from-results bench_out --tune-results bench_out/tune/tune.json \\
+grapher-bench bench --from-results bench_out --tune-results bench_out/tune/tune.json \\
               --write-doc docs/benchmarks.md
 ```
 

@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from grapher_core.gat.features import EDGE_KINDS, FEATURE_BLOCKS
-from grapher_core.gat.model import GraphERNet, ModelSpec
+from grapher_core.learned.features import EDGE_KINDS, FEATURE_BLOCKS
+from grapher_core.learned.model import GraphERNet, ModelSpec
 
 __all__ = [
     "FORMAT_VERSION",
@@ -155,9 +155,9 @@ def check_embeddings(config: CheckpointConfig, dim: int, model_name: str | None 
     if model_name is not None and model_name != config.embedding_model:
         raise EmbeddingMismatchError(
             f"this checkpoint was trained on embeddings from {config.embedding_model!r}, "
-            f"not {model_name!r}; use that model, or train one for yours with `grapher train`")
+            f"not {model_name!r}; use that model, or train one for yours with `grapher-bench train`")
     if dim != config.embedding_dim:
         raise EmbeddingMismatchError(
             f"this checkpoint expects {config.embedding_dim}-d embeddings (from "
             f"{config.embedding_model!r}) but got {dim}-d ones; use that model, or train one "
-            "for yours with `grapher train`")
+            "for yours with `grapher-bench train`")

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from grapher_core.bench.runner import DatasetRun
+from grapher_bench.runner import DatasetRun
 
 __all__ = ["combined_table", "plot_pr_curve", "run_table", "write_run", "write_section"]
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-import grapher_core.bench.heuristics  # noqa: F401  (registers "db-first")
-from grapher_core.bench.cache import CachedEmbedder, EmbeddingCache, cache_root
-from grapher_core.bench.data import Dataset
-from grapher_core.bench.enrichment import (
+import grapher_bench.heuristics  # noqa: F401  (registers "db-first")
+from grapher_bench.cache import CachedEmbedder, EmbeddingCache, cache_root
+from grapher_bench.data import Dataset
+from grapher_bench.enrichment import (
     add_declared_foreign_keys,
     add_entities,
     add_mentions,
@@ -27,9 +27,9 @@ from grapher_core.bench.enrichment import (
     graphs_for,
     proximities_for,
 )
-from grapher_core.bench.metrics import aggregate, evaluate_query
-from grapher_core.bench.peers import PEER_RANKERS, peer_graph, peer_rankings
-from grapher_core.bench.retrievers import RETRIEVERS, BaseRetriever
+from grapher_bench.metrics import aggregate, evaluate_query
+from grapher_bench.peers import PEER_RANKERS, peer_graph, peer_rankings
+from grapher_bench.retrievers import RETRIEVERS, BaseRetriever
 from grapher_core.candidates import Candidate
 from grapher_core.graph import build_graph
 from grapher_core.rerank import GraphReranker
@@ -184,7 +184,7 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
                 specs: Sequence[RankerSpec] | None = None) -> DatasetRun:
     """Retrieve, rerank with every ranker spec, and evaluate one dataset.
 
-    ``specs`` (explicit labelled rankers, as ``grapher tune`` uses) replaces the
+    ``specs`` (explicit labelled rankers, as ``grapher-bench tune`` uses) replaces the
     ``rankers`` x ``graphs`` expansion when given.
     """
     retriever = retriever or DEFAULT_RETRIEVER[dataset.task_type]

@@ -1,4 +1,4 @@
-"""``grapher bench`` and ``grapher tune`` subcommands."""
+"""``grapher-bench bench`` and ``grapher-bench tune`` subcommands."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
     bench.add_argument("--alpha-ppr", type=alpha_argument, default=None)
     bench.add_argument("--out", type=Path, default=Path("bench_out"), help="output folder")
     bench.add_argument("--tune-results", type=Path, default=None,
-                       help="tune.json from `grapher tune`, quoted in --write-doc")
+                       help="tune.json from `grapher-bench tune`, quoted in --write-doc")
     bench.add_argument("--write-doc", type=Path, default=None, metavar="MD",
                        help="rewrite the bench section of this markdown file")
     bench.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -78,10 +78,10 @@ def _log(message: str) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from grapher_core.bench.data import default_benchmarks_root, find_datasets, load_dataset
-    from grapher_core.bench.report import combined_table, write_run, write_section
-    from grapher_core.bench.retrievers import RETRIEVERS
-    from grapher_core.bench.runner import DEFAULT_RETRIEVER, run_dataset
+    from grapher_bench.data import default_benchmarks_root, find_datasets, load_dataset
+    from grapher_bench.report import combined_table, write_run, write_section
+    from grapher_bench.retrievers import RETRIEVERS
+    from grapher_bench.runner import DEFAULT_RETRIEVER, run_dataset
 
     started = time.perf_counter()
     if args.from_results is not None:
@@ -120,7 +120,7 @@ def run_bench(args: argparse.Namespace) -> int:
     print(table)
     print(f"wrote {args.out} in {elapsed:.0f}s", file=sys.stderr)
     if args.write_doc is not None:
-        from grapher_core.bench.notes import render_section
+        from grapher_bench.notes import render_section
 
         tune_data = None
         if args.tune_results is not None and args.tune_results.is_file():
@@ -131,8 +131,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def _from_results(args: argparse.Namespace) -> int:
-    from grapher_core.bench.report import combined_table, write_section
-    from grapher_core.bench.runner import load_run
+    from grapher_bench.report import combined_table, write_section
+    from grapher_bench.runner import load_run
 
     files = sorted(args.from_results.rglob("results.json"))
     if not files:
@@ -141,7 +141,7 @@ def _from_results(args: argparse.Namespace) -> int:
     table = combined_table(runs, args.k)
     print(table)
     if args.write_doc is not None:
-        from grapher_core.bench.notes import render_section
+        from grapher_bench.notes import render_section
 
         tune_data = None
         if args.tune_results is not None and args.tune_results.is_file():
@@ -154,8 +154,8 @@ def _from_results(args: argparse.Namespace) -> int:
 
 
 def run_tune(args: argparse.Namespace) -> int:
-    from grapher_core.bench.data import default_benchmarks_root, load_dataset
-    from grapher_core.bench.tune import grid_table, tune
+    from grapher_bench.data import default_benchmarks_root, load_dataset
+    from grapher_bench.tune import grid_table, tune
 
     folder = args.data or default_benchmarks_root() / "spider_train"
     dataset = load_dataset(folder, limit=args.limit)

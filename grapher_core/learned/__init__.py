@@ -1,4 +1,5 @@
-"""GraphER-GAT: a learned graph attention ranker, its MLP ablation, and their training.
+"""Learned rankers (GraphER-GAT and its MLP ablation): models, checkpoints, inference, and the
+training code they share.
 
 Needs the ``gat`` extra (torch, torch-geometric, safetensors). Importing this package is cheap;
 torch loads when a model is built or a checkpoint is read.
@@ -11,7 +12,7 @@ __all__ = ["GATRanker", "MLPRanker"]
 
 def __getattr__(name: str) -> object:
     if name in __all__:
-        from grapher_core.gat import ranker
+        from grapher_core.learned import ranker
 
         return getattr(ranker, name)
     raise AttributeError(name)

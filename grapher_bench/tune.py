@@ -1,4 +1,4 @@
-"""``grapher tune``: grid-search alpha for PPR and GCS on a training split.
+"""``grapher-bench tune``: grid-search alpha for PPR and GCS on a training split.
 
 The paper tuned GCS's alpha on BIRD train (not available here); we tune on ``spider_train``
 and fix the chosen values for every dataset, as the paper does. The objective is PR@10 over
@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from grapher_core.bench.data import Dataset
-from grapher_core.bench.runner import DatasetRun, RankerSpec, run_dataset
+from grapher_bench.data import Dataset
+from grapher_bench.runner import DatasetRun, RankerSpec, run_dataset
 
 __all__ = ["ALPHA_GRID", "TuneResult", "grid_table", "tune"]
 

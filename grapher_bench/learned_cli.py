@@ -1,4 +1,4 @@
-"""``grapher train`` (fit a GAT or MLP ranker on a benchmark split) and ``grapher gat-latency``
+"""``grapher-bench train`` (fit a GAT or MLP ranker on a benchmark split) and ``grapher-bench gat-latency``
 (median forward time of a learned ranker on 200 candidates)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def _log(message: str) -> None:
 
 
 def register(subparsers: Any) -> None:
-    from grapher_core.gat.train import TrainConfig
+    from grapher_core.learned.train import TrainConfig
     from grapher_core.rankers import DEFAULT_GCS_ALPHA
 
     train = subparsers.add_parser(
@@ -88,8 +88,9 @@ def register(subparsers: Any) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from grapher_core.bench.data import default_benchmarks_root
-    from grapher_core.gat.train import TrainConfig, train
+    from grapher_bench.data import default_benchmarks_root
+    from grapher_bench.training_sets import train
+    from grapher_core.learned.train import TrainConfig
 
     config = TrainConfig(
         architecture=args.arch, loss=args.loss, epochs=args.epochs, patience=args.patience,
@@ -112,11 +113,11 @@ def run_train(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from grapher_core.bench.data import load_dataset
-    from grapher_core.bench.report import combined_table
-    from grapher_core.bench.runner import run_dataset
-    from grapher_core.gat.checkpoint import load_checkpoint
-    from grapher_core.gat.ranker import GATRanker, MLPRanker
+    from grapher_bench.data import load_dataset
+    from grapher_bench.report import combined_table
+    from grapher_bench.runner import run_dataset
+    from grapher_core.learned.checkpoint import load_checkpoint
+    from grapher_core.learned.ranker import GATRanker, MLPRanker
     from grapher_core.rankers import register_ranker
 
     names = []
@@ -140,14 +141,14 @@ def _candidates(args: argparse.Namespace) -> tuple[list[Any], Any, str, Any]:
     """n real candidates (first query of a table set, the bench's retriever) or synthetic."""
     import numpy as np
 
-    from grapher_core.bench.data import default_benchmarks_root
+    from grapher_bench.data import default_benchmarks_root
     from grapher_core.candidates import Candidate
     from grapher_core.proximity import ForeignKeys
 
     folder = args.data or default_benchmarks_root() / "spider_dev"
     if not args.synthetic and (folder / "corpus.jsonl").is_file():
-        from grapher_core.bench.data import load_dataset
-        from grapher_core.bench.runner import DEFAULT_RETRIEVER, prepare_candidates
+        from grapher_bench.data import load_dataset
+        from grapher_bench.runner import DEFAULT_RETRIEVER, prepare_candidates
 
         dataset = load_dataset(folder, limit=1)
         metadata = [dict(o.metadata) for o in dataset.corpus]

@@ -1,0 +1,27 @@
+"""The ``grapher-bench`` command: research tooling (benchmarks, tuning, latency, training).
+
+It reuses the subcommand mechanism of :mod:`grapher_core.cli`; the user-facing commands
+(``demo``, ``enrich``) stay on ``grapher``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grapher_core.cli import build_parser, run
+
+SUBCOMMANDS: tuple[str, ...] = (
+    "grapher_bench.bench_cli",
+    "grapher_bench.latency",
+    "grapher_bench.learned_cli",
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser("grapher-bench", "GraphER research tooling: benchmarks, tuning, "
+                          "latency and training of the learned rankers.", SUBCOMMANDS)
+    return run(parser, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
