@@ -1,5 +1,5 @@
-"""``grapher-bench train`` (fit a GAT or MLP ranker on a benchmark split) and ``grapher-bench gat-latency``
-(median forward time of a learned ranker on 200 candidates)."""
+"""``grapher-bench train`` (fit a GAT or MLP ranker on a benchmark split) and
+``grapher-bench gat-latency`` (median forward time of a learned ranker on 200 candidates)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ def _tune_section(tune: dict[str, Any] | None) -> str:
         return ("No tuning results were given (`--tune-results`); run `make tune` first. "
                 "The rankers' default alphas are used.\n")
     alphas = tune["alphas"]
-    lines = [f"`grapher-bench tune` on **{tune['dataset']}** ({tune.get('seconds', '?')} s), objective "
+    lines = [f"`grapher-bench tune` on **{tune['dataset']}** "
+             f"({tune.get('seconds', '?')} s), objective "
              f"{tune['objective']}; cells are PR@10 multi-gold (all), %. Chosen α in bold.", "",
              "| retriever | ranker | baseline | " + " | ".join(f"α={a}" for a in alphas) + " |",
              "|---|---|---|" + "---|" * len(alphas)]

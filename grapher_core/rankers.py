@@ -3,9 +3,9 @@
 ``alpha`` means what it means in the paper: the weight kept on the seed scores at every step
 (PPR's teleport probability). Larger alpha = closer to the base retriever's order.
 
-Default alphas are the values ``grapher-bench tune`` picks on ``spider_train`` (grid 0.1..0.9, hybrid
-MiniLM + BM25 retriever, PR@10 of multi-table queries); see docs/benchmarks.md. The paper tuned
-on BIRD train, which is not available here.
+Default alphas are the values ``grapher-bench tune`` picks on ``spider_train`` (grid 0.1..0.9,
+hybrid MiniLM + BM25 retriever, PR@10 of multi-table queries); see docs/benchmarks.md.
+The paper tuned on BIRD train, which is not available here.
 """
 
 from __future__ import annotations

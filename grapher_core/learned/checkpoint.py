@@ -155,7 +155,8 @@ def check_embeddings(config: CheckpointConfig, dim: int, model_name: str | None 
     if model_name is not None and model_name != config.embedding_model:
         raise EmbeddingMismatchError(
             f"this checkpoint was trained on embeddings from {config.embedding_model!r}, "
-            f"not {model_name!r}; use that model, or train one for yours with `grapher-bench train`")
+            f"not {model_name!r}; use that model, or train one for yours with "
+            "`grapher-bench train`")
     if dim != config.embedding_dim:
         raise EmbeddingMismatchError(
             f"this checkpoint expects {config.embedding_dim}-d embeddings (from "

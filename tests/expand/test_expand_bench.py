@@ -31,7 +31,7 @@ def test_bench_writes_expand_and_peer_results(benchmarks_dir: Path, tmp_path: Pa
     pytest.importorskip("langchain_graph_retriever")
     import json
 
-    from grapher_core.cli import main
+    from grapher_bench.cli import main
 
     code = main(["bench", "--data", str(benchmarks_dir / "bird_dev"), "--limit", "15",
                  "--rankers", "baseline,gcs,expand-gcs,graph-retriever", "--out", str(tmp_path),
