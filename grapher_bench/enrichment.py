@@ -22,7 +22,13 @@ import numpy as np
 
 from grapher_core.candidates import CorpusObject
 from grapher_core.metadata import normalise_entity, read_list
-from grapher_core.proximity import AdjacentChunks, ForeignKeys, Proximity, SharedEntities
+from grapher_core.proximity import (
+    AdjacentChunks,
+    ForeignKeys,
+    Proximity,
+    SemanticKNN,
+    SharedEntities,
+)
 
 __all__ = [
     "GRAPHS",
@@ -209,6 +215,9 @@ def proximities_for(graph: str, *, hub_cap: float = 0.05) -> list[Proximity]:
         "entities-capped": SharedEntities("entities", max_share=hub_cap),
         "mentions": ForeignKeys("mentions", kind="structural", target_field="title"),
         "adjacent": AdjacentChunks(),
+        # the query-aware GNN paper's semantic edges (Algorithm 1): directed top-5 with
+        # cosine >= 0.6, weight = cosine; needs embeddings (dense or hybrid retrievers)
+        "semantic": SemanticKNN.paper(),
         "none": _NoEdges(),
     }
     out: list[Proximity] = []
