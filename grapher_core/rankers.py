@@ -256,6 +256,7 @@ _REGISTRY: dict[str, RankerFactory | str] = {
     "ppr": PPRRanker,
     "gat": "grapher_core.learned.ranker:GATRanker",
     "mlp": "grapher_core.learned.ranker:MLPRanker",
+    "qa-adjust": "grapher_core.score_adjust:ScoreAdjustRanker",
 }
 
 
