@@ -15,9 +15,14 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-#: Longest answer we try to parse; longer ones are rejected (``literal_eval`` on megabytes of
-#: nested brackets is slow and can exhaust the stack).
-MAX_ANSWER_CHARS = 100_000
+#: Longest answer we try to parse (about 8 000 tokens, 16 times the default ``max_tokens`` of
+#: the LLM extractor); longer ones are rejected before any parsing, so that one pathological
+#: answer costs milliseconds, never the seconds that block every other request of a run.
+MAX_ANSWER_CHARS = 32_000
+
+#: How many bracketed pieces of one answer are tried as the list (the real list comes first
+#: in every answer seen; thousands of ``[x]`` pieces would cost one ``literal_eval`` each).
+MAX_BRACKET_CANDIDATES = 32
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 
@@ -64,22 +69,46 @@ def _candidates(text: str) -> Iterator[str]:
     for match in _FENCE.finditer(text):
         yield match.group(2).strip()
     covered = -1  # only top-level brackets: never an inner list of a rejected outer one
-    for start in (m.start() for m in re.finditer(r"[\[{]", text)):
-        if start <= covered:
-            continue
-        end = _matching_close(text, start)
-        if end is not None:
+    tried = 0
+    for start, end in _bracket_spans(text):
+        if start > covered and tried < MAX_BRACKET_CANDIDATES:
             covered = end
+            tried += 1
             yield text[start : end + 1]
 
 
-def _matching_close(text: str, start: int) -> int | None:
-    """Index of the bracket closing ``text[start]``, skipping brackets inside quoted strings."""
-    pairs = {"[": "]", "{": "}"}
-    stack = [pairs[text[start]]]
+#: How many times the bracket scan restarts after an opening bracket that never closed (an
+#: apostrophe in prose inside brackets opens a "string" that swallows the rest). Bounded so
+#: that the whole scan stays linear in the answer's length.
+MAX_RESCANS = 4
+
+
+def _bracket_spans(text: str) -> list[tuple[int, int]]:
+    """``(open, close)`` index pairs of matched brackets, sorted by opening index.
+
+    One left-to-right pass keeps a stack of open brackets (quotes are strings only inside
+    brackets; outside they are apostrophes of prose). A wrong closing bracket abandons every
+    bracket still open. When brackets are still open at the end, the scan restarts just after
+    the first of them, at most ``MAX_RESCANS`` times: the work is O(len(text)), never the
+    O(len(text)^2) of matching each opening bracket separately.
+    """
+    spans: set[tuple[int, int]] = set()
+    position = 0
+    for _ in range(MAX_RESCANS + 1):
+        unclosed = _scan_brackets(text, position, spans)
+        if unclosed is None:
+            break
+        position = unclosed + 1
+    return sorted(spans)
+
+
+def _scan_brackets(text: str, position: int, spans: set[tuple[int, int]]) -> int | None:
+    """Add the matched pairs from ``position`` on; the first bracket left open, if any."""
+    closing = {"[": "]", "{": "}"}
+    stack: list[tuple[int, str]] = []
     quote: str | None = None
     escaped = False
-    for index in range(start + 1, len(text)):
+    for index in range(position, len(text)):
         char = text[index]
         if quote is not None:
             if escaped:
@@ -88,18 +117,18 @@ def _matching_close(text: str, start: int) -> int | None:
                 escaped = True
             elif char == quote:
                 quote = None
+        elif char in closing:
+            stack.append((index, closing[char]))
+        elif not stack:
             continue
-        if char in "\"'":
+        elif char in "\"'":
             quote = char
-        elif char in pairs:
-            stack.append(pairs[char])
         elif char in "]}":
-            if char != stack[-1]:
-                return None
-            stack.pop()
-            if not stack:
-                return index
-    return None
+            if char == stack[-1][1]:
+                spans.add((stack.pop()[0], index))
+            else:
+                stack.clear()
+    return stack[0][0] if stack else None
 
 
 def _literal(candidate: str) -> Any:

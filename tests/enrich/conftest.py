@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from enrich_fault_server import FaultConfig, FaultServer
+from enrich_fault_server import fault_server
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-
-@pytest.fixture
-def fault_server() -> Iterator[Callable[..., FaultServer]]:
-    """Factory: ``fault_server(delay=0.2, rate_500=0.2, ...)`` starts a server, stopped after."""
-    started: list[FaultServer] = []
-
-    def start(**switches: object) -> FaultServer:
-        server = FaultServer(FaultConfig(**switches), lifetime=120).start()  # type: ignore[arg-type]
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
+__all__ = ["fault_server"]  # the shared fixture, defined beside the server
 
 
 @pytest.fixture

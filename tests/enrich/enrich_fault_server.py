@@ -21,9 +21,12 @@ import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 _WORDS = re.compile(r"\b[A-Z][A-Za-z0-9]+(?:\s+[A-Z][A-Za-z0-9]+)*")
 
@@ -58,6 +61,7 @@ class FaultConfig:
     rate_prose: float = 0.0
     rate_fence: float = 0.0
     fail_texts: frozenset[str] = frozenset()
+    answers: dict[str, str] = field(default_factory=dict)  # passage -> fixed raw answer
     echo_example: bool = False
     fixed_status: int | None = None
     seed: int = 0
@@ -197,7 +201,7 @@ class FaultServer:
                 entities = fake_entities(passage)
                 if config.echo_example:
                     entities = [*entities, "Barack Obama", "Honolulu"]
-                answer = json.dumps(entities)
+                answer = config.answers.get(passage, json.dumps(entities))
                 draw = server._draw()
                 if draw < config.rate_malformed:
                     answer = "I am sorry, I cannot identify entities in this text."
@@ -224,6 +228,21 @@ class FaultServer:
                 self._send(200, body, {})
 
         return Handler
+
+
+@pytest.fixture
+def fault_server() -> Iterator[Callable[..., FaultServer]]:
+    """Factory: ``fault_server(delay=0.2, rate_500=0.2, ...)`` starts a server, stopped after."""
+    started: list[FaultServer] = []
+
+    def start(**switches: Any) -> FaultServer:
+        server = FaultServer(FaultConfig(**switches), lifetime=120).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 def main() -> None:
