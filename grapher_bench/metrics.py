@@ -1,5 +1,10 @@
-"""Retrieval metrics: perfect recall@K (the paper's PR@K), recall@K, MRR, and G-RAG's tie-aware
-MTRR / TMHits@10 (papers/g-rag.md, eq. 11-12).
+"""Retrieval metrics: perfect recall@K (the paper's PR@K), recall@K, first-gold reciprocal rank,
+and G-RAG's metrics (papers/g-rag.md 4.1.1): MRR and MHits@10 (means over the gold objects), and
+their tie-aware forms MTRR / TMHits@10 (eq. 11-12).
+
+Naming: ``MRR`` is G-RAG's -- the mean over the gold objects of 1/rank, averaged over queries.
+The usual "1 / rank of the first gold" is ``FirstRR`` (its mean is what many papers call MRR;
+on single-gold queries the two agree).
 
 All functions take the ranked ids best first (and, for the tie-aware ones, their scores) and
 the gold ids; a gold object missing from the ranking counts as not retrieved. Framework-free so
@@ -15,10 +20,12 @@ import numpy as np
 __all__ = [
     "aggregate",
     "evaluate_query",
+    "first_reciprocal_rank",
+    "mean_reciprocal_rank",
+    "mhits_at_k",
     "mtrr",
     "perfect_recall_at_k",
     "recall_at_k",
-    "reciprocal_rank",
     "tmhits_at_k",
 ]
 
@@ -48,13 +55,35 @@ def recall_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) -> float
     return len(gold_set & set(ranked_ids[:k])) / len(gold_set)
 
 
-def reciprocal_rank(ranked_ids: Sequence[str], gold: Iterable[str]) -> float:
-    """1 / rank of the first gold id (0.0 when none is ranked): the usual MRR term."""
+def first_reciprocal_rank(ranked_ids: Sequence[str], gold: Iterable[str]) -> float:
+    """1 / rank of the first gold id (0.0 when none is ranked): the usual "MRR" term, called
+    ``FirstRR`` here so it is not confused with G-RAG's MRR."""
     gold_set = _gold_set(gold)
     for position, object_id in enumerate(ranked_ids, start=1):
         if object_id in gold_set:
             return 1.0 / position
     return 0.0
+
+
+def _gold_ranks(ranked_ids: Sequence[str], gold: Iterable[str]) -> list[int | None]:
+    position = {object_id: i for i, object_id in enumerate(ranked_ids, start=1)}
+    ranks = [position.get(object_id) for object_id in dict.fromkeys(gold)]
+    if not ranks:
+        raise ValueError("gold must name at least one object")
+    return ranks
+
+
+def mean_reciprocal_rank(ranked_ids: Sequence[str], gold: Iterable[str]) -> float:
+    """G-RAG's MRR term of one query: the mean over the gold ids of 1/rank (0 when unranked);
+    ranks are positions in ``ranked_ids`` (ties broken by that order; see :func:`mtrr`)."""
+    return float(np.mean([0.0 if r is None else 1.0 / r for r in _gold_ranks(ranked_ids, gold)]))
+
+
+def mhits_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int = 10) -> float:
+    """G-RAG's MHits@K term of one query: the fraction of the gold ids ranked in the top ``k``
+    (differs from :func:`recall_at_k` only for gold ids listed twice)."""
+    _check_k(k)
+    return float(np.mean([r is not None and r <= k for r in _gold_ranks(ranked_ids, gold)]))
 
 
 def _tie_ranks(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
@@ -120,14 +149,17 @@ def tmhits_at_k(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
 def evaluate_query(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
                    gold: Sequence[str], ks: Iterable[int] = (5, 10),
                    curve_max_k: int = 20) -> dict[str, float]:
-    """Every metric of one query, keyed like ``results.json`` (``PR@5``, ``recall@10``, ``MRR``,
-    ``MTRR``, ``TMHits@10``) plus ``PR@1..PR@curve_max_k`` for the PR@K plot."""
+    """Every metric of one query, keyed like ``results.json`` (``PR@5``, ``recall@10``,
+    ``FirstRR``, ``MRR``, ``MHits@10``, ``MTRR``, ``TMHits@10``) plus ``PR@1..PR@curve_max_k``
+    for the PR@K plot."""
     row: dict[str, float] = {}
     for k in sorted(set(ks) | set(range(1, curve_max_k + 1))):
         row[f"PR@{k}"] = perfect_recall_at_k(ranked_ids, gold, k)
     for k in sorted(set(ks) | {10}):
         row[f"recall@{k}"] = recall_at_k(ranked_ids, gold, k)
-    row["MRR"] = reciprocal_rank(ranked_ids, gold)
+    row["FirstRR"] = first_reciprocal_rank(ranked_ids, gold)
+    row["MRR"] = mean_reciprocal_rank(ranked_ids, gold)
+    row["MHits@10"] = mhits_at_k(ranked_ids, gold, 10)
     row["MTRR"] = mtrr(ranked_ids, scores, gold)
     row["TMHits@10"] = tmhits_at_k(ranked_ids, scores, gold, 10)
     return row

@@ -78,7 +78,8 @@ def combined_table(runs: Sequence[DatasetRun], ks: Sequence[int] = (5, 10)) -> s
 def run_table(run: DatasetRun, ks: Sequence[int] = (5, 10)) -> str:
     """One dataset's table with every metric (fractions shown as percentages)."""
     header = ["ranker"] + [f"PR@{k}>1 (all)" for k in ks] + [
-        "recall@10", "MRR", "MTRR", "TMHits@10", "fixes/breaks @10", "top-5 from rank>20",
+        "recall@10", "FirstRR", "MRR", "MHits@10", "MTRR", "TMHits@10", "fixes/breaks @10",
+        "top-5 from rank>20",
         "rerank ms"]
     lines = [f"**{run.dataset}** ({run.task_type}, retriever {run.retriever}, "
              f"{run.n_queries} queries, {run.n_multi} multi-gold, top-{run.n_candidates})", "",
@@ -87,7 +88,8 @@ def run_table(run: DatasetRun, ks: Sequence[int] = (5, 10)) -> str:
         m = result.metrics
         fixes = (f"{int(m['fixes@10'])}/{int(m['breaks@10'])}" if "fixes@10" in m else "")
         cells = [label] + [f"{_pct(m.get(f'PR@{k}>1'))} ({_pct(m[f'PR@{k}'])})" for k in ks]
-        cells += [_pct(m["recall@10"]), _pct(m["MRR"]), _pct(m["MTRR"]), _pct(m["TMHits@10"]),
+        cells += [_pct(m["recall@10"]), _pct(m.get("FirstRR")), _pct(m.get("MRR")),
+                  _pct(m.get("MHits@10")), _pct(m["MTRR"]), _pct(m["TMHits@10"]),
                   fixes, _pct(m["top5_from_below_20"]), f"{m['rerank_ms_median']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

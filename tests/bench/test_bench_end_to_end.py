@@ -9,8 +9,8 @@ import pytest
 
 from grapher_bench.cli import main
 
-REQUIRED = {"PR@5", "PR@10", "PR@5>1", "PR@10>1", "recall@10", "MRR", "MTRR", "TMHits@10",
-            "rerank_ms_median"}
+REQUIRED = {"PR@5", "PR@10", "PR@5>1", "PR@10>1", "recall@10", "FirstRR", "MRR", "MHits@10",
+            "MTRR", "TMHits@10", "rerank_ms_median"}
 
 
 def _results(folder: Path) -> dict:

@@ -9,10 +9,12 @@ import pytest
 from grapher_bench.metrics import (
     aggregate,
     evaluate_query,
+    first_reciprocal_rank,
+    mean_reciprocal_rank,
+    mhits_at_k,
     mtrr,
     perfect_recall_at_k,
     recall_at_k,
-    reciprocal_rank,
     tmhits_at_k,
 )
 
@@ -27,8 +29,33 @@ def test_perfect_recall_needs_every_gold() -> None:
 
 def test_recall_and_reciprocal_rank() -> None:
     assert recall_at_k(IDS, ["a", "d"], 3) == 0.5
-    assert reciprocal_rank(IDS, ["c", "e"]) == pytest.approx(1 / 3)
-    assert reciprocal_rank(IDS, ["zz"]) == 0.0
+    assert first_reciprocal_rank(IDS, ["c", "e"]) == pytest.approx(1 / 3)
+    assert first_reciprocal_rank(IDS, ["zz"]) == 0.0
+
+
+def test_paper_mrr_and_mhits_average_over_the_gold_objects() -> None:
+    # G-RAG 4.1.1: mean over positives of 1/rank, and of 1(rank <= 10)
+    assert mean_reciprocal_rank(IDS, ["c", "e"]) == pytest.approx((1 / 3 + 1 / 5) / 2)
+    assert mean_reciprocal_rank(IDS, ["a", "zz"]) == pytest.approx(0.5)  # missing counts 0
+    ids = [f"x{i}" for i in range(12)]
+    assert mhits_at_k(ids, ["x0", "x9", "x10", "nope"], 10) == pytest.approx(2 / 4)
+    assert mhits_at_k(ids, ["x3"], 3) == 0.0 and mhits_at_k(ids, ["x2"], 3) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_tie_aware_metrics_equal_paper_metrics_without_ties(seed: int) -> None:
+    # the identities G-RAG states: MTRR = MRR and TMHits@10 = MHits@10 when no score is tied
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ids = [f"d{i}" for i in range(30)]
+    scores = np.sort(rng.permutation(30).astype(float))[::-1]  # distinct, best first
+    gold = [ids[i] for i in rng.choice(30, size=4, replace=False)] + ["absent"]
+    assert mtrr(ids, scores, gold) == pytest.approx(mean_reciprocal_rank(ids, gold))
+    assert tmhits_at_k(ids, scores, gold, 10) == pytest.approx(mhits_at_k(ids, gold, 10))
+    # with ties they differ: every candidate tied, the first one is rank 1 for MRR only
+    assert mean_reciprocal_rank(ids, ["d0"]) == 1.0
+    assert mtrr(ids, np.ones(30), ["d0"]) == pytest.approx(2 / (2 + 30 - 1))
 
 
 def test_bad_arguments_are_named() -> None:
