@@ -21,7 +21,8 @@ def _log(message: str) -> None:
 
 
 def register(subparsers: Any) -> None:
-    from grapher_core.learned.train import TrainConfig
+    from grapher_core.learned.gat_train import TrainConfig
+    from grapher_core.learned.train import LOSSES
     from grapher_core.rankers import DEFAULT_GCS_ALPHA
 
     train = subparsers.add_parser(
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
     train.add_argument("--out", type=Path, default=Path("checkpoints/gat"),
                        help="checkpoint stem (writes STEM.safetensors and STEM.json)")
     train.add_argument("--arch", choices=("gat", "mlp"), default="gat")
-    train.add_argument("--loss", choices=("bce", "pairwise"), default="pairwise")
+    train.add_argument("--loss", choices=LOSSES, default="pairwise")
     train.add_argument("--retriever", choices=("dense", "hybrid"), default=None,
                        help="base retriever (default: the bench's choice for the task type)")
     train.add_argument("--graph", default=None,
@@ -90,7 +91,7 @@ def register(subparsers: Any) -> None:
 def run_train(args: argparse.Namespace) -> int:
     from grapher_bench.data import default_benchmarks_root
     from grapher_bench.training_sets import train
-    from grapher_core.learned.train import TrainConfig
+    from grapher_core.learned.gat_train import TrainConfig
 
     config = TrainConfig(
         architecture=args.arch, loss=args.loss, epochs=args.epochs, patience=args.patience,

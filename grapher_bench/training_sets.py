@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 
 from grapher_core.learned.features import graph_arrays
-from grapher_core.learned.train import (
+from grapher_core.learned.gat_train import (
     Example,
-    Log,
     TrainConfig,
     TrainingSet,
     TrainResult,
     train_model,
 )
+from grapher_core.learned.train import Log
 from grapher_core.rankers import DEFAULT_GCS_ALPHA
 
 __all__ = ["build_training_set", "train"]

@@ -16,6 +16,12 @@ from langchain_core.documents import Document
 
 from grapher_core import Candidate, RankedCandidate
 from grapher_core.chunks import stable_id
+from grapher_core.conventions import (
+    EXPLANATION_KEY,
+    RELEVANCE_SCORE_KEY,
+    RETRIEVAL_SCORE_KEY,
+    explanation_to_metadata,
+)
 
 __all__ = [
     "EXPLANATION_KEY",
@@ -26,13 +32,6 @@ __all__ = [
     "document_from_ranked",
     "explanation_to_metadata",
 ]
-
-RELEVANCE_SCORE_KEY = "relevance_score"
-"""Where the new score goes: the key every LangChain reranker writes."""
-RETRIEVAL_SCORE_KEY = "retrieval_score"
-"""Where :class:`~langchain_grapher.GraphERRetriever` keeps the base store's score."""
-EXPLANATION_KEY = "grapher_explanation"
-"""Where the neighbours that lifted a document are written when ``explain=True``."""
 
 
 def candidate_id(document: Document) -> str:
@@ -95,19 +94,6 @@ def document_from_ranked(ranked: RankedCandidate, original: Document, *, explain
     if explain:
         metadata[EXPLANATION_KEY] = explanation_to_metadata(ranked)
     return Document(id=original.id, page_content=original.page_content, metadata=metadata)
-
-
-def explanation_to_metadata(ranked: RankedCandidate) -> list[dict[str, Any]]:
-    """The explanation as plain JSON-able dicts (neighbour id, edge kinds, weight, share)."""
-    return [
-        {
-            "neighbour_id": item.neighbour_id,
-            "kinds": list(item.kinds),
-            "edge_weight": item.edge_weight,
-            "contribution": item.contribution,
-        }
-        for item in ranked.explanation
-    ]
 
 
 def _check_unique(ids: Sequence[str], documents: Sequence[Document]) -> None:

@@ -20,13 +20,11 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from grapher_core.candidates import Candidate
+from grapher_core.conventions import EXPANDED_KEY
 from grapher_core.expand.source import InMemorySource, check_keys
 from grapher_core.proximity import LinkKey
 
 __all__ = ["EXPANDED_KEY", "VectorStoreSource", "as_neighbour_source"]
-
-EXPANDED_KEY = "grapher_expanded"
-"""Metadata flag on documents that expansion fetched from the store (not from the retriever)."""
 
 
 class VectorStoreSource:

@@ -25,6 +25,7 @@ from llama_index.core.schema import (
 )
 
 from grapher_core import Candidate, ForeignKeys, RankedCandidate
+from grapher_core.conventions import RETRIEVAL_SCORE_KEY
 
 __all__ = [
     "ADJACENT_FIELD",
@@ -39,7 +40,6 @@ __all__ = [
 ADJACENT_FIELD = "_grapher_adjacent"
 SOURCE_FIELD = "_grapher_source"
 # The key SentenceTransformerRerank uses for the same purpose.
-RETRIEVAL_SCORE_KEY = "retrieval_score"
 
 
 def relationship_proximity(weight: float = 1.0) -> ForeignKeys:

@@ -24,6 +24,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from grapher_core import GraphReranker, RankedCandidate, Ranker, SemanticKNN
 from grapher_core.candidates import Candidate
+from grapher_core.conventions import EXPANDED_KEY
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
 from llama_index_grapher.convert import (
     candidates_from_nodes,
@@ -37,8 +38,6 @@ dispatcher = get_dispatcher(__name__)
 
 # Metadata key of the optional explanation on returned nodes (kept out of LLM/embedding text).
 EXPLANATION_KEY = "grapher_lifted_by"
-# Metadata flag on nodes that expansion fetched from the store (not from the retriever).
-EXPANDED_KEY = "grapher_expanded"
 _VECTOR_RANKERS = frozenset({"gat", "mlp"})
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from grapher_core.enrich.base import ExtractionResult, dedupe_entities
 from grapher_core.enrich.parsing import EntityParseError, parse_entity_list
 from grapher_core.enrich.tokens import CostEstimate, TokenCounter, estimate_cost, get_token_counter
+from grapher_core.errors import ConfigError
 from grapher_core.metadata import normalise_entity
 
 # --------------------------------------------------------------------------- prompts
@@ -141,7 +142,7 @@ def copied_example_entities(entities: Sequence[str], text: str) -> list[str]:
 # --------------------------------------------------------------------------- extractor
 
 
-class ExtractorConfigError(ValueError):
+class ExtractorConfigError(ConfigError):
     """A problem that would fail every object (bad key, unknown model): the run stops."""
 
 

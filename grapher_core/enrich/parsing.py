@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from grapher_core.errors import GraphERError
+
 #: Longest answer we try to parse (about 8 000 tokens, 16 times the default ``max_tokens`` of
 #: the LLM extractor); longer ones are rejected before any parsing, so that one pathological
 #: answer costs milliseconds, never the seconds that block every other request of a run.
@@ -27,7 +29,7 @@ MAX_BRACKET_CANDIDATES = 32
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 
 
-class EntityParseError(ValueError):
+class EntityParseError(GraphERError, ValueError):
     """The answer holds no acceptable list of entity strings."""
 
 

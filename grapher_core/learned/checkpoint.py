@@ -9,14 +9,15 @@ of another model or dimension (see :func:`check_embeddings`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from grapher_core.errors import CheckpointError, ConfigError, InputError
 from grapher_core.learned.features import EDGE_KINDS, FEATURE_BLOCKS
 from grapher_core.learned.model import GraphERNet, ModelSpec
+from grapher_core.learned.weights import checkpoint_paths, load_state, read_weights, write_weights
 
 __all__ = [
     "FORMAT_VERSION",
@@ -33,7 +34,7 @@ FORMAT_VERSION = 1
 DEFAULT_CHECKPOINTS: dict[str, str] = {"gat": "gat_minilm", "mlp": "mlp_minilm"}
 
 
-class EmbeddingMismatchError(ValueError):
+class EmbeddingMismatchError(InputError):
     """The embeddings at hand are not those the checkpoint was trained on."""
 
 
@@ -63,10 +64,10 @@ class CheckpointConfig:
     @classmethod
     def from_json(cls, data: dict[str, Any], where: str = "config") -> CheckpointConfig:
         if not isinstance(data, dict):
-            raise ValueError(f"{where}: expected a JSON object")
+            raise CheckpointError(f"{where}: expected a JSON object")
         version = data.get("format_version")
         if version != FORMAT_VERSION:
-            raise ValueError(f"{where}: checkpoint format {version!r} is not supported "
+            raise CheckpointError(f"{where}: checkpoint format {version!r} is not supported "
                              f"(this version reads format {FORMAT_VERSION})")
         try:
             config = cls(
@@ -82,26 +83,18 @@ class CheckpointConfig:
                 metrics=dict(data.get("metrics", {})),
             )
         except (KeyError, TypeError) as error:
-            raise ValueError(f"{where}: malformed checkpoint config ({error})") from None
+            raise CheckpointError(f"{where}: malformed checkpoint config ({error})") from None
         if config.feature_blocks != FEATURE_BLOCKS or config.edge_kinds != EDGE_KINDS:
-            raise ValueError(f"{where}: features {list(config.feature_blocks)} / edge kinds "
+            raise CheckpointError(f"{where}: features {list(config.feature_blocks)} / edge kinds "
                              f"{list(config.edge_kinds)} differ from this version's "
                              f"{list(FEATURE_BLOCKS)} / {list(EDGE_KINDS)}; retrain it")
         return config
 
 
-def checkpoint_paths(path: str | Path) -> tuple[Path, Path]:
-    """``(weights, config)`` for a stem or either of the two files."""
-    stem = Path(path)
-    if stem.suffix in (".safetensors", ".json"):
-        stem = stem.with_suffix("")
-    return stem.with_name(stem.name + ".safetensors"), stem.with_name(stem.name + ".json")
-
-
 def default_checkpoint(architecture: str = "gat") -> Path:
     """Stem of the checkpoint shipped in the package for ``architecture`` ("gat" or "mlp")."""
     if architecture not in DEFAULT_CHECKPOINTS:
-        raise ValueError(f"no shipped checkpoint for {architecture!r}; "
+        raise ConfigError(f"no shipped checkpoint for {architecture!r}; "
                          f"choose one of {sorted(DEFAULT_CHECKPOINTS)}")
     return Path(str(resources.files("grapher_core") / "data" / DEFAULT_CHECKPOINTS[architecture]))
 
@@ -109,41 +102,20 @@ def default_checkpoint(architecture: str = "gat") -> Path:
 def save_checkpoint(model: GraphERNet, config: CheckpointConfig, path: str | Path
                     ) -> tuple[Path, Path]:
     """Write ``<stem>.safetensors`` and ``<stem>.json``; returns both paths."""
-    from safetensors.torch import save_file
-
-    weights, meta = checkpoint_paths(path)
     if model.spec != config.model:
-        raise ValueError("the model's spec differs from config.model")
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(weights), metadata={"format": "grapher-gat",
-                                             "architecture": config.model.architecture})
-    meta.write_text(json.dumps(config.to_json(), indent=2, sort_keys=True) + "\n")
-    return weights, meta
+        raise ConfigError("the model's spec differs from config.model")
+    return write_weights(model.state_dict(), config.to_json(), path,
+                         metadata={"format": "grapher-gat",
+                                   "architecture": config.model.architecture})
 
 
 def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[GraphERNet, CheckpointConfig]:
     """Read a checkpoint (safetensors only: no pickle) into an eval-mode model."""
-    from safetensors.torch import load_file
-
     weights, meta = checkpoint_paths(path)
-    for file in (weights, meta):
-        if not file.is_file():
-            raise FileNotFoundError(f"checkpoint file not found: {file}")
-    try:
-        data = json.loads(meta.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{meta}: not valid JSON ({error.msg})") from None
+    state, data = read_weights(path, device)
     config = CheckpointConfig.from_json(data, str(meta))
     model = GraphERNet(config.model)
-    state = load_file(str(weights), device=device)
-    try:
-        missing, unexpected = model.load_state_dict(state, strict=False)
-    except RuntimeError as error:  # tensor shapes differ from the config's
-        raise ValueError(f"{weights} does not match {meta}: {error}") from None
-    if missing or unexpected:
-        raise ValueError(f"{weights} does not match {meta}: missing {sorted(missing)[:5]}, "
-                         f"unexpected {sorted(unexpected)[:5]}")
+    load_state(model, state, f"{weights} does not match {meta}")
     model.to(device)
     model.eval()
     return model, config

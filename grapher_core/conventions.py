@@ -1,0 +1,56 @@
+"""What every wrapper writes on its output, defined once so LangChain and LlamaIndex agree.
+
+Keys of the metadata a reranked document / node carries, the names of the list formats that
+extractors and transformers accept, and the JSON-able form of an explanation. A wrapper imports
+these; it never spells a key itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from grapher_core.candidates import RankedCandidate
+from grapher_core.metadata import LIST_FORMATS
+
+__all__ = [
+    "EXPANDED_KEY",
+    "EXPLANATION_KEY",
+    "LIST_FORMATS",
+    "OUTPUT_KEYS",
+    "RELEVANCE_SCORE_KEY",
+    "RETRIEVAL_SCORE_KEY",
+    "ListFormat",
+    "explanation_to_metadata",
+]
+
+RELEVANCE_SCORE_KEY = "relevance_score"
+"""The new (reranked) score: the key every LangChain reranker writes (LlamaIndex also sets
+``NodeWithScore.score``)."""
+RETRIEVAL_SCORE_KEY = "retrieval_score"
+"""The base retriever's score, kept beside the new one when asked."""
+EXPLANATION_KEY = "grapher_explanation"
+"""The neighbours that lifted an object (``explain=True``), as :func:`explanation_to_metadata`
+writes them."""
+EXPANDED_KEY = "grapher_expanded"
+"""``True`` on an object that expansion fetched (it was not among the retrieved ones)."""
+OUTPUT_KEYS: tuple[str, ...] = (RELEVANCE_SCORE_KEY, RETRIEVAL_SCORE_KEY, EXPLANATION_KEY,
+                                EXPANDED_KEY)
+"""Every key GraphER may add to an output's metadata (keep them out of embedding/LLM text)."""
+
+ListFormat = Literal["list", "json", "delimited"]
+"""How a list metadata field is written (see :func:`grapher_core.metadata.encode_list`):
+a native list, a JSON string, or a delimited string, for stores that keep only scalars."""
+
+
+def explanation_to_metadata(ranked: RankedCandidate) -> list[dict[str, Any]]:
+    """The explanation as plain JSON-able dicts: neighbour id, edge kinds, edge weight and the
+    neighbour's share of the lift, strongest first (the order of ``ranked.explanation``)."""
+    return [
+        {
+            "neighbour_id": item.neighbour_id,
+            "kinds": list(item.kinds),
+            "edge_weight": item.edge_weight,
+            "contribution": item.contribution,
+        }
+        for item in ranked.explanation
+    ]
