@@ -5,16 +5,26 @@ its 80 %. Rows are keyed by (extractor name, model, version, sha256 of the text)
 as they arrive, in WAL mode: a SIGKILL at any moment loses at most the rows not yet committed,
 and a committed row is never half-written (SQLite transactions are atomic). Failed extractions
 are stored too (``entities`` NULL, ``error`` set), so they can be listed and retried alone.
+
+A cache is only trusted as far as it checks out. A row whose values are not what this module
+writes (``entities`` not a JSON list of strings, ``flags`` not a JSON list) is treated as
+missing, so the text is extracted again and the row rewritten, and that is said once per file.
+A file that is not a GraphER cache (another program's SQLite file, another schema version,
+damaged pages) raises ``CacheError`` naming the file; ``grapher enrich`` turns it into exit
+code 3, distinct from "some objects failed, re-run" (1).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +47,17 @@ CREATE TABLE IF NOT EXISTS entity_results (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS grapher_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+
+_COLUMNS = ("extractor", "model", "version", "content_hash", "entities", "error", "flags",
+            "updated_at")  # fmt: skip
+
+_log = logging.getLogger(__name__)
+_warned: set[tuple[str, str]] = set()
+
+
+class CacheError(ValueError):
+    """The cache file cannot be used: not SQLite, another schema, or damaged. Names the file."""
 
 
 def content_hash(text: str) -> str:
@@ -74,10 +95,11 @@ class EntityCache:
             raise ValueError(f"cache path {self.path} is a directory, expected a file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        try:
+        with self._guard("open"):
             self._conn = sqlite3.connect(
                 str(self.path), timeout=timeout, check_same_thread=False, isolation_level=None
             )
+            self._check_existing()
             self._conn.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode survives any process crash (SIGKILL included); only a power
             # loss may drop the last commits, never corrupt the file.
@@ -87,8 +109,54 @@ class EntityCache:
                 "INSERT OR IGNORE INTO grapher_meta(key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
             )
-        except sqlite3.DatabaseError as error:
-            raise ValueError(f"{self.path} is not a usable GraphER cache: {error}") from error
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """Turn any SQLite failure into a ``CacheError`` naming the file (and close on open)."""
+        try:
+            yield
+        except CacheError:
+            self._close_quietly(action)
+            raise
+        except sqlite3.Error as error:
+            self._close_quietly(action)
+            raise CacheError(
+                f"{self.path} is not a usable GraphER cache ({action} failed: {error}); "
+                "move it away or pass another --cache"
+            ) from error
+
+    def _close_quietly(self, action: str) -> None:
+        connection = getattr(self, "_conn", None)
+        if action == "open" and connection is not None:
+            connection.close()
+
+    def _check_existing(self) -> None:
+        """Refuse another program's database or another schema before writing anything."""
+        tables = {name for (name,) in self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}  # fmt: skip
+        if tables and not tables & {"entity_results", "grapher_meta"}:
+            raise CacheError(
+                f"{self.path} is an SQLite database of another program (tables: "
+                f"{', '.join(sorted(tables)[:5])}), not a GraphER entity cache; "
+                "pass another --cache"
+            )
+        columns: tuple[str, ...] = _COLUMNS
+        if "entity_results" in tables:
+            columns = tuple(
+                row[1] for row in self._conn.execute("PRAGMA table_info(entity_results)")
+            )
+        version: str | None = str(SCHEMA_VERSION)
+        if "grapher_meta" in tables:
+            row = self._conn.execute(
+                "SELECT value FROM grapher_meta WHERE key='schema_version'"
+            ).fetchone()
+            version = row[0] if row else None
+        if set(columns) != set(_COLUMNS) or version != str(SCHEMA_VERSION):
+            raise CacheError(
+                f"{self.path} has another cache schema (version {version!r}, columns "
+                f"{', '.join(columns)}); expected version {SCHEMA_VERSION} with columns "
+                f"{', '.join(_COLUMNS)}; move it away or pass another --cache"
+            )
 
     def __enter__(self) -> EntityCache:
         return self
@@ -108,7 +176,8 @@ class EntityCache:
         """Stored results for the given content hashes (absent hashes are simply missing)."""
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, ExtractionResult] = {}
-        with self._lock:
+        invalid: list[str] = []
+        with self._lock, self._guard("read"):
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -119,8 +188,24 @@ class EntityCache:
                     (key.extractor, key.model, key.version, *chunk),
                 ).fetchall()
                 for digest, entities, error, flags in rows:
-                    found[digest] = _row_to_result(entities, error, flags)
+                    result = _row_to_result(entities, error, flags)
+                    if result is None:
+                        invalid.append(digest)
+                    else:
+                        found[digest] = result
+        if invalid:
+            self._say_invalid(invalid)
         return found
+
+    def _say_invalid(self, digests: list[str]) -> None:
+        message = (
+            f"{self.path}: {len(digests)} cached rows are not valid results (e.g. content hash "
+            f"{digests[0][:12]}); they are treated as missing, extracted again and rewritten"
+        )
+        _log.warning(message)
+        if (str(self.path), "invalid rows") not in _warned:
+            _warned.add((str(self.path), "invalid rows"))
+            warnings.warn(message, stacklevel=3)
 
     def put(self, key: CacheKey, digest: str, result: ExtractionResult) -> None:
         """Store one result and commit it at once."""
@@ -146,7 +231,7 @@ class EntityCache:
             )
             for digest, result in items
         ]
-        with self._lock:
+        with self._lock, self._guard("write"):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.executemany(
@@ -162,7 +247,7 @@ class EntityCache:
 
     def failed(self, key: CacheKey) -> dict[str, str]:
         """content hash -> error message of every failed row of this configuration."""
-        with self._lock:
+        with self._lock, self._guard("read"):
             rows = self._conn.execute(
                 "SELECT content_hash, error FROM entity_results WHERE extractor=? AND model=? "
                 "AND version=? AND entities IS NULL",
@@ -172,7 +257,7 @@ class EntityCache:
 
     def stats(self, key: CacheKey) -> CacheStats:
         """How many rows of this configuration succeeded and failed."""
-        with self._lock:
+        with self._lock, self._guard("read"):
             ok, bad = self._conn.execute(
                 "SELECT COALESCE(SUM(entities IS NOT NULL), 0), COALESCE(SUM(entities IS NULL), 0) "
                 "FROM entity_results WHERE extractor=? AND model=? AND version=?",
@@ -181,13 +266,33 @@ class EntityCache:
         return CacheStats(int(ok), int(bad))
 
     def __len__(self) -> int:
-        with self._lock:
+        with self._lock, self._guard("read"):
             (count,) = self._conn.execute("SELECT COUNT(*) FROM entity_results").fetchone()
         return int(count)
 
 
-def _row_to_result(entities: str | None, error: str | None, flags: str | None) -> ExtractionResult:
-    parsed_flags = tuple(json.loads(flags)) if flags else ()
-    if entities is None:
-        return ExtractionResult(None, error or "extraction failed", parsed_flags)
-    return ExtractionResult(list(json.loads(entities)), None, parsed_flags)
+def _row_to_result(
+    entities: object, error: object, flags: object
+) -> ExtractionResult | None:
+    """The stored result, or ``None`` when the row is not what ``put_many`` writes."""
+    try:
+        if flags is None or flags == "":
+            parsed_flags = []
+        elif isinstance(flags, str):
+            parsed_flags = json.loads(flags)
+        else:
+            return None
+        if not isinstance(parsed_flags, list) or not all(isinstance(f, str) for f in parsed_flags):
+            return None
+        if entities is None:
+            if not isinstance(error, str):
+                return None
+            return ExtractionResult(None, error or "extraction failed", tuple(parsed_flags))
+        if not isinstance(entities, str):
+            return None
+        parsed = json.loads(entities)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if not isinstance(parsed, list) or not all(isinstance(e, str) for e in parsed):
+        return None
+    return ExtractionResult(parsed, None, tuple(parsed_flags))

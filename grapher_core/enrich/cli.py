@@ -4,8 +4,15 @@ Reads the benchmark/corpus format (one ``{"id", "text", "metadata"}`` object per
 the same format with ``metadata[<key>]`` set to the entity list, and keeps every other field as
 it was. Results go through the resumable cache, so a killed run is resumed by running the same
 command again; objects that failed are listed (and written to ``--failed`` when given) and a
-re-run retries only them. Exit code 0 when every object was enriched, 1 when some failed (the
-output is still complete: failed objects are written without the key).
+re-run retries only them.
+
+Exit codes:
+  0  every object was enriched
+  1  some objects failed; the output is still complete (failed objects are written without the
+     key) and re-running the same command retries only them
+  2  bad command line or input (a message names the file and line)
+  3  the cache file is unusable (not SQLite, another program's or schema's, damaged pages):
+     re-running will not help; move the file away or pass another --cache
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_core.enrich.base import EntityExtractor
-from grapher_core.enrich.cache import EntityCache
+from grapher_core.enrich.cache import CacheError, EntityCache
 from grapher_core.enrich.runner import run_extraction
 from grapher_core.enrich.spacy_extractor import DEFAULT_SPACY_LABELS, DEFAULT_SPACY_MODEL
 
@@ -154,8 +161,20 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     os.replace(temporary, path)
 
 
+#: Exit code of ``grapher enrich`` when the cache file cannot be used (see the module doc).
+EXIT_CACHE_UNUSABLE = 3
+
+
 def run(args: argparse.Namespace) -> int:
-    """Entry point of ``grapher enrich``."""
+    """Entry point of ``grapher enrich``; an unusable cache exits with ``EXIT_CACHE_UNUSABLE``."""
+    try:
+        return _run(args)
+    except CacheError as error:
+        print(f"grapher enrich: error: {error}", file=sys.stderr)
+        return EXIT_CACHE_UNUSABLE
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be >= 1")
     if args.input.resolve() == args.output.resolve():
