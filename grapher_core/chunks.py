@@ -54,11 +54,12 @@ def stable_id(text: str, *parts: str) -> str:
     """A short id that depends only on ``text`` (and ``parts``): the same across runs and machines.
 
     Used where an object has no id of its own; 16 hex digits of SHA-256 make collisions between
-    distinct texts practically impossible at corpus scale.
+    distinct texts practically impossible at corpus scale. Lone surrogates (a Document whose
+    text came from JSON with ``"\\ud800"``) are hashed as their code units, never an error.
     """
     digest = hashlib.sha256()
     for piece in (text, *parts):
-        digest.update(piece.encode("utf-8"))
+        digest.update(piece.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
     return digest.hexdigest()[:16]
 

@@ -61,8 +61,12 @@ class CacheError(ValueError):
 
 
 def content_hash(text: str) -> str:
-    """sha256 of the UTF-8 text: the content part of the cache key."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """sha256 of the UTF-8 text: the content part of the cache key.
+
+    Lone surrogates (``"\\ud800"``, legal in JSON and Python, not in UTF-8) are hashed as their
+    code units (``surrogatepass``), so every distinct text keeps a distinct, stable key.
+    """
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)

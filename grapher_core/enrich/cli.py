@@ -96,9 +96,14 @@ def register(subparsers: Any) -> None:
 
 def read_corpus(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     """The objects of a corpus JSONL file, checked: each has a string id and text."""
+    return [record for _, record in read_corpus_lines(path, limit)]
+
+
+def read_corpus_lines(path: Path, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of each object of a corpus JSONL file, checked."""
     if not path.is_file():
         raise FileNotFoundError(f"input file {path} does not exist")
-    records: list[dict[str, Any]] = []
+    records: list[tuple[int, dict[str, Any]]] = []
     seen: dict[str, int] = {}
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -123,7 +128,7 @@ def read_corpus(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
                     f"{seen[record['id']]})"
                 )
             seen[record["id"]] = number
-            records.append(record)
+            records.append((number, record))
     return records
 
 
@@ -151,13 +156,23 @@ def build_extractor(args: argparse.Namespace) -> EntityExtractor:
     )
 
 
+def jsonl_line(record: dict[str, Any]) -> bytes:
+    """One UTF-8 JSON line; a record holding lone surrogates is written ASCII-escaped
+    (``"\\ud800"``, exactly as it can be read back) instead of failing the whole output."""
+    line = json.dumps(record, ensure_ascii=False) + "\n"
+    try:
+        return line.encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record) + "\n").encode("ascii")
+
+
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     """Write atomically (temporary file + rename): a killed run never leaves half an output."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w", encoding="utf-8") as handle:
+    with temporary.open("wb") as handle:
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.write(jsonl_line(record))
     os.replace(temporary, path)
 
 
@@ -179,7 +194,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError("--limit must be >= 1")
     if args.input.resolve() == args.output.resolve():
         raise ValueError("--output must differ from --input (the input is never overwritten)")
-    records = read_corpus(args.input, args.limit)
+    lines = read_corpus_lines(args.input, args.limit)
+    records = [record for _, record in lines]
     extractor = build_extractor(args)
     cache = None if args.no_cache else EntityCache(args.cache or default_cache_path())
     try:
@@ -193,6 +209,7 @@ def _run(args: argparse.Namespace) -> int:
             cache=cache,
             progress=not args.no_progress,
             retry_failed=not args.no_retry_failed,
+            names=[f"{record['id']!r} (line {number})" for number, record in lines],
         )
         elapsed = time.perf_counter() - started
     finally:
@@ -212,7 +229,11 @@ def _run(args: argparse.Namespace) -> int:
     write_jsonl(args.output, output)
     if args.failed is not None:
         args.failed.parent.mkdir(parents=True, exist_ok=True)
-        args.failed.write_text("".join(f"{object_id}\n" for object_id, _ in failed))
+        args.failed.write_text(
+            "".join(f"{object_id}\n" for object_id, _ in failed),
+            encoding="utf-8",
+            errors="backslashreplace",  # an id with a lone surrogate is written as \\ud800
+        )
     rate = len(records) / elapsed if elapsed > 0 else float("inf")
     print(
         f"enriched {len(records) - len(failed)}/{len(records)} objects in {elapsed:.2f} s "

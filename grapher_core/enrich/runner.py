@@ -8,7 +8,10 @@ as it exists, so a re-run after a crash redoes only what was never written.
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import threading
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -74,6 +77,13 @@ def cache_key(extractor: EntityExtractor) -> CacheKey:
     return CacheKey(extractor.name, extractor_model(extractor), extractor.version)
 
 
+_log = logging.getLogger(__name__)
+
+#: A surrogate code point alone (JSON's ``"\\ud800"``): valid in a Python ``str``, not encodable
+#: as UTF-8, so no extractor (an HTTP request, a tokenizer) can take it as it is.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
         raise TypeError("texts must be a sequence of strings, not a single string")
@@ -82,6 +92,29 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(text, str):
             raise TypeError(f"text at position {position} is {type(text).__name__}, not str")
     return out
+
+
+def _extractable(texts: list[str], names: Sequence[str] | None) -> list[str]:
+    """``texts`` with each lone surrogate replaced by U+FFFD for the extractor, said once.
+
+    The cache key still hashes the original text, and callers keep the original object: only
+    what the extractor reads changes, so one bad character never aborts a batch.
+    """
+    bad = [i for i, text in enumerate(texts) if _LONE_SURROGATE.search(text)]
+    if not bad:
+        return texts
+    labels = [str(names[i]) if names is not None else f"#{i}" for i in bad]
+    message = (
+        f"{len(bad)} object(s) hold lone surrogates (invalid UTF-16 halves such as \\ud800, not "
+        f"encodable as UTF-8): {', '.join(labels[:10])}{' ...' if len(bad) > 10 else ''}; "
+        "each was replaced by U+FFFD in the text sent to the extractor"
+    )
+    _log.warning(message)
+    warnings.warn(message, stacklevel=4)
+    cleaned = list(texts)
+    for i in bad:
+        cleaned[i] = _LONE_SURROGATE.sub("\ufffd", texts[i])
+    return cleaned
 
 
 def _progress_bar(total: int, enabled: bool, description: str) -> Any:
@@ -104,12 +137,13 @@ class _Plan:
         cache: EntityCache | None,
         retry_failed: bool,
         progress: bool,
+        names: Sequence[str] | None = None,
     ) -> None:
         self.key = cache_key(extractor)
         self.cache = cache
         self.digests = [content_hash(text) for text in texts]
         first: dict[str, str] = {}
-        for digest, text in zip(self.digests, texts, strict=True):
+        for digest, text in zip(self.digests, _extractable(texts, names), strict=True):
             first.setdefault(digest, text)
         self.known: dict[str, ExtractionResult] = {}
         if cache is not None:
@@ -206,13 +240,16 @@ def run_extraction(
     cache: EntityCache | None = None,
     progress: bool = False,
     retry_failed: bool = True,
+    names: Sequence[str] | None = None,
 ) -> ExtractionRun:
     """Extract entities for ``texts`` and say how many came from the cache.
 
     With ``retry_failed`` (the default) cached failures are attempted again, so a plain re-run
-    retries exactly the failed texts; without it they are returned as failed.
+    retries exactly the failed texts; without it they are returned as failed. ``names`` (one
+    per text, e.g. object ids) name the texts in warnings. A text holding lone surrogates is
+    extracted with each replaced by U+FFFD, and a warning names it.
     """
-    plan = _Plan(_check_texts(texts), extractor, cache, retry_failed, progress)
+    plan = _Plan(_check_texts(texts), extractor, cache, retry_failed, progress, names)
     try:
         if isinstance(extractor, StreamingEntityExtractor):
             _run_sync(lambda: _run_stream(plan, extractor))
@@ -231,9 +268,10 @@ async def arun_extraction(
     cache: EntityCache | None = None,
     progress: bool = False,
     retry_failed: bool = True,
+    names: Sequence[str] | None = None,
 ) -> ExtractionRun:
     """Async ``run_extraction``: streams LLM results, runs batch extractors in a thread."""
-    plan = _Plan(_check_texts(texts), extractor, cache, retry_failed, progress)
+    plan = _Plan(_check_texts(texts), extractor, cache, retry_failed, progress, names)
     try:
         if isinstance(extractor, StreamingEntityExtractor):
             await _run_stream(plan, extractor)
@@ -324,6 +362,7 @@ def enrich_objects(
         cache=cache,
         progress=progress,
         retry_failed=retry_failed,
+        names=[repr(obj.id) for obj in items],
     )
     return _enriched(items, run, key)
 
@@ -345,5 +384,6 @@ async def aenrich_objects(
         cache=cache,
         progress=progress,
         retry_failed=retry_failed,
+        names=[repr(obj.id) for obj in items],
     )
     return _enriched(items, run, key)
