@@ -36,7 +36,13 @@ class CorpusObject:
 
 @dataclass(frozen=True)
 class Contribution:
-    """One neighbour's share in lifting a candidate's score: the explanation unit."""
+    """One neighbour's share in lifting a candidate's score: the explanation unit.
+
+    ``contribution = W[i, j] * score[j]`` with ``W`` the row-normalised adjacency: the
+    neighbour's score weighted by its share of i's edges. It is a share of the smoothing term,
+    not of the final score, so it can exceed the candidate's own score (a strong neighbour of a
+    weak candidate); compare contributions with each other, not with the score.
+    """
 
     neighbour_id: str
     kinds: tuple[str, ...]
@@ -55,6 +61,8 @@ class RankedCandidate:
     original_rank: int
     candidate: Candidate
     explanation: tuple[Contribution, ...] = ()
+    relevance: float | None = None
+    """``score`` on the documented relevance scale (:mod:`grapher_core.calibration`)."""
 
     @property
     def lifted(self) -> bool:

@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from grapher_core.autodetect import describe, detect_proximities
+from grapher_core.calibration import relevance_scores
 from grapher_core.candidates import Candidate, Contribution, RankedCandidate
+from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
 from grapher_core.graph import CandidateGraph, build_graph
 from grapher_core.proximity import Proximity
 from grapher_core.rankers import RankContext, Ranker, make_ranker
 from grapher_core.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
+
+
+@dataclass(frozen=True)
+class Reranking:
+    """One call's result with what the graph was: the ranked candidates, the number of
+    (directed) edges per kind -- a symmetric link counts twice -- and the proximities used
+    (the detected ones when none were given)."""
+
+    ranked: list[RankedCandidate]
+    edges: Mapping[str, int] = field(default_factory=dict)
+    proximities: tuple[Any, ...] = ()
 
 
 class GraphReranker:
@@ -25,18 +40,33 @@ class GraphReranker:
     ``seed_transform`` says how base scores become seeds (see :mod:`grapher_core.seeds`);
     ``explain`` is how many neighbours to report per returned candidate (0 to skip).
     The input is never modified: candidates are frozen and their metadata only read.
+
+    ``proximities=None`` (default) detects them from the candidates' metadata on each call
+    (:mod:`grapher_core.autodetect`; the choice is logged once); an explicit sequence, even an
+    empty one, is used as given. ``auto_proximities=True`` adds the detected ones to the given
+    ones (the LlamaIndex wrapper does, beside its relationship edges).
+
+    Silent no-ops (a field no candidate has, links naming no candidate, a graph without edges,
+    a proximity without vectors, a pool smaller than ``top_n * 2``) are reported once per cause
+    (logging + :class:`~grapher_core.diagnostics.GraphERWarning`); ``strict=True`` raises
+    :class:`~grapher_core.diagnostics.GraphERDiagnosticError` instead.
     """
 
     def __init__(
         self,
-        proximities: Sequence[Proximity] = (),
+        proximities: Sequence[Proximity] | None = None,
         ranker: str | Ranker = "gcs",
         alpha: float | None = None,
         *,
         seed_transform: str = "auto",
         explain: int = 3,
+        strict: bool = False,
+        auto_proximities: bool | None = None,
         **ranker_options: Any,
     ) -> None:
+        self.auto_proximities = proximities is None if auto_proximities is None \
+            else bool(auto_proximities)
+        proximities = () if proximities is None else proximities
         for proximity in proximities:
             if not isinstance(proximity, Proximity):
                 raise TypeError(
@@ -51,10 +81,34 @@ class GraphReranker:
         self.ranker: Ranker = make_ranker(ranker, alpha, **ranker_options)
         self.seed_transform = seed_transform
         self.explain = explain
+        self.diagnostics = Diagnostics(strict=bool(strict))
+        self._detected: dict[frozenset[str], tuple[Any, ...]] = {}
+
+    @property
+    def strict(self) -> bool:
+        """Raise instead of warning on silent no-ops."""
+        return self.diagnostics.strict
+
+    def proximities_for(self, candidates: Sequence[Candidate]) -> tuple[Any, ...]:
+        """The proximities a call over ``candidates`` uses: the given ones, plus the detected
+        ones when auto-detection is on (cached per set of metadata keys present)."""
+        if not self.auto_proximities:
+            return self.proximities
+        keys = frozenset(k for c in candidates for k in c.metadata)
+        detected = self._detected.get(keys)
+        if detected is None:
+            detected = tuple(detect_proximities(candidates))
+            if len(self._detected) < 64:
+                self._detected[keys] = detected
+            self.diagnostics.info_once(("detected", describe(detected)),
+                                       f"no proximities given; detected from the metadata: "
+                                       f"{describe(detected)}")
+        return self.proximities + detected
 
     def graph(self, candidates: Sequence[Candidate]) -> CandidateGraph:
         """The candidate graph the ranker sees (useful for inspection and plots)."""
-        return build_graph(validate_candidates(candidates), self.proximities)
+        candidates = validate_candidates(candidates)
+        return build_graph(candidates, self.proximities_for(candidates))
 
     def rerank(
         self,
@@ -65,13 +119,28 @@ class GraphReranker:
         top_n: int | None = None,
     ) -> list[RankedCandidate]:
         """Return the candidates in their new order (best first), ``top_n`` of them if given."""
+        return self.run(candidates, query=query, query_embedding=query_embedding,
+                        top_n=top_n).ranked
+
+    def run(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> Reranking:
+        """:meth:`rerank` plus what the graph was (edges per kind, proximities used)."""
         candidates, scores = _validated(candidates)
-        if top_n is not None and (not isinstance(top_n, int) or top_n < 0):
+        if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, int)
+                                  or top_n < 0):
             raise ValueError(f"top_n must be a non-negative integer or None, got {top_n!r}")
         if not candidates:
-            return []
+            return Reranking([])
         seeds = make_seeds(candidates, self.seed_transform, scores)
-        graph = build_graph(candidates, self.proximities)
+        proximities = self.proximities_for(candidates)
+        graph, counts = _graph_with_counts(candidates, proximities)
+        self._diagnose(candidates, proximities, graph, counts, top_n)
         context = RankContext(candidates, query, query_embedding)
         ranked = np.asarray(self.ranker.rank(graph, seeds, context), dtype=np.float64).ravel()
         if ranked.shape != seeds.shape or not np.all(np.isfinite(ranked)):
@@ -79,7 +148,33 @@ class GraphReranker:
                 f"ranker {self.ranker.name!r} returned {ranked.shape[0]} scores for "
                 f"{len(candidates)} candidates, or non-finite scores"
             )
-        return _ranked(candidates, graph, ranked, top_n, self.explain)
+        relevance = relevance_scores(self.ranker, ranked, seeds)
+        edges = {kind: int(matrix.nnz) for kind, matrix in graph.by_kind.items()}
+        return Reranking(_ranked(candidates, graph, ranked, top_n, self.explain, relevance),
+                         edges, proximities)
+
+    def _diagnose(self, candidates: Sequence[Candidate], proximities: Sequence[Any],
+                  graph: CandidateGraph, counts: Sequence[int], top_n: int | None) -> None:
+        """Report silent no-ops; a graph with edges from every proximity costs a few checks."""
+        n = len(candidates)
+        check_pool(self.diagnostics, n, top_n)
+        if n < 2 or (graph.n_edges and all(counts)):
+            return
+        explained = check_graph(self.diagnostics, candidates, proximities,
+                                dict(enumerate(counts)))
+        if not explained and graph.n_edges == 0 and \
+                getattr(self.ranker, "name", "") != "baseline":
+            if not proximities:
+                self.diagnostics.report(("no-proximities",),
+                                        "no proximities given and none detected from the "
+                                        "metadata (no foreign_keys, links, mentions, entities "
+                                        "or doc_id + chunk_index): the order is the "
+                                        "retriever's; pass proximities=[...]")
+            else:
+                self.diagnostics.report(("no-edges",),
+                                        f"the graph has 0 edges over {n} candidates "
+                                        f"({describe(proximities)}): the order is the "
+                                        "retriever's")
 
 
 def validate_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -107,8 +202,20 @@ def _validated(candidates: Sequence[Candidate]) -> tuple[list[Candidate], np.nda
     return items, original_scores(items)  # raises on partial, NaN, inf or non-numeric scores
 
 
+def _graph_with_counts(candidates: Sequence[Candidate], proximities: Sequence[Any]
+                       ) -> tuple[CandidateGraph, list[int]]:
+    """The graph, and how many edges each proximity gave (for the diagnostics)."""
+    if len(proximities) <= 1 or len({p.kind for p in proximities}) == len(proximities):
+        graph = build_graph(candidates, proximities)
+        return graph, [int(graph.by_kind[p.kind].nnz) if p.kind in graph.by_kind else 0
+                       for p in proximities]
+    counts = [int(build_graph(candidates, [p]).n_edges) for p in proximities]
+    return build_graph(candidates, proximities), counts
+
+
 def _ranked(candidates: Sequence[Candidate], graph: CandidateGraph, scores: np.ndarray,
-            top_n: int | None, explain: int) -> list[RankedCandidate]:
+            top_n: int | None, explain: int,
+            relevance: np.ndarray | None = None) -> list[RankedCandidate]:
     n = len(candidates)
     positions = np.arange(n)
     order = np.lexsort((positions, -scores))  # best score first; ties keep the input order
@@ -124,6 +231,7 @@ def _ranked(candidates: Sequence[Candidate], graph: CandidateGraph, scores: np.n
             original_rank=int(i) + 1,
             candidate=candidates[i],
             explanation=explanations.get(int(i), ()),
+            relevance=float(scores[i] if relevance is None else relevance[i]),
         )
         for new_rank, i in enumerate(order)
     ]

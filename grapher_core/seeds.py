@@ -4,8 +4,10 @@ Real retrievers give cosine similarities in [-1, 1], unbounded BM25 scores, fuse
 nothing at all. GCS and PPR are invariant to scaling the seeds by a positive constant, but not
 to shifting them, and PPR needs non-negative seeds. The policies:
 
-* ``"auto"`` (default): the scores as given when none is negative; min-max scaled to [0, 1]
-  otherwise (so a cosine of -0.2 does not become a negative "relevance").
+* ``"auto"`` (default): the scores as given, negative ones raised to 0 (a cosine of -0.2 is no
+  evidence of relevance). A candidate's seed never depends on the rest of the pool, so
+  ``relevance_score`` keeps its meaning (see :mod:`grapher_core.calibration`). Only when no
+  score is positive (e.g. negated distances) are they min-max scaled to [0, 1].
 * ``"raw"``: as given (negative scores are then an error for PPR).
 * ``"minmax"``: always min-max scaled to [0, 1] (all equal -> all 1).
 * ``"rank"``: ``1 / (rank + 1)`` from the input order, ignoring scores.
@@ -68,6 +70,8 @@ def make_seeds(candidates: Sequence[Candidate], transform: str = "auto",
         return rank_seeds(len(candidates))
     if transform == "raw" or (transform == "auto" and (scores.size == 0 or scores.min() >= 0)):
         return scores
+    if transform == "auto" and scores.max() > 0:
+        return np.maximum(scores, 0.0)
     return minmax(scores)
 
 

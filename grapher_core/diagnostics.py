@@ -1,0 +1,233 @@
+"""Say what happened: the silent no-ops of a first pipeline, reported once, or raised.
+
+A misspelled metadata field, links that name no candidate, a graph without edges, a proximity
+that needs vectors and got none, a pool too small to lift anything: each still returns a
+ranking, so without a word it looks like success. :class:`Diagnostics` reports each *cause*
+once per reranker (through :mod:`logging`, logger ``"grapher"``, and :mod:`warnings`, category
+:class:`GraphERWarning`), or raises :class:`GraphERDiagnosticError` when ``strict=True``.
+
+The checks read only what the reranker already has (matrix sizes, the metadata of the
+candidates on the failure path), so a healthy call pays a few comparisons.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from grapher_core.candidates import Candidate
+from grapher_core.metadata import read_list
+from grapher_core.proximity import ForeignKeys, SemanticKNN
+
+__all__ = [
+    "Diagnostics",
+    "GraphERDiagnosticError",
+    "GraphERWarning",
+    "logger",
+    "proximity_fields",
+]
+
+logger = logging.getLogger("grapher")
+logger.addHandler(logging.NullHandler())  # a library: records go to the app's handlers
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OWN_PREFIXES = tuple(os.path.join(_ROOT, package) + os.sep for package in
+                      ("grapher_core", "langchain_grapher", "llama_index_grapher"))
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the first frame outside GraphER's packages, seen from the caller
+    of this function (Python 3.12's ``skip_file_prefixes`` by hand)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_OWN_PREFIXES):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+class GraphERWarning(UserWarning):
+    """Category of every warning GraphER itself raises: filter it to silence GraphER only."""
+
+
+class GraphERDiagnosticError(ValueError):
+    """``strict=True``: a silent no-op (no field, no edges, no vectors...) became an error."""
+
+
+class Diagnostics:
+    """Reports each cause once (thread-safe); ``strict`` raises instead.
+
+    ``cause`` is any hashable key (e.g. ``("field-absent", 0)``); the same cause
+    is said once for the life of this object, whatever the number of calls.
+    """
+
+    def __init__(self, strict: bool = False, owner: str = "GraphReranker") -> None:
+        self.strict = strict
+        self.owner = owner
+        self._said: set[Hashable] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def said(self) -> frozenset[Hashable]:
+        """The causes reported so far (for tests and dashboards)."""
+        with self._lock:
+            return frozenset(self._said)
+
+    def done(self, cause: Hashable) -> bool:
+        """True when ``cause`` was already reported (skip the work of explaining it again)."""
+        return not self.strict and cause in self._said
+
+    def report(self, cause: Hashable, message: str) -> None:
+        """Warn once for ``cause`` (logging + warnings), or raise under ``strict``.
+
+        The warning points at the first frame outside GraphER's packages (the user's call).
+        """
+        if self.strict:
+            raise GraphERDiagnosticError(f"{self.owner}: {message}")
+        with self._lock:
+            if cause in self._said:
+                return
+            self._said.add(cause)
+        logger.warning("%s: %s", self.owner, message)
+        warnings.warn(f"{self.owner}: {message}", GraphERWarning, stacklevel=_user_level())
+
+    def info_once(self, cause: Hashable, message: str) -> None:
+        """Log (INFO, never a warning or an error) once per cause: choices made for the user."""
+        with self._lock:
+            if cause in self._said:
+                return
+            self._said.add(cause)
+        logger.info("%s: %s", self.owner, message)
+
+
+def proximity_fields(proximity: Any) -> tuple[str, ...]:
+    """The metadata fields a proximity reads, from its declared attributes (``field``,
+    ``target_field``, ``doc_field``, ``index_field``); empty for proximities without them."""
+    names = []
+    for attribute in ("field", "doc_field", "index_field"):
+        value = getattr(proximity, attribute, None)
+        if isinstance(value, str) and value:
+            names.append(value)
+    return tuple(names)
+
+
+def _present(candidates: Sequence[Candidate], field: str) -> bool:
+    return any(c.metadata.get(field) not in (None, "", [], ()) for c in candidates)
+
+
+def _keys_seen(candidates: Sequence[Candidate], limit: int = 8) -> str:
+    seen: dict[str, None] = {}
+    for candidate in candidates:
+        for key in candidate.metadata:
+            if not str(key).startswith("_"):
+                seen[str(key)] = None
+    names = sorted(seen)
+    shown = ", ".join(repr(k) for k in names[:limit])
+    if len(names) > limit:
+        shown += f" and {len(names) - limit} more"
+    return shown or "none"
+
+
+def check_graph(diagnostics: Diagnostics, candidates: Sequence[Candidate],
+                proximities: Sequence[Any], edges: Mapping[int, int]) -> bool:
+    """The per-proximity causes; ``edges`` = edge count per proximity position. Returns True
+    when a specific cause explains an empty proximity (reported now or before), so the caller
+    does not add a generic "0 edges" warning for the same problem.
+
+    Only proximities that produced no edge are looked at, and a cause already reported is not
+    worked out again, so a working graph costs one pass over ``edges``.
+    """
+    n = len(candidates)
+    explained = False
+    for position, proximity in enumerate(proximities):
+        if edges.get(position, 0) or n < 2:
+            continue
+        name = type(proximity).__name__
+        if getattr(proximity, "needs_embeddings", False) or isinstance(proximity, SemanticKNN):
+            with_vectors = sum(1 for c in candidates if c.embedding is not None)
+            if with_vectors < 2:
+                explained = True
+                diagnostics.report(("no-vectors", position),
+                                   f"{name} needs vectors but only {with_vectors} of {n} "
+                                   "candidates have an embedding: pass embeddings (or an "
+                                   "embedding model to the wrapper)")
+            continue
+        if diagnostics.done(("field-absent", position)) or \
+                diagnostics.done(("unresolved-links", position)):
+            explained = True
+            continue
+        fields = proximity_fields(proximity)
+        absent = [f for f in fields if not _present(candidates, f)]
+        if absent:
+            explained = True
+            diagnostics.report(("field-absent", position),
+                               f"{name} reads metadata field(s) {', '.join(map(repr, absent))} "
+                               f"but no candidate has them (metadata keys seen: "
+                               f"{_keys_seen(candidates)}); check the field name or enrich "
+                               "the objects first")
+            continue
+        if isinstance(proximity, ForeignKeys):
+            hint = unresolved_links(proximity, candidates)
+            if hint:
+                explained = True
+                diagnostics.report(("unresolved-links", position), hint)
+    return explained
+
+
+def _scalars(value: Any) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if isinstance(v, (str, int)) and not isinstance(v, bool)]
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return [str(value)]
+    return []
+
+
+def matching_field(candidates: Sequence[Candidate], values: set[str],
+                   skip: tuple[str, ...] = ()) -> str | None:
+    """The metadata field whose values name the most of ``values`` (None when none does):
+    where links point when they do not name candidate ids (e.g. a table name or a title)."""
+    hits: dict[str, int] = {}
+    for candidate in candidates:
+        for key, value in candidate.metadata.items():
+            if key in skip:
+                continue
+            found = sum(1 for v in _scalars(value) if v in values)
+            if found:
+                hits[key] = hits.get(key, 0) + found
+    return max(hits, key=lambda k: (hits[k], k)) if hits else None
+
+
+def unresolved_links(proximity: ForeignKeys, candidates: Sequence[Candidate]) -> str | None:
+    """Why a :class:`ForeignKeys` with links found no edge, with the fix when one is visible."""
+    links = {link for c in candidates for link in read_list(c.metadata.get(proximity.field))}
+    if not links:
+        return None
+    name = f"ForeignKeys({proximity.field!r})"
+    sample_link = sorted(links)[0]
+    target = proximity.target_field
+    where = "candidate id" if target is None else f"value of field {target!r}"
+    better = matching_field(candidates, links, skip=(proximity.field,))
+    if better is not None and better != target:
+        fix = (f"the links name values of metadata field {better!r}: use "
+               f"ForeignKeys({proximity.field!r}, target_field={better!r})")
+    else:
+        fix = ("they may all point outside the fetched pool; if they name something else, "
+               "set target_field to the metadata field they name")
+    sample_own = candidates[0].id if target is None else \
+        (read_list(candidates[0].metadata.get(target)) or ["<absent>"])[0]
+    return (f"{name}: {len(links)} link values (e.g. {sample_link!r}) but none is a {where} "
+            f"among the {len(candidates)} candidates (e.g. {sample_own!r}); {fix}")
+
+
+def check_pool(diagnostics: Diagnostics, n: int, top_n: int | None) -> None:
+    """A pool smaller than ``top_n * 2`` leaves the graph nothing to lift from below."""
+    if top_n is not None and top_n > 0 and n < 2 * top_n:
+        diagnostics.report(("small-pool",),
+                           f"reranking {n} candidates for top_n={top_n}: the graph can only "
+                           "reorder what the retriever fetched, so fetch at least top_n * 2 "
+                           "(LangChain: search_kwargs={'k': ...} or GraphERRetriever(fetch_k=...)"
+                           "; LlamaIndex: similarity_top_k=...)")
