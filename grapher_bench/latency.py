@@ -105,7 +105,7 @@ def render(rows: Sequence[LatencyRow], command: str) -> str:
         "edges are built by "
         "`SharedEntities` (paper A.3 weights). *Total* is `GraphReranker.rerank(..., top_n=10)` "
         "end to end: validation, seeds, graph, ranking, ordering, explanations. "
-        "`max_share=50` is the hub remedy: entities named by more than 50 candidates are "
+        "`max_holders=50` is the hub remedy: entities named by more than 50 candidates are "
         "ignored (at n = 200 it changes nothing; at 20 000 it removes the generic hubs).",
         "",
         "| n | edges from | ranker | edges | avg degree | graph ms (median / p95) "
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = [int(x) for x in args.sizes.split(",")]
     rankers = args.rankers.split(",")
     configurations = [("entities", [SharedEntities("entities")]),
-                      ("entities, max_share=50", [SharedEntities("entities", max_share=50)])]
+                      ("entities, max_holders=50", [SharedEntities("entities", max_holders=50)])]
     rows = []
     for n in sizes:
         repeats = args.repeats if n <= 200 else max(3, args.repeats // (n // 100))

@@ -16,6 +16,10 @@ Writing your own is a small protocol (see :class:`Proximity`)::
 
 from __future__ import annotations
 
+import logging
+import math
+import threading
+import warnings
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -201,49 +205,76 @@ class ForeignKeys:
         return [((self.field, value),) for key in self.own_keys(candidate) for _f, value in key]
 
 
-DENSE_PAIRS_MAX_N = 1000
+DENSE_COUNTS_MAX_N = 2048
+"""Up to this many candidates, pair counts go into a dense ``n x n`` array (32 MB at most)
+with one ``bincount``; above it, scipy's linear coo -> csr conversion sums them."""
+
+EDGE_BUDGET_FLOOR = 400_000
+"""Entity pairs always allowed, whatever ``edge_budget`` (about 16 MB of work arrays): enough
+for 200 candidates (the usual pool) sharing ten entities per pair on average, so the graphs
+of the benchmarks' top-200 pools are built exactly as the paper says."""
+
+_logger = logging.getLogger(__name__)
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
 
 
-def _shared_entities_by_pairs(keys: np.ndarray, lengths: np.ndarray,
-                              max_holders: float | None = None) -> sp.csr_matrix:
-    """``|E_i ∩ E_j| / |E_j|`` by enumerating, per entity, the pairs of candidates naming it.
+def _warn_once(cause: tuple[str, str], message: str) -> None:
+    """Say it once per process and cause (logging + warnings), not once per query."""
+    with _warned_lock:
+        if cause in _warned:
+            _logger.debug(message)
+            return
+        _warned.add(cause)
+    _logger.warning(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
 
-    Same result as the sparse product ``B diag(1/|E|) B^T`` (tested), built with two sorts and
-    a few numpy calls, ending in int32 csr arrays that scipy accepts without re-validation: for
-    a few hundred candidates this avoids most of scipy's per-operation overhead (measured at
-    n = 200: 0.57 -> about 0.2 ms). Work is proportional to the co-occurring pairs (the edges).
-    """
-    n = lengths.size
-    order = np.argsort(keys)
+
+def _entity_groups(keys: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``owner`` (candidate of each entry, grouped by entity) and the size of each group."""
+    order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
-    owner = np.repeat(np.arange(n), lengths)[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    owner = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)[order]
+    boundary = np.empty(sorted_keys.size, dtype=bool)
+    boundary[:1] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
     sizes = np.diff(np.append(starts, sorted_keys.size))
-    if max_holders is not None:  # hub remedy: drop entities held by too many candidates
-        kept = np.repeat(sizes <= max_holders, sizes)
-        owner = owner[kept]
-        lengths = np.bincount(owner, minlength=n)  # |E_j| counts the kept entities only
-        starts = np.cumsum(np.concatenate(([0], sizes[sizes <= max_holders])))[:-1]
-        sizes = sizes[sizes <= max_holders]
-    group = np.repeat(np.arange(starts.size), sizes)  # entity of each sorted entry
-    group_size, group_start = sizes[group], starts[group]
-    # every entry pairs with every entry of its entity's group (itself included: the diagonal)
+    return owner, sizes
+
+
+def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
+                     n: int) -> sp.csr_matrix:
+    """``|E_i ∩ E_j| / |E_j|`` from entity groups: every pair of holders of an entity, counted.
+
+    ``owner`` lists the holders group by group (``sizes``, each > 1); ``lengths`` is ``|E_j|``.
+    Same matrix as the sparse product ``B diag(1/|E|) B^T`` without its diagonal (tested).
+    Work and memory follow the pairs (``sum(h^2)`` over entities held by ``h`` candidates):
+    numpy builds them in a few vectorised calls, then counts either land in a dense array
+    (small ``n``: one ``bincount``, no sort) or go through scipy's linear coo -> csr path.
+    """
+    group_size = np.repeat(sizes, sizes)  # size of the group of each entry
+    pairs_before = np.cumsum(group_size) - group_size  # where each entry's pairs begin
+    group_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    # entry k pairs with the entries group_start[k] .. group_start[k] + size - 1 (itself too)
+    partner = np.arange(int(group_size.sum()), dtype=np.int64)
+    partner -= np.repeat(pairs_before - group_start, group_size)
+    right = owner[partner]
+    inverse_length = 1.0 / np.maximum(lengths, 1)
+    if n <= DENSE_COUNTS_MAX_N:
+        counts = np.bincount(np.repeat(owner * n, group_size) + right, minlength=n * n)
+        counts[:: n + 1] = 0  # the diagonal
+        flat = np.flatnonzero(counts)
+        cols = flat % n
+        indptr = np.searchsorted(flat, np.arange(0, n * n + 1, n)).astype(np.int32)
+        data = counts[flat] * inverse_length[cols]
+        return sp.csr_matrix((data, cols.astype(np.int32), indptr), shape=(n, n))
     left = np.repeat(owner, group_size)
-    right_position = np.repeat(group_start - np.cumsum(group_size) + group_size, group_size)
-    right = owner[right_position + np.arange(left.size)]
     off_diagonal = left != right
-    pair = left[off_diagonal] * n + right[off_diagonal]
-    if pair.size == 0:
-        return sp.csr_matrix((n, n))
-    weight = 1.0 / lengths[right[off_diagonal]]
-    by_pair = np.argsort(pair)
-    pair, weight = pair[by_pair], weight[by_pair]
-    first = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
-    unique_pair = pair[first]
-    rows = unique_pair // n
-    indptr = np.searchsorted(rows, np.arange(n + 1)).astype(np.int32)
-    return sp.csr_matrix((np.add.reduceat(weight, first), (unique_pair % n).astype(np.int32),
-                          indptr), shape=(n, n))
+    left, right = left[off_diagonal], right[off_diagonal]
+    matrix = sp.csr_matrix((inverse_length[right], (left, right)), shape=(n, n))
+    matrix.sum_duplicates()
+    return matrix
 
 
 @dataclass(frozen=True)
@@ -254,55 +285,108 @@ class SharedEntities:
     so an object listing many entities spreads its emphasis thin). Entities are compared after
     :func:`grapher_core.metadata.normalise_entity` (case and whitespace).
 
-    ``max_share`` is a remedy for hub entities ("american", "first"): entities held by more than
-    this many candidates (an int) or this fraction of them (a float in (0, 1]) are ignored.
-    ``None`` (default) keeps the paper's behaviour.
+    Hub entities ("american", "first") link everything to everything: an entity held by ``h``
+    candidates makes ``h (h - 1)`` edges. Three rules ignore them (an ignored entity does not
+    count in ``|E_j|`` either):
+
+    * ``max_share``: a fraction in (0, 1]; entities held by more than this share of the
+      candidates are ignored (``1`` and ``1.0`` both mean "no cap").
+    * ``max_holders``: an integer >= 1; entities held by more than this many candidates are
+      ignored.
+    * ``edge_budget`` (default 32): the bound that keeps memory and time linear in the number
+      of candidates for any input. When the entities would make more than
+      ``max(400 000, edge_budget * n)`` pairs (a pair: two holders of one entity), the most widely held entities are ignored, largest
+      first, until the rest fit, and a warning says so (once per field). The floor leaves
+      pools of a few hundred candidates as the paper builds them (the benchmarks' top-200
+      pools never reach it); ``None`` removes the bound (one entity shared by 20 000
+      candidates is then 400 M edges and gigabytes).
     """
 
     field: str = "entities"
     kind: str = "conceptual"
     weight: float = 1.0
-    max_share: int | float | None = None
+    max_share: float | None = None
+    max_holders: int | None = None
+    edge_budget: float | None = 32.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_share", "edge_budget"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                                 np.floating)):
+                raise TypeError(f"SharedEntities.{name} must be a number or None, got {value!r}")
+            if not math.isfinite(float(value)) or float(value) <= 0:
+                raise ValueError(f"SharedEntities.{name} must be a positive finite number, "
+                                 f"got {value!r}")
+        if self.max_share is not None and float(self.max_share) > 1.0:
+            raise ValueError(
+                f"SharedEntities.max_share is a fraction of the candidates in (0, 1], got "
+                f"{self.max_share!r}; for a number of candidates use max_holders="
+                f"{int(self.max_share) if float(self.max_share).is_integer() else '...'}")
+        holders = self.max_holders
+        if holders is not None and (isinstance(holders, bool)
+                                    or not isinstance(holders, (int, np.integer))
+                                    or holders < 1):
+            raise ValueError(f"SharedEntities.max_holders must be an integer >= 1 or None, "
+                             f"got {holders!r}")
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         n = len(candidates)
-        keys = [entity_keys(c.metadata.get(self.field)) for c in candidates]
+        field = self.field
+        keys = [entity_keys(c.metadata.get(field)) for c in candidates]
         lengths = np.fromiter((k.size for k in keys), dtype=np.int64, count=n)
-        if not lengths.any():
+        if n < 2 or not lengths.any():
             return sp.csr_matrix((n, n))
-        if n <= DENSE_PAIRS_MAX_N:
-            return _shared_entities_by_pairs(np.concatenate(keys), lengths, self._max_holders(n))
-        # One column per distinct entity: np.unique over hashed keys, no per-entity Python.
-        columns, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-        indptr = np.concatenate(([0], np.cumsum(lengths)))
-        incidence = sp.csr_matrix((np.ones(inverse.size), inverse.ravel(), indptr),
-                                  shape=(n, columns.size))
-        if self.max_share is not None:
-            incidence = self._drop_hub_entities(incidence, n)
-        sizes = np.diff(incidence.indptr).astype(np.float64)
-        inverse_sizes = np.divide(1.0, sizes, out=np.zeros_like(sizes), where=sizes > 0)
-        scaled = incidence.copy()
-        scaled.data *= np.repeat(inverse_sizes, np.diff(scaled.indptr))
-        # (B @ diag(1/|E|) B^T)[i, j] = |E_i ∩ E_j| / |E_j|; the diagonal (1) is removed.
-        shared: sp.csr_matrix = (incidence @ scaled.T).tocsr()
-        shared.setdiag(0.0)
-        shared.eliminate_zeros()
-        return shared
+        owner, sizes = _entity_groups(np.concatenate(keys), lengths)
+        limit = self._max_holders(n)
+        budget = self._pair_budget(n)
+        if budget is not None:
+            limit = self._fit_budget(sizes, limit, budget, n)
+        if limit is not None and sizes.size and sizes.max() > limit:
+            kept = sizes <= limit
+            owner = owner[np.repeat(kept, sizes)]
+            sizes = sizes[kept]
+        lengths = np.bincount(owner, minlength=n)  # |E_j| counts the kept entities only
+        multi = sizes > 1  # an entity held once links nobody
+        if not multi.any():
+            return sp.csr_matrix((n, n))
+        owner = owner[np.repeat(multi, sizes)]
+        return _pairs_to_matrix(owner, sizes[multi], lengths, n)
 
     def _max_holders(self, n: int) -> float | None:
         """How many candidates may hold an entity before it counts as a hub (None: no cap)."""
-        if self.max_share is None:
-            return None
-        return self.max_share * n if isinstance(self.max_share, float) else self.max_share
+        limits = []
+        if self.max_share is not None and float(self.max_share) < 1.0:
+            limits.append(float(self.max_share) * n)
+        if self.max_holders is not None:
+            limits.append(float(self.max_holders))
+        return min(limits) if limits else None
 
-    def _drop_hub_entities(self, incidence: sp.csr_matrix, n: int) -> sp.csr_matrix:
-        limit = self._max_holders(n)
-        assert limit is not None
-        frequency = np.asarray(incidence.sum(axis=0)).ravel()
-        keep = sp.diags((frequency <= limit).astype(np.float64))
-        pruned: sp.csr_matrix = (incidence @ keep).tocsr()
-        pruned.eliminate_zeros()
-        return pruned
+    def _fit_budget(self, sizes: np.ndarray, limit: float | None, budget: int,
+                    n: int) -> float | None:
+        """The holder limit that keeps the pairs within ``budget`` (largest entities dropped
+        first); ``limit`` unchanged when they already fit."""
+        allowed = sizes if limit is None else sizes[sizes <= limit]
+        if int((allowed * (allowed - 1)).sum()) <= budget:
+            return limit
+        values, counts = np.unique(allowed, return_counts=True)
+        cumulative = np.cumsum(values * (values - 1) * counts)  # pairs of entities <= value
+        fitting = int(values[cumulative <= budget].max()) if cumulative[0] <= budget else 1
+        dropped = int((allowed > fitting).sum())
+        _warn_once(("edge_budget", self.field), (
+            f"SharedEntities({self.field!r}): {dropped} entities held by more than {fitting} "
+            f"of {n} candidates were ignored to keep the graph within edge_budget="
+            f"{self.edge_budget:g} (at most {budget} entity pairs); set max_share or "
+            "max_holders to choose the hub rule yourself, or edge_budget=None for the "
+            "unbounded graph"))
+        return float(fitting)
+
+    def _pair_budget(self, n: int) -> int | None:
+        if self.edge_budget is None:
+            return None
+        return max(EDGE_BUDGET_FLOOR, int(float(self.edge_budget) * n))
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def test_cli_reports_bad_arguments_without_traceback(capsys: pytest.CaptureFixtu
 def test_synthetic_entities_match_measured_density() -> None:
     graph = build_graph(synthetic_candidates(200), [SharedEntities()])
     assert 16 <= graph.n_edges / 200 <= 25  # spaCy entity graphs measured on the multi-hop sets
-    hubs_removed = build_graph(synthetic_candidates(2000), [SharedEntities(max_share=50)])
+    hubs_removed = build_graph(synthetic_candidates(2000), [SharedEntities(max_holders=50)])
     assert hubs_removed.n_edges < build_graph(synthetic_candidates(2000),
                                               [SharedEntities()]).n_edges / 5
 

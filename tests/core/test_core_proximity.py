@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -80,7 +82,7 @@ class TestSharedEntities:
         assert full.nnz == 30  # everyone shares "common"
         assert pruned.nnz == 6  # only the pairs (0,1), (2,3), (4,5), both ways
         np.testing.assert_allclose(pruned.data, 1.0)
-        assert SharedEntities(max_share=2).adjacency(c).nnz == 6
+        assert SharedEntities(max_holders=2).adjacency(c).nnz == 6
 
     def test_no_entities(self) -> None:
         assert SharedEntities().adjacency(cands({}, {"entities": []})).nnz == 0
@@ -177,9 +179,26 @@ class TestGraph:
         assert g.n_edges == 2 * 3 * (n // 4)
 
 
+def _sparse_product_reference(candidates: list[Candidate], limit: float | None) -> np.ndarray:
+    """Independent A.3 weights: ``B diag(1/|E|) B^T`` over the entities held by <= limit."""
+    from grapher_core.metadata import normalised_set, read_list
+
+    sets = [normalised_set(read_list(c.metadata.get("entities"))) for c in candidates]
+    vocabulary = sorted(set().union(*sets)) if sets else []
+    b = np.array([[e in s for e in vocabulary] for s in sets], dtype=float).reshape(
+        len(sets), len(vocabulary))
+    if limit is not None:
+        b = b[:, b.sum(axis=0) <= limit]
+    sizes = b.sum(axis=1)
+    shared = b @ b.T
+    out = np.divide(shared, sizes[None, :], out=np.zeros_like(shared), where=sizes[None, :] > 0)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_shared_entities_small_path_equals_sparse_product(seed: int,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shared_entities_dense_and_sparse_paths_equal_the_product(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     import grapher_core.proximity as proximity
 
     rng = np.random.default_rng(seed)
@@ -191,12 +210,97 @@ def test_shared_entities_small_path_equals_sparse_product(seed: int,
                                                                  int(rng.integers(0, 6)))]})
         for i in range(n)
     ]
-    caps = (None, 3, 0.2)
-    small = [SharedEntities(max_share=cap).adjacency(candidates) for cap in caps]
-    monkeypatch.setattr(proximity, "DENSE_PAIRS_MAX_N", 0)
-    sparse = [SharedEntities(max_share=cap).adjacency(candidates) for cap in caps]
-    for a, b in zip(small, sparse, strict=True):
+    caps: list[dict[str, Any]] = [{}, {"max_holders": 3}, {"max_share": 0.2}]
+    limits = [None, 3, 0.2 * n]
+    dense = [SharedEntities(**cap).adjacency(candidates) for cap in caps]
+    monkeypatch.setattr(proximity, "DENSE_COUNTS_MAX_N", 0)
+    sparse = [SharedEntities(**cap).adjacency(candidates) for cap in caps]
+    for a, b, limit in zip(dense, sparse, limits, strict=True):
+        expected = _sparse_product_reference(candidates, limit)
         assert a.shape == b.shape == (n, n)
-        assert a.nnz == b.nnz
-        np.testing.assert_allclose(a.toarray(), b.toarray(), atol=1e-12)
-        assert a.has_canonical_format
+        assert a.nnz == b.nnz == np.count_nonzero(expected)
+        np.testing.assert_allclose(a.toarray(), expected, atol=1e-12)
+        np.testing.assert_allclose(b.toarray(), expected, atol=1e-12)
+        assert a.has_canonical_format and b.has_canonical_format
+
+
+class TestHubRules:
+    """``max_share`` is a fraction, ``max_holders`` a count, ``edge_budget`` the default bound."""
+
+    def test_max_share_one_means_no_cap_whatever_its_type(self) -> None:
+        c = cands(*[{"entities": ["common", f"e{i // 2}"]} for i in range(6)])
+        full = SharedEntities(edge_budget=None).adjacency(c)
+        for share in (1, 1.0, np.float64(1.0)):
+            assert (SharedEntities(max_share=share).adjacency(c) != full).nnz == 0
+        assert SharedEntities(max_holders=1).adjacency(c).nnz == 0  # one holder: no pairs
+
+    @pytest.mark.parametrize("bad", [-0.5, 0, 0.0, float("nan"), float("inf"), -3])
+    def test_max_share_and_budget_reject_non_positive_or_nan(self, bad: float) -> None:
+        with pytest.raises(ValueError, match="max_share"):
+            SharedEntities(max_share=bad)
+        with pytest.raises(ValueError, match="edge_budget"):
+            SharedEntities(edge_budget=bad)
+
+    def test_max_share_above_one_points_to_max_holders(self) -> None:
+        with pytest.raises(ValueError, match="max_holders=50"):
+            SharedEntities(max_share=50)
+        with pytest.raises(TypeError, match="max_share"):
+            SharedEntities(max_share=True)
+        with pytest.raises(TypeError, match="max_share"):
+            SharedEntities(max_share="0.5")  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("bad", [0, -1, 2.5, True, float("nan")])
+    def test_max_holders_must_be_a_positive_integer(self, bad: Any) -> None:
+        with pytest.raises(ValueError, match="max_holders"):
+            SharedEntities(max_holders=bad)
+
+    def test_both_caps_apply(self) -> None:
+        c = cands(*[{"entities": ["common", f"e{i // 3}"]} for i in range(6)])
+        # "common": 6 holders, each e*: 3 holders
+        assert SharedEntities(max_share=0.6).adjacency(c).nnz == 12  # 3.6: e* stay
+        assert SharedEntities(max_share=0.6, max_holders=2).adjacency(c).nnz == 0
+
+    def test_one_entity_shared_by_everyone_is_bounded_with_one_warning(
+            self) -> None:
+        import grapher_core.proximity as proximity
+
+        proximity._warned.discard(("edge_budget", "hub_test"))
+        n = 2000  # 4 M pairs > max(400 000, 32 n)
+        c = [Candidate(id=str(i), metadata={"hub_test": ["everyone", f"pair {i // 2}"]})
+             for i in range(n)]
+        with pytest.warns(RuntimeWarning, match="edge_budget") as record:
+            a = SharedEntities("hub_test").adjacency(c)
+        assert len(record) == 1 and "1 entities held by more than 2 of 2000" in str(
+            record[0].message)
+        assert a.nnz == n  # only the pairs remain, both ways, with |E_j| = 1
+        np.testing.assert_allclose(a.data, 1.0)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once per field, not once per query
+            assert SharedEntities("hub_test").adjacency(c).nnz == n
+        unbounded = SharedEntities("hub_test", edge_budget=None, max_holders=None)
+        assert unbounded.adjacency(c[:600]).nnz == 600 * 599  # the paper's graph, on request
+
+    def test_budget_drops_largest_entities_first(self) -> None:
+        import grapher_core.proximity as proximity
+
+        # pairs: big (h=700): 489 300; mid (h=300): 89 700; small pairs: 2 each
+        n = 800
+        c = [Candidate(id=str(i), metadata={"entities": (["big"] if i < 700 else [])
+                                            + (["mid"] if i >= 500 else [])
+                                            + [f"s{i // 2}"]}) for i in range(n)]
+        with pytest.warns(RuntimeWarning):
+            proximity._warned.discard(("edge_budget", "entities"))
+            a = SharedEntities().adjacency(c)
+        expected = _sparse_product_reference(c, 300)
+        np.testing.assert_allclose(a.toarray(), expected, atol=1e-12)
+
+    def test_small_pools_are_never_trimmed(self) -> None:
+        c = cands(*[{"entities": ["hub", "other hub"]} for _ in range(200)],
+                  ids=[str(i) for i in range(200)])
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert SharedEntities().adjacency(c).nnz == 200 * 199
