@@ -295,8 +295,9 @@ class SharedEntities:
       ignored.
     * ``edge_budget`` (default 32): the bound that keeps memory and time linear in the number
       of candidates for any input. When the entities would make more than
-      ``max(400 000, edge_budget * n)`` pairs (a pair: two holders of one entity), the most widely held entities are ignored, largest
-      first, until the rest fit, and a warning says so (once per field). The floor leaves
+      ``max(400 000, edge_budget * n)`` pairs (a pair: two holders of one entity), the most
+      widely held entities are ignored, largest first, until the rest fit, and a warning
+      says so (once per field). The floor leaves
       pools of a few hundred candidates as the paper builds them (the benchmarks' top-200
       pools never reach it); ``None`` removes the bound (one entity shared by 20 000
       candidates is then 400 M edges and gigabytes).
