@@ -43,11 +43,11 @@ def test_latency_rows_and_section_writing(tmp_path: Path) -> None:
     assert row.n == 50 and row.edges > 0
     assert 0 < row.graph_ms[0] <= row.graph_ms[1]
     doc = tmp_path / "benchmarks.md"
-    doc.write_text("# B\n\n<!-- latency:start -->\nold\n<!-- latency:end -->\n\n"
+    doc.write_text("# B\n\n<!-- latency:start -->\nSTALE ROW\n<!-- latency:end -->\n\n"
                    "<!-- bench:start -->\nkeep me\n<!-- bench:end -->\n")
     write_section(doc, render([row], "grapher-bench bench-latency --sizes 50"))
     text = doc.read_text()
-    assert "old" not in text and "keep me" in text
+    assert "STALE ROW" not in text and "keep me" in text
     assert "| 50 | entities | gcs |" in text
     assert "`grapher-bench bench-latency --sizes 50`" in text
 
