@@ -13,8 +13,10 @@ from grapher_core.candidates import RankedCandidate
 from grapher_core.metadata import LIST_FORMATS
 
 __all__ = [
+    "EDGES_KEY",
     "EXPANDED_KEY",
     "EXPLANATION_KEY",
+    "GRAPHER_SCORE_KEY",
     "LIST_FORMATS",
     "OUTPUT_KEYS",
     "RELEVANCE_SCORE_KEY",
@@ -33,8 +35,14 @@ EXPLANATION_KEY = "grapher_explanation"
 writes them."""
 EXPANDED_KEY = "grapher_expanded"
 """``True`` on an object that expansion fetched (it was not among the retrieved ones)."""
+GRAPHER_SCORE_KEY = "grapher_score"
+"""The ranker's raw score (``RankedCandidate.score``: a GCS value, a PPR mass, a GAT logit);
+``relevance_score`` is the same on the documented scale of :mod:`grapher_core.calibration`."""
+EDGES_KEY = "grapher_edges"
+"""The candidate graph's edge count per kind for this call, e.g. ``{"structural": 12}``
+(directed edges: a symmetric link counts twice); ``{}`` means the graph had no edge."""
 OUTPUT_KEYS: tuple[str, ...] = (RELEVANCE_SCORE_KEY, RETRIEVAL_SCORE_KEY, EXPLANATION_KEY,
-                                EXPANDED_KEY)
+                                EXPANDED_KEY, GRAPHER_SCORE_KEY, EDGES_KEY)
 """Every key GraphER may add to an output's metadata (keep them out of embedding/LLM text)."""
 
 ListFormat = Literal["list", "json", "delimited"]

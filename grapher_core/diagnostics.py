@@ -21,6 +21,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from grapher_core.candidates import Candidate
+from grapher_core.errors import GraphERError
 from grapher_core.metadata import read_list
 from grapher_core.proximity import ForeignKeys, SemanticKNN
 
@@ -54,7 +55,7 @@ class GraphERWarning(UserWarning):
     """Category of every warning GraphER itself raises: filter it to silence GraphER only."""
 
 
-class GraphERDiagnosticError(ValueError):
+class GraphERDiagnosticError(GraphERError, ValueError):
     """``strict=True``: a silent no-op (no field, no edges, no vectors...) became an error."""
 
 

@@ -27,7 +27,7 @@ def test_explanation_metadata_is_plain_json() -> None:
     assert json.loads(json.dumps(out)) == [
         {"neighbour_id": "b", "kinds": ["structural", "contextual"], "edge_weight": 1.0,
          "contribution": 0.25}]
-    assert len(set(OUTPUT_KEYS)) == 4 and EXPANDED_KEY in OUTPUT_KEYS
+    assert len(set(OUTPUT_KEYS)) == len(OUTPUT_KEYS) == 6 and EXPANDED_KEY in OUTPUT_KEYS
 
 
 def test_list_formats_are_the_encoder_s() -> None:
