@@ -53,6 +53,7 @@ __all__ = [
     "GraphExample",
     "Log",
     "LoopConfig",
+    "LossFn",
     "Metric",
     "Targets",
     "fit",
@@ -69,6 +70,7 @@ __all__ = [
 LOSSES: tuple[str, ...] = ("bce", "pairwise", "listwise")
 Log = Callable[[str], None]
 Metric = Callable[[Sequence[Any], Sequence[np.ndarray]], dict[str, float]]
+LossFn = Callable[[Any, Sequence[Any], str], Any]
 
 
 class GraphExample(Protocol):
@@ -287,12 +289,14 @@ def fit(build: Callable[[], Any], adapter: Adapter, examples: Sequence[GraphExam
         config: LoopConfig, *, metric: Metric | None = None,
         split: tuple[list[int], list[int]] | None = None,
         reference: dict[str, dict[str, float]] | None = None,
-        log: Log | None = None) -> FitResult:
+        log: Log | None = None, loss_fn: LossFn | None = None) -> FitResult:
     """Train the model ``build()`` returns; early-stop on the validation metric.
 
     ``build`` is called after seeding, so the initial weights follow ``config.seed``.
     ``reference``: metrics of other rankers on the same validation queries, only logged and
-    returned (e.g. the base retriever's order).
+    returned (e.g. the base retriever's order). ``loss_fn(logits, examples, device)`` replaces
+    ``config.loss`` for objectives the named losses do not cover (the query-aware GNN's
+    triplet + BCE on hard negatives, its link reconstruction).
     """
     import torch
 
@@ -328,7 +332,8 @@ def fit(build: Callable[[], Any], adapter: Adapter, examples: Sequence[GraphExam
         for start in range(0, len(order), config.batch_size):
             items = [examples[i] for i in order[start:start + config.batch_size]]
             logits = adapter.forward(model, adapter.collate(items, device))
-            loss = ranking_loss(config.loss, logits, targets_for(items, device))
+            loss = (loss_fn(logits, items, device) if loss_fn is not None else
+                    ranking_loss(config.loss, logits, targets_for(items, device)))
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
