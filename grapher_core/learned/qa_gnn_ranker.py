@@ -1,0 +1,226 @@
+"""``QAGNNRanker``: the query-aware GNN behind ``ranker="qa-gnn"``.
+
+Per query: the candidate graph gets the paper's semantic edges when it has none (from the
+candidates' embeddings), every candidate's ego-subgraph is scored by the network
+(:class:`~grapher_core.learned.qa_gnn.QAGNNNet`), and by default the result is the paper's score
+fusion (Alg. 6): a logistic regression over the min-max scaled retriever score, adjusted score
+(Alg. 9) and GNN score, with the coefficients stored in the checkpoint. ``output="gnn"`` returns
+the GNN's logits alone, ``"adjusted"`` the score adjustment alone.
+
+With no arguments it loads the checkpoint shipped in the package (trained on the sentence-chunk
+multi-hop sets for the packaged MiniLM embedder; docs/qa_gnn.md). Missing candidate / query
+embeddings are computed with the configured embedder, which must be the checkpoint's model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grapher_core.candidates import Candidate
+from grapher_core.embeddings import Embedder
+from grapher_core.graph import CandidateGraph
+from grapher_core.learned.qa_gnn_checkpoint import (
+    QAGNNConfig,
+    default_qa_gnn_checkpoint,
+    load_qa_gnn,
+)
+from grapher_core.learned.qa_gnn_graph import (
+    EgoBatch,
+    TypedEdges,
+    ego_batch,
+    typed_edges,
+    with_semantic,
+)
+from grapher_core.proximity import SemanticKNN
+from grapher_core.rankers import RankContext
+from grapher_core.score_adjust import semantic_support
+from grapher_core.seeds import minmax
+
+__all__ = ["OUTPUTS", "QAGNNInputs", "QAGNNRanker", "fused_scores", "prepare_inputs"]
+
+OUTPUTS: tuple[str, ...] = ("fusion", "gnn", "adjusted")
+
+
+@dataclass(frozen=True)
+class QAGNNInputs:
+    """One query's network inputs, numpy only (also what training examples are made of)."""
+
+    ego: EgoBatch
+    seeds: np.ndarray  # (n,) the reranker's seeds
+    adjusted: np.ndarray  # (n,) Alg. 9 score
+    support: np.ndarray  # (n,) mean semantic edge weight (Alg. 9's graph score)
+    edges: TypedEdges  # the candidate graph with its semantic edges
+    graph: CandidateGraph  # the same, as the core's graph
+
+
+def prepare_inputs(graph: CandidateGraph, seeds: np.ndarray, candidates: Sequence[Candidate],
+                   config: QAGNNConfig, query: np.ndarray | None = None,
+                   objects: np.ndarray | None = None) -> QAGNNInputs:
+    """Semantic edges if missing, ego-subgraphs (query-aware BFS when configured), Alg. 9."""
+    knn = SemanticKNN.paper(k=config.knn_k, threshold=config.knn_threshold)
+    full = with_semantic(graph, candidates, knn)
+    allowed = None
+    if config.ego_query_threshold is not None:
+        if query is None or objects is None:
+            raise ValueError("the query-aware ego-subgraph needs the query and object vectors")
+        q = query / max(float(np.linalg.norm(query)), 1e-12)
+        norms = np.maximum(np.linalg.norm(objects, axis=1), 1e-12)
+        allowed = (objects @ q) / norms > config.ego_query_threshold
+    edges = typed_edges(full)
+    ego = ego_batch(edges, config.ego_depth, allowed)
+    s = np.asarray(seeds, dtype=np.float64)
+    support = semantic_support(full.by_kind.get("semantic"), full.n)
+    adjusted = config.adjust_alpha * s + (1.0 - config.adjust_alpha) * support
+    return QAGNNInputs(ego, s, adjusted, support, edges, full)
+
+
+def fused_scores(config: QAGNNConfig, seeds: np.ndarray, adjusted: np.ndarray,
+                 gnn: np.ndarray) -> np.ndarray:
+    """Alg. 6: ``sigmoid(b0 + Σ b_i minmax(feature_i))`` within one query."""
+    features = np.stack([minmax(np.asarray(v, dtype=np.float64))
+                         for v in (seeds, adjusted, gnn)], axis=1)
+    logits = config.fusion.intercept + features @ np.asarray(config.fusion.coef)
+    return 1.0 / (1.0 + np.exp(-logits))
+
+
+class QAGNNRanker:
+    """The query-aware GNN as a core ``Ranker`` (see the module docstring).
+
+    ``checkpoint``: a stem or file (default: the shipped one). ``output``: ``"fusion"``
+    (default), ``"gnn"`` or ``"adjusted"``. ``ego_depth`` / ``ego_query_threshold`` override the
+    checkpoint's ego-subgraph settings (``ego_query_threshold`` = the cosine a neighbour needs
+    with the query to be entered: Alg. 8). ``embedder``, ``device`` and ``threads`` as for the
+    GAT ranker (threads: torch CPU threads for the call, restored after; ``None`` leaves them).
+    """
+
+    needs_embeddings = True
+
+    def __init__(self, checkpoint: str | Path | None = None, *, output: str = "fusion",
+                 ego_depth: int | None = None, ego_query_threshold: float | None = None,
+                 embedder: Embedder | None = None, device: str = "cpu",
+                 threads: int | None = 1) -> None:
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
+        path = default_qa_gnn_checkpoint() if checkpoint is None else checkpoint
+        self.model, self.config = load_qa_gnn(path, device)
+        if ego_depth is not None:
+            if not isinstance(ego_depth, int) or ego_depth < 0:
+                raise ValueError(f"ego_depth must be a non-negative integer, got {ego_depth!r}")
+            self.config.ego_depth = ego_depth
+        if ego_query_threshold is not None:
+            self.config.ego_query_threshold = float(ego_query_threshold)
+        if embedder is not None:
+            self.config.check_embeddings(self.config.embedding_dim,
+                                         getattr(embedder, "name", None))
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        self.output = output
+        self.device = device
+        self.threads = threads
+        self._embedder = embedder
+
+    @property
+    def name(self) -> str:
+        return "qa-gnn"
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from grapher_core.embeddings import default_embedder
+
+            embedder = default_embedder()
+            self.config.check_embeddings(self.config.embedding_dim, embedder.name)
+            self._embedder = embedder
+        return self._embedder
+
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        """One score per candidate (fusion: a probability; gnn: a logit)."""
+        n = graph.n
+        if len(context.candidates) != n or np.asarray(seeds).size != n:
+            raise ValueError(f"graph has {n} nodes but got {len(context.candidates)} candidates "
+                             f"and {np.asarray(seeds).size} seeds")
+        if n == 0:
+            return np.zeros(0)
+        objects = self._object_vectors(context.candidates)
+        candidates = [c if c.embedding is not None else
+                      Candidate(c.id, c.text, c.score, c.metadata, objects[i])
+                      for i, c in enumerate(context.candidates)]
+        query = self._query_vector(context) if self.output != "adjusted" else None
+        inputs = prepare_inputs(graph, seeds, candidates, self.config, query, objects)
+        if self.output == "adjusted":
+            return inputs.adjusted
+        assert query is not None
+        gnn = self.gnn_logits(inputs.ego, objects, query)
+        if self.output == "gnn":
+            return gnn
+        return fused_scores(self.config, inputs.seeds, inputs.adjusted, gnn)
+
+    def gnn_logits(self, ego: EgoBatch, objects: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The network's logit for every ego-subgraph of one query."""
+        import torch
+
+        previous = torch.get_num_threads()
+        limit = self.threads is not None and self.device == "cpu" and previous != self.threads
+        if limit:
+            torch.set_num_threads(int(self.threads))  # type: ignore[arg-type]
+        try:
+            with torch.inference_mode():
+                def t(array: np.ndarray) -> Any:
+                    return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+
+                q = t(query.astype(np.float32)).reshape(1, -1).expand(ego.n_graphs, -1)
+                logits = self.model(t(objects[ego.node]), t(ego.edge_index), t(ego.edge_type),
+                                    t(ego.edge_weight), t(ego.batch), q, t(ego.centre))
+        finally:
+            if limit:
+                torch.set_num_threads(previous)
+        return logits.detach().cpu().numpy().astype(np.float64)
+
+    def _query_vector(self, context: RankContext) -> np.ndarray:
+        if context.query_embedding is not None:
+            vector = np.asarray(context.query_embedding, dtype=np.float32).ravel()
+        elif context.query:
+            vector = np.asarray(self.embedder.embed_query(context.query), dtype=np.float32).ravel()
+        else:
+            raise ValueError("the qa-gnn ranker needs the query: pass query= (text) or "
+                             "query_embedding= to rerank()")
+        self.config.check_embeddings(vector.size)
+        if not np.all(np.isfinite(vector)):
+            raise ValueError("query_embedding contains NaN or inf")
+        return vector
+
+    def _object_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        dim = self.config.embedding_dim
+        out = np.empty((len(candidates), dim), dtype=np.float32)
+        missing: list[int] = []
+        for i, candidate in enumerate(candidates):
+            if candidate.embedding is None:
+                missing.append(i)
+                continue
+            vector = np.asarray(candidate.embedding, dtype=np.float32).ravel()
+            if vector.size != dim:
+                self.config.check_embeddings(vector.size)  # raises, naming the dimensions
+            out[i] = vector
+        if missing:
+            empty = [candidates[i].id for i in missing if not candidates[i].text]
+            if empty:
+                raise ValueError(f"candidates without embedding and without text: {empty[:5]}")
+            vectors = np.asarray(self.embedder.embed_documents(
+                [candidates[i].text for i in missing]), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[1] != dim:
+                self.config.check_embeddings(int(vectors.shape[-1]))
+            out[missing] = vectors
+        if not np.all(np.isfinite(out)):
+            bad = [c.id for c, row in zip(candidates, out, strict=True)
+                   if not np.all(np.isfinite(row))]
+            raise ValueError(f"candidate embeddings contain NaN or inf: {bad[:5]}")
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """The checkpoint's config (what it was trained on, its validation metrics)."""
+        return self.config.to_json()
