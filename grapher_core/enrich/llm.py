@@ -169,17 +169,18 @@ def _retry_after_seconds(error: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-class OpenAIEntityExtractor:
-    """Entities from a chat-completions model, with the paper's prompt by default.
+class OpenAIChatClient:
+    """Bounded-concurrency, retrying chat-completions calls: one text in, one result out.
 
-    ``name`` is ``"openai:<model>"``; ``version`` is the prompt version plus the truncation
-    limit (both change the answers, so both are part of the cache key). ``api_key`` defaults to
-    ``$OPENAI_API_KEY``; with a ``base_url`` (local servers) a placeholder key is used when none
-    is set. ``response_format`` is passed through (``"json_schema"`` selects
-    ``ENTITY_LIST_SCHEMA``, which vLLM and llama.cpp's ``llama-server`` accept; ``"json_object"``
-    selects ``ENTITY_LIST_JSON_OBJECT``, the shape llama-cpp-python's server wants; OpenAI itself
-    wants an object at the schema root, so pass your own dict there).
+    The shared machinery of every OpenAI-compatible client here (entity extraction, answer
+    generation and judging in the tooling): subclasses say how a text becomes messages
+    (``prepare``) and how a response becomes an ``ExtractionResult`` (``_interpret``). ``name``
+    and ``version`` identify the configuration in the cache key, so the runner and the SQLite
+    cache of :mod:`grapher_core.enrich.runner` serve every subclass unchanged.
     """
+
+    name: str
+    version: str
 
     def __init__(
         self,
@@ -187,30 +188,23 @@ class OpenAIEntityExtractor:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        prompt_version: str = "a11",
         concurrency: int = 8,
         max_retries: int = 6,
         timeout: float = 60.0,
-        max_tokens_per_object: int = 2000,
         max_output_tokens: int | None = 512,
         temperature: float | None = 0.0,
-        response_format: str | dict[str, Any] | None = None,
+        response_format: dict[str, Any] | None = None,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
-        drop_example_copies: bool = True,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must be a non-empty string (e.g. 'gpt-4o-mini')")
-        if prompt_version not in PROMPTS:
-            raise ValueError(f"unknown prompt_version {prompt_version!r}; known: {sorted(PROMPTS)}")
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_tokens_per_object < 1:
-            raise ValueError(f"max_tokens_per_object must be >= 1, got {max_tokens_per_object}")
         if backoff_base < 0 or backoff_max < 0:
             raise ValueError("backoff_base and backoff_max must be >= 0")
         key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -221,78 +215,28 @@ class OpenAIEntityExtractor:
                     "(or give base_url for a local server that needs none)"
                 )
             key = "not-needed"
-        if isinstance(response_format, str):
-            if response_format not in RESPONSE_FORMATS:
-                raise ValueError(
-                    f"response_format must be None, a dict or one of {sorted(RESPONSE_FORMATS)}, "
-                    f"got {response_format!r}"
-                )
-            response_format = RESPONSE_FORMATS[response_format]
         self.model = model
         self.base_url = base_url
         self._api_key = key
-        self.prompt = PROMPTS[prompt_version]
-        self.prompt_version = prompt_version
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.timeout = float(timeout)
-        self.max_tokens_per_object = max_tokens_per_object
         self.max_output_tokens = max_output_tokens
         self.temperature = temperature
         self.response_format = response_format
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
-        self.drop_example_copies = drop_example_copies
         self.batch_size = max(64, concurrency * 8)
-        self.name = f"openai:{model}"
-        self.version = f"{prompt_version}/t{max_tokens_per_object}" + (
-            "/schema" if response_format else ""
-        )
-        self._counter: TokenCounter | None = None
-
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIEntityExtractor(model={self.model!r}, base_url={self.base_url!r}, "
-            f"prompt_version={self.prompt_version!r}, concurrency={self.concurrency})"
-        )
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_counter"] = None  # tokenizers do not pickle; reload in the worker
-        return state
-
-    @property
-    def counter(self) -> TokenCounter:
-        """The token counter used for truncation and estimates (offline, may be approximate)."""
-        if self._counter is None:
-            self._counter = get_token_counter(self.model)
-        return self._counter
-
-    # ----------------------------------------------------------------- public API
 
     def prepare(self, text: str) -> list[dict[str, str]]:
-        """The messages sent for ``text`` (after truncation to ``max_tokens_per_object``)."""
-        return self.prompt.messages(self.counter.truncate(text, self.max_tokens_per_object))
+        """The chat messages sent for ``text``."""
+        raise NotImplementedError
 
-    def estimate(
-        self,
-        texts: Sequence[str],
-        *,
-        price_input_per_million: float | None = None,
-        price_output_per_million: float | None = None,
-        output_tokens_per_object: int = 60,
-    ) -> CostEstimate:
-        """Tokens (and cost, given prices in $ per million tokens) of extracting ``texts``."""
-        prompts = [
-            "\n".join(message["content"] for message in self.prepare(text)) for text in texts
-        ]
-        return estimate_cost(
-            prompts,
-            self.counter,
-            output_tokens_per_object=output_tokens_per_object,
-            price_input_per_million=price_input_per_million,
-            price_output_per_million=price_output_per_million,
-        )
+    def _interpret(self, response: Any, text: str) -> ExtractionResult:
+        """The result of one successful HTTP exchange (parse problems are failed results)."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- public API
 
     def extract_batch(self, texts: Sequence[str]) -> list[ExtractionResult]:
         """Sync: results in input order (runs an event loop; safe inside a running one)."""
@@ -344,6 +288,7 @@ class OpenAIEntityExtractor:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             await client.close()
+
 
     # ----------------------------------------------------------------- internals
 
@@ -412,6 +357,117 @@ class OpenAIEntityExtractor:
         return ExtractionResult(
             None, f"gave up after {self.max_retries + 1} attempts (last: {last_problem})"
         )
+
+
+class OpenAIEntityExtractor(OpenAIChatClient):
+    """Entities from a chat-completions model, with the paper's prompt by default.
+
+    ``name`` is ``"openai:<model>"``; ``version`` is the prompt version plus the truncation
+    limit (both change the answers, so both are part of the cache key). ``api_key`` defaults to
+    ``$OPENAI_API_KEY``; with a ``base_url`` (local servers) a placeholder key is used when none
+    is set. ``response_format`` is passed through (``"json_schema"`` selects
+    ``ENTITY_LIST_SCHEMA``, which vLLM and llama.cpp's ``llama-server`` accept; ``"json_object"``
+    selects ``ENTITY_LIST_JSON_OBJECT``, the shape llama-cpp-python's server wants; OpenAI itself
+    wants an object at the schema root, so pass your own dict there).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        prompt_version: str = "a11",
+        concurrency: int = 8,
+        max_retries: int = 6,
+        timeout: float = 60.0,
+        max_tokens_per_object: int = 2000,
+        max_output_tokens: int | None = 512,
+        temperature: float | None = 0.0,
+        response_format: str | dict[str, Any] | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        drop_example_copies: bool = True,
+    ) -> None:
+        if prompt_version not in PROMPTS:
+            raise ValueError(f"unknown prompt_version {prompt_version!r}; known: {sorted(PROMPTS)}")
+        if max_tokens_per_object < 1:
+            raise ValueError(f"max_tokens_per_object must be >= 1, got {max_tokens_per_object}")
+        if isinstance(response_format, str):
+            if response_format not in RESPONSE_FORMATS:
+                raise ValueError(
+                    f"response_format must be None, a dict or one of {sorted(RESPONSE_FORMATS)}, "
+                    f"got {response_format!r}"
+                )
+            response_format = RESPONSE_FORMATS[response_format]
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            concurrency=concurrency,
+            max_retries=max_retries,
+            timeout=timeout,
+            max_output_tokens=max_output_tokens,
+            temperature=temperature,
+            response_format=response_format,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+        )
+        self.prompt = PROMPTS[prompt_version]
+        self.prompt_version = prompt_version
+        self.max_tokens_per_object = max_tokens_per_object
+        self.drop_example_copies = drop_example_copies
+        self.name = f"openai:{model}"
+        self.version = f"{prompt_version}/t{max_tokens_per_object}" + (
+            "/schema" if response_format else ""
+        )
+        self._counter: TokenCounter | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIEntityExtractor(model={self.model!r}, base_url={self.base_url!r}, "
+            f"prompt_version={self.prompt_version!r}, concurrency={self.concurrency})"
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_counter"] = None  # tokenizers do not pickle; reload in the worker
+        return state
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter used for truncation and estimates (offline, may be approximate)."""
+        if self._counter is None:
+            self._counter = get_token_counter(self.model)
+        return self._counter
+
+    # ----------------------------------------------------------------- public API
+
+    def prepare(self, text: str) -> list[dict[str, str]]:
+        """The messages sent for ``text`` (after truncation to ``max_tokens_per_object``)."""
+        return self.prompt.messages(self.counter.truncate(text, self.max_tokens_per_object))
+
+    def estimate(
+        self,
+        texts: Sequence[str],
+        *,
+        price_input_per_million: float | None = None,
+        price_output_per_million: float | None = None,
+        output_tokens_per_object: int = 60,
+    ) -> CostEstimate:
+        """Tokens (and cost, given prices in $ per million tokens) of extracting ``texts``."""
+        prompts = [
+            "\n".join(message["content"] for message in self.prepare(text)) for text in texts
+        ]
+        return estimate_cost(
+            prompts,
+            self.counter,
+            output_tokens_per_object=output_tokens_per_object,
+            price_input_per_million=price_input_per_million,
+            price_output_per_million=price_output_per_million,
+        )
+
+
 
     def _interpret(self, response: Any, text: str) -> ExtractionResult:
         choices = getattr(response, "choices", None) or []
