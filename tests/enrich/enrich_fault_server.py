@@ -5,7 +5,9 @@ The "model" answers with the capitalised words of the passage (the text after th
 429 with ``Retry-After``, 500, slow answers, hangs (to trigger client timeouts), malformed
 (non-list) answers, prose- or fence-wrapped answers, and a failure rate. Fault draws come from a
 seeded RNG; ``fail_texts`` makes chosen passages fail on every attempt (deterministic
-failures under any concurrency). The server stops by itself after ``lifetime`` seconds.
+failures under any concurrency). ``responder`` replaces the entity "model" by any function of
+the messages (the qa-eval tests answer and judge with :func:`qa_reply`). The server stops by
+itself after ``lifetime`` seconds.
 
 Run standalone for throughput measurements::
 
@@ -64,6 +66,7 @@ class FaultConfig:
     answers: dict[str, str] = field(default_factory=dict)  # passage -> fixed raw answer
     echo_example: bool = False
     fixed_status: int | None = None
+    responder: Callable[[list[dict[str, Any]]], str] | None = None
     seed: int = 0
 
 
@@ -202,6 +205,8 @@ class FaultServer:
                 if config.echo_example:
                     entities = [*entities, "Barack Obama", "Honolulu"]
                 answer = config.answers.get(passage, json.dumps(entities))
+                if config.responder is not None:
+                    answer = config.responder(messages)
                 draw = server._draw()
                 if draw < config.rate_malformed:
                     answer = "I am sorry, I cannot identify entities in this text."
@@ -243,6 +248,37 @@ def fault_server() -> Iterator[Callable[..., FaultServer]]:
     yield start
     for server in started:
         server.stop()
+
+
+_JUDGE_INPUT = re.compile(
+    r"- Generated Answer: (.*)\n- Ground Truth Answer: (.*)\n", re.DOTALL)
+
+
+def qa_reply(messages: list[dict[str, Any]]) -> str:
+    """A deterministic answerer and judge for the A.1.2 / A.1.3 prompts of qa-eval.
+
+    Answer prompt: the title (first line) of the first context object, or A.1.2's refusal when
+    the context is empty. Judge prompt: "yes" when the ground truth occurs in the generated
+    answer (case-insensitive); the verdict's wording rotates with the answer's length through
+    the strict format, a small model's ``the decision is "no"`` and a reply with no decision.
+    """
+    prompt = str(messages[-1].get("content", ""))
+    judged = _JUDGE_INPUT.search(prompt)
+    if judged is not None:
+        generated, truth = judged.group(1).strip(), judged.group(2).strip()
+        verdict = "yes" if truth.lower() in generated.lower() else "no"
+        style = len(generated) % 3
+        if style == 0:
+            return f"Explanation: compared the answers.\n\nDecision: {verdict}"
+        if style == 1:
+            return f'After comparing, the decision is "{verdict}".'
+        return "I cannot tell whether these match."
+    context = prompt.split("<context>", 1)[-1].split("</context>", 1)[0]
+    for line in context.splitlines():
+        line = line.strip()
+        if line.startswith("[1]"):
+            return line[3:].strip()
+    return "I don't have enough information in the provided context to answer this."
 
 
 def main() -> None:
