@@ -15,6 +15,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "grapher_bench.latency",
     "grapher_bench.learned_cli",
     "grapher_bench.seeds_study",
+    "grapher_bench.qa_eval.cli",
 )
 
 

@@ -1,0 +1,7 @@
+"""Answer-level evaluation (``grapher-bench qa-eval``): does better retrieval give better answers?
+
+Prompts A.1.2 (answer) and A.1.3 (judge) of the GraphER paper over any OpenAI-compatible
+endpoint, through the enrichment client's retries, concurrency and SQLite cache; SQuAD EM/F1
+and answer-in-context beside the judge; exact McNemar tests between systems. See
+docs/qa_eval.md.
+"""

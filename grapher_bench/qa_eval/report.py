@@ -1,0 +1,145 @@
+"""Tables of a qa-eval run: one row per system, paired tests against the first system and
+between the flat and graph layouts of the same ranker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from grapher_bench.qa_eval.pipeline import QARecord, QARun
+from grapher_bench.qa_eval.stats import PairedResult, paired_compare
+
+__all__ = [
+    "END",
+    "START",
+    "comparisons",
+    "markdown",
+    "summary",
+    "write_doc_section",
+    "write_outputs",
+]
+
+START = "<!-- qa-eval:start -->"
+END = "<!-- qa-eval:end -->"
+
+
+def _mean(values: Sequence[float | bool | None]) -> float | None:
+    kept = [float(v) for v in values if v is not None]
+    return fmean(kept) if kept else None
+
+
+def summary(records: Sequence[QARecord]) -> dict[str, Any]:
+    """Counts and rates of one system (rates in 0-1; None when nothing to average)."""
+    yes = sum(1 for r in records if r.judged_correct is True)
+    no = sum(1 for r in records if r.judged_correct is False)
+    failed = sum(1 for r in records if r.answer is None)
+    return {
+        "n": len(records),
+        "judged_yes": yes,
+        "judged_no": no,
+        "judge_unparsed": sum(1 for r in records if r.answer is not None
+                              and r.judged_correct is None),
+        "answer_failed": failed,
+        "judge_accuracy": yes / (yes + no) if yes + no else None,
+        "exact_match": _mean([r.exact_match for r in records]),
+        "f1": _mean([r.f1 for r in records]),
+        "gold_in_answer": _mean([r.gold_in_answer for r in records]),
+        "answer_in_context": _mean([r.answer_in_context for r in records]),
+        "refused": _mean([r.refused for r in records]),
+        "perfect_recall": _mean([r.perfect_recall for r in records]),
+    }
+
+
+def comparisons(run: QARun) -> list[tuple[str, str]]:
+    """Pairs to test: every system against the first; each graph layout against its flat one."""
+    labels = [s.label for s in run.systems]
+    pairs = [(labels[0], label) for label in labels[1:]]
+    flat = {s.ranker: s.label for s in run.systems if s.style == "flat"}
+    for system in run.systems:
+        if system.style == "graph" and system.ranker in flat:
+            pair = (flat[system.ranker], system.label)
+            if pair not in pairs:
+                pairs.append(pair)
+    return pairs
+
+
+def paired(run: QARun, a: str, b: str, measure: str) -> PairedResult:
+    """McNemar over one per-question yes/no measure (``judged_correct`` or ``gold_in_answer``)."""
+    return paired_compare([getattr(r, measure) for r in run.records[a]],
+                          [getattr(r, measure) for r in run.records[b]])
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3f}" if value >= 0.001 else "<0.001"
+
+
+def markdown(runs: Sequence[QARun], model: str, judge_model: str | None, k: int) -> str:
+    """Per-set system rows and paired-test rows as markdown."""
+    out: list[str] = []
+    for run in runs:
+        out.append(f"#### {run.dataset} ({len(run.queries)} questions, top {k})\n")
+        out.append("| system | PR@K | answer in context | judge: correct | unparsed | failed "
+                   "| EM | F1 | gold in answer | refused |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|")
+        for system in run.systems:
+            s = summary(run.records[system.label])
+            out.append(
+                f"| {system.label} | {_pct(s['perfect_recall'])} | {_pct(s['answer_in_context'])} "
+                f"| {_pct(s['judge_accuracy'])} | {s['judge_unparsed']} | {s['answer_failed']} "
+                f"| {_pct(s['exact_match'])} | {_pct(s['f1'])} | {_pct(s['gold_in_answer'])} "
+                f"| {_pct(s['refused'])} |")
+        out.append("")
+        out.append("| A → B | judge: n | Δ (points) | A only / B only | p (McNemar) "
+                   "| gold in answer: Δ | A only / B only | p |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for a, b in comparisons(run):
+            j = paired(run, a, b, "judged_correct")
+            g = paired(run, a, b, "gold_in_answer")
+            out.append(f"| {a} → {b} | {j.n} | {j.delta:+.1f} | {j.a_only} / {j.b_only} "
+                       f"| {_p(j.p_value)} | {g.delta:+.1f} | {g.a_only} / {g.b_only} "
+                       f"| {_p(g.p_value)} |")
+        out.append("")
+    judge = judge_model or "none (LLM-free measures only)"
+    out.append(f"Answer model: `{model}`; judge model: `{judge}`. Percentages over answered "
+               "questions; the judge's accuracy over parsed verdicts (unparsed are not 'no').")
+    return "\n".join(out) + "\n"
+
+
+def write_outputs(run: QARun, folder: Path) -> None:
+    """``per_query.jsonl`` and ``summary.json`` of one dataset under ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "per_query.jsonl").open("w", encoding="utf-8") as handle:
+        for label, rows in run.records.items():
+            for row in rows:
+                handle.write(json.dumps({**row.to_json(), "system": label}) + "\n")
+    payload = {
+        "dataset": run.dataset,
+        "n_queries": len(run.queries),
+        "systems": {s.label: {"spec": s.spec_text, **summary(run.records[s.label])}
+                    for s in run.systems},
+        "paired": [
+            {"a": a, "b": b,
+             **{f"judge_{k}": v for k, v in vars(paired(run, a, b, "judged_correct")).items()},
+             **{f"gold_{k}": v for k, v in vars(paired(run, a, b, "gold_in_answer")).items()}}
+            for a, b in comparisons(run)],
+        "llm_calls": {"answers_computed": run.n_answer_calls, "answers_cached": run.n_answer_cached,
+                      "judge_computed": run.n_judge_calls, "judge_cached": run.n_judge_cached},
+    }
+    (folder / "summary.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+def write_doc_section(doc: Path, body: str) -> None:
+    """Replace the text between the qa-eval markers of ``doc`` (and nothing else)."""
+    text = doc.read_text(encoding="utf-8") if doc.is_file() else ""
+    if START not in text or END not in text or text.index(START) > text.index(END):
+        raise ValueError(f"{doc} lacks the markers {START} ... {END}")
+    before, rest = text.split(START, 1)
+    _, after = rest.split(END, 1)
+    doc.write_text(f"{before}{START}\n{body.strip()}\n{END}{after}", encoding="utf-8")

@@ -1,0 +1,106 @@
+"""qa-eval parts: prompts, SQuAD measures, lenient judge parsing, exact McNemar."""
+
+from __future__ import annotations
+
+import pytest
+
+from grapher_bench.qa_eval.prompts import A12_TEMPLATE, A13_TEMPLATE, answer_prompt, judge_prompt
+from grapher_bench.qa_eval.scoring import (
+    answer_in_text,
+    best_exact_match,
+    best_f1,
+    exact_match,
+    normalize_answer,
+    parse_judgement,
+    token_f1,
+)
+from grapher_bench.qa_eval.stats import mcnemar_exact, paired_compare
+from grapher_bench.qa_eval.systems import parse_system, ranker_spec
+
+
+def test_prompts_are_the_papers_and_filled_once() -> None:
+    assert A12_TEMPLATE.startswith("You are an AI assistant. Use ONLY the information")
+    assert A12_TEMPLATE.endswith("Question:\n\n{query}\n\nAnswer:")
+    assert "Decision: <yes or no>" in A13_TEMPLATE
+    filled = answer_prompt("Who is {query}?", "[1] ctx {retrieved_objects}")
+    # one pass: braces inside the values are left as they are
+    assert "<context>\n\n[1] ctx {retrieved_objects}\n\n</context>" in filled
+    assert filled.endswith("Question:\n\nWho is {query}?\n\nAnswer:")
+    judged = judge_prompt("Q?", "It is Paris.", "Paris")
+    assert "- Question: Q?\n- Generated Answer: It is Paris.\n- Ground Truth Answer: Paris\n" \
+        in judged
+    with pytest.raises(ValueError, match="question is empty"):
+        answer_prompt("  ", "ctx")
+
+
+def test_squad_exact_match_and_f1_by_hand() -> None:
+    assert normalize_answer("The  Eiffel Tower!") == "eiffel tower"
+    assert exact_match("The Eiffel Tower!", "eiffel tower") == 1.0
+    assert exact_match("Eiffel", "eiffel tower") == 0.0
+    # prediction "in paris france" vs "paris": precision 1/3, recall 1 -> F1 = 0.5
+    assert token_f1("in Paris, France", "Paris") == pytest.approx(0.5)
+    # two shared tokens out of 3 predicted and 4 gold: P=2/3, R=1/2 -> F1 = 4/7
+    assert token_f1("red big dog", "a big red cat sat") == pytest.approx(4 / 7)
+    assert token_f1("", "") == 1.0 and token_f1("the", "paris") == 0.0
+    assert best_exact_match("Alex Chiang", ["Chiang Hsiao-wu", "Alex Chiang"]) == 1.0
+    assert best_f1("Chiang", ["Chiang Hsiao-wu", "Alex Chiang"]) == pytest.approx(2 / 3)
+    assert answer_in_text("It lies in Bravo City.", ["bravo city"])
+    assert not answer_in_text("Bravo Cityscape", ["Bravo City"])  # word boundaries
+    with pytest.raises(ValueError, match="no ground-truth"):
+        best_f1("x", ["", "  "])
+
+
+@pytest.mark.parametrize(("reply", "verdict"), [
+    ("Explanation: same city.\n\nDecision: yes", True),
+    ("Explanation: wrong.\nDecision: No", False),
+    ("**Decision:** YES", True),
+    ('After comparing, the decision is "no".', False),
+    ("The decision is: 'yes'", True),
+    ("Decision: <yes or no>\nExplanation: it matches.\nDecision: yes", True),
+    ("Yes, the answer is correct.", True),
+    ("no.", False),
+    ("I cannot tell whether these match.", None),
+    ("The generated answer mentions Norway.", None),
+    ("", None),
+    (None, None),
+])
+def test_judge_parsing_is_lenient_and_never_guesses(reply: str | None,
+                                                    verdict: bool | None) -> None:
+    assert parse_judgement(reply) is verdict
+
+
+def test_exact_mcnemar_on_hand_computed_tables() -> None:
+    # b=1, c=5: P[X<=1] for Bin(6, 1/2) = (1 + 6) / 64 -> two-sided 14/64
+    assert mcnemar_exact(1, 5) == pytest.approx(14 / 64)
+    assert mcnemar_exact(5, 1) == pytest.approx(14 / 64)
+    # b=2, c=8: (1 + 10 + 45) / 1024, doubled
+    assert mcnemar_exact(2, 8) == pytest.approx(112 / 1024)
+    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(0, 10) == pytest.approx(2 / 1024)
+    with pytest.raises(ValueError):
+        mcnemar_exact(-1, 2)
+    # the 2x2 table: both right 2, A only 1, B only 5, both wrong 1, one unscored question
+    a = [True, True, True, False, False, False, False, False, False, None]
+    b = [True, True, False, True, True, True, True, True, False, True]
+    result = paired_compare(a, b)
+    assert (result.n, result.a_only, result.b_only) == (9, 1, 5)
+    assert (result.correct_a, result.correct_b) == (3, 7)
+    assert result.delta == pytest.approx(100 * 4 / 9)
+    assert result.p_value == pytest.approx(14 / 64)
+    with pytest.raises(ValueError, match="length"):
+        paired_compare([True], [True, False])
+
+
+def test_system_specs() -> None:
+    system = parse_system("gat[entities-capped]:graph")
+    assert (system.ranker, system.style) == ("gat[entities-capped]", "graph")
+    assert parse_system("baseline").style == "flat"
+    with pytest.raises(ValueError, match="context style"):
+        parse_system("gcs:tree")
+    with pytest.raises(ValueError, match="expected RANKER"):
+        parse_system("gcs[mentions")
+    assert ranker_spec("expand-gcs", "passages").graph == "mentions"
+    assert ranker_spec("baseline", "passages").graph == "none"
+    assert ranker_spec("gcs[mentions]", "passages").graph == "mentions"
+    with pytest.raises(ValueError):
+        ranker_spec("gcs[nonsense]", "passages")
