@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "enrich"))
 
-from enrich_fault_server import FaultConfig, FaultServer, qa_reply
+from enrich_fault_server import FaultConfig, FaultServer, fault_server, qa_reply
+
+__all__ = ["fault_server"]  # the shared fault-injecting server factory
 
 PASSAGES = {
     "Alpha Corp": "Alpha Corp is a toy maker founded by Dana Reed. Its head office is in "
@@ -65,18 +67,3 @@ def qa_server() -> Iterator[tuple[FaultServer, list[str]]]:
     server = FaultServer(FaultConfig(responder=respond), lifetime=120).start()
     yield server, seen
     server.stop()
-
-
-@pytest.fixture
-def flaky_qa_server() -> Iterator[Callable[..., FaultServer]]:
-    """Factory: the qa server with injected faults (429 / 500 rates)."""
-    started: list[FaultServer] = []
-
-    def start(**switches: Any) -> FaultServer:
-        server = FaultServer(FaultConfig(responder=qa_reply, **switches), lifetime=120).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()

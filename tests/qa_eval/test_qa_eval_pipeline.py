@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from enrich_fault_server import qa_reply
 
 from grapher_bench.cli import main as bench_main
 from grapher_bench.data import load_dataset
@@ -79,12 +80,12 @@ def test_pipeline_fills_prompts_parses_both_answers_and_hits_the_cache(
         [r.answer for r in run.records["gcs[mentions] + graph context"]]
 
 
-def test_failures_are_counted_apart_and_retried(qa_set: Path, flaky_qa_server,
+def test_failures_are_counted_apart_and_retried(qa_set: Path, fault_server,
                                                 tmp_path: Path) -> None:
     dataset = load_dataset(qa_set)
     systems = SYSTEMS[:1]
     retrieved = retrieve(dataset, systems, k=3, retriever="bm25")
-    broken = flaky_qa_server(fixed_status=500)
+    broken = fault_server(responder=qa_reply, fixed_status=500)
     answerer, judge = _clients(broken.base_url)
     answerer.max_retries = 1
     with EntityCache(tmp_path / "qa.sqlite") as cache:
@@ -94,7 +95,7 @@ def test_failures_are_counted_apart_and_retried(qa_set: Path, flaky_qa_server,
         assert (s["answer_failed"], s["judged_yes"], s["judged_no"]) == (4, 0, 0)
         assert s["judge_accuracy"] is None  # a failure is never a "no"
         # transient faults are retried by the enrichment client
-        flaky = flaky_qa_server(rate_429=0.3, rate_500=0.2, retry_after=0.01)
+        flaky = fault_server(responder=qa_reply, rate_429=0.3, rate_500=0.2, retry_after=0.01)
         answerer, judge = _clients(flaky.base_url)
         run = run_qa(dataset, systems, retrieved, answerer, judge, cache)
     assert summary(run.records["baseline"])["answer_failed"] == 0
