@@ -8,6 +8,7 @@ catching those keep working.
 from __future__ import annotations
 
 __all__ = [
+    "CacheError",
     "CheckpointError",
     "ConfigError",
     "GraphERError",
@@ -34,3 +35,7 @@ class ConfigError(GraphERError, ValueError):
 
 class CheckpointError(GraphERError, ValueError):
     """A checkpoint is malformed, of another format, or does not match its config."""
+
+
+class CacheError(GraphERError, ValueError):
+    """A cache file cannot be used: not SQLite, another program's or schema's, damaged."""

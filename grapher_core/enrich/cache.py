@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grapher_core.enrich.base import ExtractionResult
+from grapher_core.errors import CacheError
+
+__all__ = ["CacheError", "CacheKey", "CacheStats", "EntityCache", "content_hash"]
 
 SCHEMA_VERSION = 1
 
@@ -54,10 +57,6 @@ _COLUMNS = ("extractor", "model", "version", "content_hash", "entities", "error"
 
 _log = logging.getLogger(__name__)
 _warned: set[tuple[str, str]] = set()
-
-
-class CacheError(ValueError):
-    """The cache file cannot be used: not SQLite, another schema, or damaged. Names the file."""
 
 
 def content_hash(text: str) -> str:

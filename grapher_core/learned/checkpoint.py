@@ -16,7 +16,7 @@ from typing import Any
 
 from grapher_core.errors import CheckpointError, ConfigError, InputError
 from grapher_core.learned.features import EDGE_KINDS, FEATURE_BLOCKS
-from grapher_core.learned.model import GraphERNet, ModelSpec
+from grapher_core.learned.model import N_SCALARS, GraphERNet, ModelSpec
 from grapher_core.learned.weights import checkpoint_paths, load_state, read_weights, write_weights
 
 __all__ = [
@@ -82,7 +82,7 @@ class CheckpointConfig:
                 training=dict(data.get("training", {})),
                 metrics=dict(data.get("metrics", {})),
             )
-        except (KeyError, TypeError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
             raise CheckpointError(f"{where}: malformed checkpoint config ({error})") from None
         if config.feature_blocks != FEATURE_BLOCKS or config.edge_kinds != EDGE_KINDS:
             raise CheckpointError(f"{where}: features {list(config.feature_blocks)} / edge kinds "
@@ -114,11 +114,42 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[GraphERNet, 
     weights, meta = checkpoint_paths(path)
     state, data = read_weights(path, device)
     config = CheckpointConfig.from_json(data, str(meta))
+    check_sizes(config.model, state, f"{meta} does not match {weights}")
     model = GraphERNet(config.model)
     load_state(model, state, f"{weights} does not match {meta}")
     model.to(device)
     model.eval()
     return model, config
+
+
+def check_sizes(spec: ModelSpec, state: dict[str, Any], where: str) -> None:
+    """Refuse a config whose sizes disagree with the tensors' shapes, before building the model.
+
+    The network is built from the JSON config, so a tampered ``hidden=20000`` would allocate
+    gigabytes, and ``layers=100000`` build for minutes, before the tensors were compared. Every
+    size field is checked here against the shapes already read from the weights file.
+    """
+    h, d = spec.hidden, spec.embedding_dim
+    expected: dict[str, tuple[tuple[int, ...], str]] = {
+        "enc_object.weight": ((h, d), "hidden, embedding_dim"),
+        "enc_scalars.weight": ((h, N_SCALARS), "hidden"),
+        "fc2.weight": ((1, h), "hidden"),
+    }
+    if spec.architecture == "gat":
+        expected["convs.0.att"] = ((1, spec.heads, h), "heads, hidden")
+        expected["convs.0.lin_edge.weight"] = ((spec.heads * h, spec.edge_dim),
+                                               "heads, hidden, edge_dim")
+    for name, (shape, fields) in expected.items():
+        tensor = state.get(name)
+        actual = None if tensor is None else tuple(tensor.shape)
+        if actual != shape:
+            raise CheckpointError(
+                f"{where}: model {fields} = {shape} in the config, but the weights hold "
+                f"{name} of shape {actual}")
+    indices = {key.split(".")[1] for key in state if key.startswith("convs.")}
+    if len(indices) != spec.layers:
+        raise CheckpointError(f"{where}: model layers = {spec.layers} in the config, but the "
+                              f"weights hold {len(indices)} layers")
 
 
 def check_embeddings(config: CheckpointConfig, dim: int, model_name: str | None = None) -> None:

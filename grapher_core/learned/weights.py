@@ -47,12 +47,19 @@ def read_weights(path: str | Path, device: str = "cpu") -> tuple[dict[str, Any],
         if not file.is_file():
             raise FileNotFoundError(f"checkpoint file not found: {file}")
     try:
-        config = json.loads(meta.read_text())
+        config = json.loads(meta.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise CheckpointError(f"{meta}: not valid JSON ({error.msg})") from None
+    except (UnicodeDecodeError, RecursionError) as error:
+        raise CheckpointError(f"{meta}: not a JSON config ({type(error).__name__})") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{meta}: expected a JSON object")
-    return load_file(str(weights), device=device), config
+    try:
+        tensors = load_file(str(weights), device=device)
+    except Exception as error:  # safetensors raises its own, OS and value errors: name the file
+        raise CheckpointError(f"{weights}: not a readable safetensors file "
+                              f"({type(error).__name__}: {error})") from error
+    return tensors, config
 
 
 def load_state(model: Any, state: dict[str, Any], where: str) -> None:
