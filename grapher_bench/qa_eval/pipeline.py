@@ -1,9 +1,10 @@
 """Generate, judge and score answers for every (question, system) pair.
 
-Two passes through the enrichment runner and its SQLite cache: all answer prompts (A.1.2),
-then all judge prompts (A.1.3) for the answers that exist. Identical prompts are sent once --
-a system whose top K equals another's in the same order and layout costs nothing -- and every
-reply is committed as it arrives, so a killed run resumes where it stopped.
+Questions go in blocks through the enrichment runner and its SQLite cache: every system's
+answer prompt (A.1.2) for the block, then the judge prompt (A.1.3) of every answer that
+exists. Identical prompts are sent once -- a system whose top K equals another's in the same
+order and layout costs nothing -- and every reply is committed as it arrives, so a killed run
+resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -90,10 +91,17 @@ def _is_refusal(answer: str) -> bool:
 
 def run_qa(dataset: Dataset, systems: Sequence[System], retrieved: Retrieved,
            answerer: OpenAITextCompleter, judge: OpenAITextCompleter | None,
-           cache: EntityCache | None, *, progress: bool = False) -> QARun:
-    """Answer every question with every system, judge the answers, score them."""
+           cache: EntityCache | None, *, progress: bool = False, block: int = 25) -> QARun:
+    """Answer every question with every system, judge the answers, score them.
+
+    Questions go in blocks of ``block``: every system answers a block, then the judge reads
+    it, so a run stopped at any moment has whole questions cached, and ``--limit`` to the
+    blocks done reproduces them with no request.
+    """
     if not systems:
         raise ValueError("no systems to evaluate")
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
     truths = [ground_truths(q) for q in dataset.queries]
     contexts: list[str] = []
     prompts: list[str] = []
@@ -104,19 +112,30 @@ def run_qa(dataset: Dataset, systems: Sequence[System], retrieved: Retrieved,
             context = render_context(ids, retrieved.objects, system.style, graph)
             contexts.append(context)
             prompts.append(answer_prompt(query.text, context))
-    answered = run_extraction(prompts, answerer, cache=cache, progress=progress)
-    answers = [completion_text(r) for r in answered.results]
     n = len(dataset.queries)
-    judge_slots = [i for i, a in enumerate(answers) if a is not None]
+    answers: list[str | None] = [None] * len(prompts)
+    errors: list[str | None] = [None] * len(prompts)
     replies: dict[int, str | None] = {}
-    judged_calls = judged_cached = 0
-    if judge is not None and judge_slots:
-        judge_prompts = [judge_prompt(dataset.queries[i % n].text, str(answers[i]),
-                                      truths[i % n][0]) for i in judge_slots]
-        judged = run_extraction(judge_prompts, judge, cache=cache, progress=progress)
-        judged_calls, judged_cached = judged.n_computed, judged.n_cached
-        for slot, result in zip(judge_slots, judged.results, strict=True):
-            replies[slot] = completion_text(result) if result.ok else None
+    counts = [0, 0, 0, 0]  # answers computed, cached; verdicts computed, cached
+    for start in range(0, n, block):  # questions in blocks: a killed run leaves whole blocks
+        slots = [s * n + q for q in range(start, min(start + block, n))
+                 for s in range(len(systems))]
+        answered = run_extraction([prompts[i] for i in slots], answerer, cache=cache,
+                                  progress=progress)
+        counts[0] += answered.n_computed
+        counts[1] += answered.n_cached
+        for i, result in zip(slots, answered.results, strict=True):
+            answers[i], errors[i] = completion_text(result), result.error
+        judge_slots = [i for i in slots if answers[i] is not None]
+        if judge is None or not judge_slots:
+            continue
+        judged = run_extraction(
+            [judge_prompt(dataset.queries[i % n].text, str(answers[i]), truths[i % n][0])
+             for i in judge_slots], judge, cache=cache, progress=progress)
+        counts[2] += judged.n_computed
+        counts[3] += judged.n_cached
+        for i, result in zip(judge_slots, judged.results, strict=True):
+            replies[i] = completion_text(result) if result.ok else None
     records: dict[str, list[QARecord]] = {}
     for s_index, system in enumerate(systems):
         rows = []
@@ -130,7 +149,7 @@ def run_qa(dataset: Dataset, systems: Sequence[System], retrieved: Retrieved,
                 top_ids=retrieved.top[system.ranker][q_index],
                 perfect_recall=retrieved.perfect_recall[system.ranker][q_index],
                 answer=answer,
-                answer_error=None if answer is not None else answered.results[i].error,
+                answer_error=None if answer is not None else errors[i],
                 judge_reply=reply,
                 judged_correct=parse_judgement(reply),
                 exact_match=None if answer is None else best_exact_match(answer, truth),
@@ -146,5 +165,4 @@ def run_qa(dataset: Dataset, systems: Sequence[System], retrieved: Retrieved,
                    "a re-run retries them)")
         logger.warning(message)
         warnings.warn(message, stacklevel=2)
-    return QARun(dataset.name, list(systems), list(dataset.queries), records,
-                 answered.n_computed, answered.n_cached, judged_calls, judged_cached)
+    return QARun(dataset.name, list(systems), list(dataset.queries), records, *counts)

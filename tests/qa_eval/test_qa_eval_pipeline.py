@@ -40,7 +40,7 @@ def test_pipeline_fills_prompts_parses_both_answers_and_hits_the_cache(
     assert all(len(ids) == 3 for ids in retrieved.top["baseline"])
     answerer, judge = _clients(server.base_url)
     with EntityCache(tmp_path / "qa.sqlite") as cache:
-        run = run_qa(dataset, SYSTEMS, retrieved, answerer, judge, cache)
+        run = run_qa(dataset, SYSTEMS, retrieved, answerer, judge, cache, block=3)
         first_requests = server.stats.requests
 
         # prompts filled: the first question's flat prompt, byte for byte
