@@ -11,8 +11,6 @@ Enrichment never mutates the loaded corpus: it returns new metadata dicts.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from grapher_core.candidates import CorpusObject
-from grapher_core.metadata import normalise_entity, read_list
+from grapher_core.enrich.mentions import add_mentions as core_add_mentions
+from grapher_core.enrich.mentions import find_mentions
+from grapher_core.metadata import read_list
 from grapher_core.proximity import (
     AdjacentChunks,
     ForeignKeys,
@@ -48,112 +48,22 @@ GRAPHS: dict[str, tuple[str, ...]] = {
     "chunks": ("adjacent", "adjacent+mentions"),
 }
 
-# Titles that are ordinary words turn into hubs under case-insensitive matching ("To",
-# "This", "Use"): lesson (c). spaCy's English stopword list plus very short titles.
-_MIN_TITLE_CHARS = 3
-# A title mentioned by this many objects or fewer is never treated as a hub.
-_MIN_HUB_MENTIONS = 10
-
-
-def _stopwords() -> frozenset[str]:
-    try:
-        from spacy.lang.en.stop_words import STOP_WORDS
-    except ImportError:  # spaCy absent: a small built-in list
-        return frozenset({"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has",
-                          "he", "in", "is", "it", "its", "of", "on", "that", "the", "to", "was",
-                          "were", "will", "with", "this", "use"})
-    return frozenset(STOP_WORDS) | {"use", "this", "to"}
-
-
-def _title_of(obj: CorpusObject) -> str:
-    title = obj.metadata.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    return obj.text.split("\n", 1)[0].strip()
-
-
-_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
-
-
-def _aliases(title: str, strip_parentheses: bool) -> set[str]:
-    """A title and (optionally) its form without a trailing "(disambiguation)" part,
-    casefolded."""
-    names = {normalise_entity(title)}
-    stripped = _PAREN.sub("", title)
-    if strip_parentheses and stripped and stripped != title:
-        names.add(normalise_entity(stripped))
-    return names
-
-
-def _body(obj: CorpusObject, title: str) -> str:
-    """The text to scan: without the leading title line passages start with."""
-    first, _, rest = obj.text.partition("\n")
-    return rest if rest and first.strip() == title else obj.text
-
-
 def mention_lists(corpus: Sequence[CorpusObject], *, skip_stopword_titles: bool = True,
                   strip_parentheses: bool = True, max_share: float | None = 0.02
                   ) -> list[list[str]]:
-    """For each object, the titles of other objects that its text mentions.
-
-    One Aho-Corasick automaton over all (casefolded) titles and their parenthesis-free
-    aliases; a match counts only at word boundaries. Titles that are stopwords or shorter than
-    three characters are skipped when ``skip_stopword_titles`` (they are hubs, not links).
-    ``strip_parentheses`` also matches "Chicago" for "Chicago (2002 film)"; ``max_share``
-    drops titles mentioned by more than that fraction of the corpus (and by more than 10
-    objects): generic hubs such as "United States" or "Home"; ``None`` keeps all.
-    Returns titles, so ``ForeignKeys(field="mentions", target_field="title")`` links every
-    candidate carrying that title (MuSiQue and sentence sets have several per title).
-    """
-    import ahocorasick
-
-    stop = _stopwords() if skip_stopword_titles else frozenset()
-    titles = [_title_of(o) for o in corpus]
-    automaton = ahocorasick.Automaton()
-    targets: dict[str, set[str]] = {}
-    for title in titles:
-        for alias in _aliases(title, strip_parentheses):
-            if skip_stopword_titles and (len(alias) < _MIN_TITLE_CHARS or alias in stop
-                                         or alias.isdigit()):
-                continue
-            targets.setdefault(alias, set()).add(title)
-    if not targets:
-        return [[] for _ in corpus]
-    for alias, owners in targets.items():
-        automaton.add_word(alias, (alias, tuple(sorted(owners))))
-    automaton.make_automaton()
-    out: list[list[str]] = []
-    for obj, own in zip(corpus, titles, strict=True):
-        text = " ".join(_body(obj, own).split()).casefold()
-        found: dict[str, None] = {}
-        for end, (alias, owners) in automaton.iter(text):
-            start = end - len(alias) + 1
-            if (start > 0 and text[start - 1].isalnum()) or (
-                    end + 1 < len(text) and text[end + 1].isalnum()):
-                continue
-            for owner in owners:
-                if owner != own:
-                    found[owner] = None
-        out.append(list(found))
-    if max_share is not None:
-        counts = Counter(title for mentions in out for title in mentions)
-        limit = max(max_share * len(corpus), _MIN_HUB_MENTIONS)
-        out = [[t for t in mentions if counts[t] <= limit] for mentions in out]
-    return out
+    """For each object, the titles of other objects its text mentions: the core's
+    :func:`grapher_core.enrich.mentions.find_mentions` (what users run), bench defaults."""
+    return find_mentions(corpus, skip_stopword_titles=skip_stopword_titles,
+                         strip_parentheses=strip_parentheses, max_share=max_share)
 
 
 def add_mentions(corpus: Sequence[CorpusObject], metadata: Sequence[Mapping[str, Any]],
                  *, field: str = "mentions", skip_stopword_titles: bool = True
                  ) -> list[dict[str, Any]]:
-    """New metadata dicts with ``field`` = mentioned titles and ``title`` filled in."""
-    lists = mention_lists(corpus, skip_stopword_titles=skip_stopword_titles)
-    out = []
-    for obj, meta, mentions in zip(corpus, metadata, lists, strict=True):
-        new = dict(meta)
-        new.setdefault("title", _title_of(obj))
-        new[field] = mentions
-        out.append(new)
-    return out
+    """New metadata dicts with ``field`` = mentioned titles and ``title`` filled in (the
+    core's :func:`grapher_core.enrich.mentions.add_mentions`)."""
+    return core_add_mentions(corpus, metadata, field=field,
+                             skip_stopword_titles=skip_stopword_titles)
 
 
 def add_entities(corpus: Sequence[CorpusObject], metadata: Sequence[Mapping[str, Any]],

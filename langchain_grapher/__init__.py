@@ -24,6 +24,7 @@ from langchain_grapher.transformers import (
     ChunkLinkTransformer,
     EntityTransformer,
     LinkTransformer,
+    MentionTransformer,
 )
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "GraphERReranker",
     "GraphERRetriever",
     "LinkTransformer",
+    "MentionTransformer",
     "SQLSchemaLoader",
     "candidates_from_documents",
 ]

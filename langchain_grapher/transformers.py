@@ -2,6 +2,8 @@
 
 * :class:`EntityTransformer` -- named entities (conceptual edges, ``SharedEntities()``);
 * :class:`ChunkLinkTransformer` -- document id + chunk index (contextual, ``AdjacentChunks()``);
+* :class:`MentionTransformer` -- titles a document names, over a whole corpus (structural,
+  ``ForeignKeys("mentions", target_field="title")``);
 * :class:`LinkTransformer` -- hyperlinks resolved to document ids (structural,
   ``ForeignKeys(field="links")``).
 
@@ -25,7 +27,8 @@ from grapher_core.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
 from grapher_core.links import build_target_index, extract_links, resolve_links
 from grapher_core.metadata import encode_list
 
-__all__ = ["ChunkLinkTransformer", "EntityTransformer", "LinkTransformer", "ListFormat"]
+__all__ = ["ChunkLinkTransformer", "EntityTransformer", "LinkTransformer", "ListFormat",
+           "MentionTransformer"]
 
 ListFormat = Literal["list", "json", "delimited"]
 
@@ -241,3 +244,43 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
                     pairs.append((value.strip(), str(document.id)))
         return pairs
 
+
+
+class MentionTransformer(BaseDocumentTransformer, BaseModel):
+    """Write the titles each document mentions to ``metadata[field]`` (default ``"mentions"``).
+
+    A *corpus-level* transformer: give it the whole corpus (or each new batch with the
+    documents already indexed), since a document can only link to titles it is shown. The
+    title of a document is ``metadata[title_field]``, else its first line (written back to
+    ``title_field`` so ``ForeignKeys("mentions", target_field="title")`` -- or zero-config
+    detection -- finds it). Matching: :func:`grapher_core.enrich.mentions.find_mentions`
+    (aliases without a trailing parenthesis, word boundaries, stopword and hub titles skipped).
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    field: str = "mentions"
+    title_field: str = "title"
+    list_format: ListFormat = "list"
+    max_share: float | None = 0.02
+    """Titles mentioned by more than this share of the corpus (and > 10 documents) are hubs."""
+
+    def transform_documents(self, documents: Sequence[Document], **kwargs: Any
+                            ) -> Sequence[Document]:
+        from grapher_core.candidates import CorpusObject
+        from grapher_core.enrich.mentions import find_mentions, title_of
+
+        items = _check_documents(documents)
+        corpus = [CorpusObject(str(i), d.page_content, d.metadata) for i, d in enumerate(items)]
+        lists = find_mentions(corpus, title_field=self.title_field, max_share=self.max_share)
+        out = []
+        for document, obj, mentions in zip(items, corpus, lists, strict=True):
+            new = with_list(document, self.field, mentions, self.list_format)
+            new.metadata.setdefault(self.title_field, title_of(obj, self.title_field))
+            out.append(new)
+        return out
+
+    async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any
+                                   ) -> Sequence[Document]:
+        """CPU-bound and fast (one automaton pass): the sync path."""
+        return self.transform_documents(documents, **kwargs)

@@ -13,7 +13,11 @@ from llama_index_grapher.convert import (
     candidates_from_nodes,
     relationship_proximity,
 )
-from llama_index_grapher.extractors import GraphEREntityExtractor, GraphERLinkExtractor
+from llama_index_grapher.extractors import (
+    GraphEREntityExtractor,
+    GraphERLinkExtractor,
+    GraphERMentionExtractor,
+)
 from llama_index_grapher.postprocessor import EXPLANATION_KEY, GraphERPostprocessor
 from llama_index_grapher.schema_reader import TABLE_ID_FIELD, GraphERSchemaReader
 
@@ -25,6 +29,7 @@ __all__ = [
     "TABLE_ID_FIELD",
     "GraphEREntityExtractor",
     "GraphERLinkExtractor",
+    "GraphERMentionExtractor",
     "GraphERPostprocessor",
     "GraphERSchemaReader",
     "candidate_from_node",

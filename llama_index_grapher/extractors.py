@@ -4,7 +4,9 @@ Each extractor writes one list field that a core proximity reads at query time:
 
 * :class:`GraphEREntityExtractor` -> ``"entities"`` for ``SharedEntities()`` (offline spaCy NER by
   default, or any ``grapher_core.enrich`` extractor such as the OpenAI one);
-* :class:`GraphERLinkExtractor` -> ``"links"`` for ``ForeignKeys("links", target_field=...)``.
+* :class:`GraphERLinkExtractor` -> ``"links"`` for ``ForeignKeys("links", target_field=...)``;
+* :class:`GraphERMentionExtractor` -> ``"mentions"`` (titles named in the text, over a whole
+  corpus) for ``ForeignKeys("mentions", target_field="title")``.
 
 Both keep their field out of the text that is embedded or sent to an LLM, never rewrite the
 node's ``text_template``, and by default work on copies (``in_place=False``).
@@ -30,6 +32,7 @@ from grapher_core.metadata import encode_list as core_encode_list
 __all__ = [
     "GraphEREntityExtractor",
     "GraphERLinkExtractor",
+    "GraphERMentionExtractor",
     "ListFormat",
     "encode_list",
     "exclude_from_text",
@@ -181,3 +184,40 @@ class GraphERLinkExtractor(_GraphERExtractor):
                                      node.metadata))
             for node in nodes
         ]
+
+
+class GraphERMentionExtractor(_GraphERExtractor):
+    """Titles each node mentions into ``metadata["mentions"]`` (for
+    ``ForeignKeys("mentions", target_field="title")``, or zero-config detection).
+
+    Corpus-level: the nodes given together are the titles that can be found, so run it over
+    the whole corpus (an ``IngestionPipeline`` passes all nodes at once). A node's title is
+    ``metadata[title_field]``, else its first line (then written to ``title_field``); give
+    split chunks their document's title in metadata. Matching is
+    :func:`grapher_core.enrich.mentions.find_mentions` (aliases, word boundaries, stopword and
+    hub titles skipped).
+    """
+
+    field: str = Field(default="mentions", description="Metadata key written.")
+    title_field: str = Field(default="title", description="Metadata key of a node's title.")
+    max_share: float | None = Field(
+        default=0.02, description="Titles mentioned by more than this share of nodes are hubs.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GraphERMentionExtractor"
+
+    async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
+        from grapher_core.candidates import CorpusObject
+        from grapher_core.enrich.mentions import find_mentions, title_of
+
+        corpus = [CorpusObject(str(i), node.get_content(metadata_mode=MetadataMode.NONE),
+                               node.metadata) for i, node in enumerate(nodes)]
+        lists = find_mentions(corpus, title_field=self.title_field, max_share=self.max_share)
+        out = []
+        for node, obj, mentions in zip(nodes, corpus, lists, strict=True):
+            record = self._record(mentions)
+            if self.title_field not in node.metadata:
+                record[self.title_field] = title_of(obj, self.title_field)
+            out.append(record)
+        return out

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from grapher_core.enrich.base import EntityExtractor, ExtractionResult, dedupe_entities
 from grapher_core.enrich.cache import CacheKey, EntityCache, content_hash
+from grapher_core.enrich.mentions import add_mentions, find_mentions, title_of
 from grapher_core.enrich.runner import (
     EnrichReport,
     ExtractionRun,
@@ -41,6 +42,7 @@ __all__ = [
     "ExtractionRun",
     "OpenAIEntityExtractor",
     "SpacyEntityExtractor",
+    "add_mentions",
     "aenrich_objects",
     "aextract_entities",
     "arun_extraction",
@@ -49,7 +51,9 @@ __all__ = [
     "dedupe_entities",
     "enrich_objects",
     "extract_entities",
+    "find_mentions",
     "run_extraction",
+    "title_of",
 ]
 
 

@@ -1,10 +1,13 @@
-"""``grapher enrich``: add entities to every object of a corpus JSONL file.
+"""``grapher enrich``: add entities (or title mentions) to every object of a corpus JSONL file.
 
-Reads the benchmark/corpus format (one ``{"id", "text", "metadata"}`` object per line), writes
+Reads the benchmark/corpus format (one ``{"id", "text", "metadata"}`` object per line; other
+names with ``--id-field`` / ``--text-field``), writes
 the same format with ``metadata[<key>]`` set to the entity list, and keeps every other field as
 it was. Results go through the resumable cache, so a killed run is resumed by running the same
 command again; objects that failed are listed (and written to ``--failed`` when given) and a
-re-run retries only them.
+re-run retries only them. ``--extractor mentions`` instead writes the titles each object's
+text names (titles from ``metadata[--title-field]`` or the first line; a corpus-level pass, no
+cache needed) for ``ForeignKeys("mentions", target_field="title")``.
 
 Exit codes:
   0  every object was enriched
@@ -44,14 +47,25 @@ def register(subparsers: Any) -> None:
     """Add the ``enrich`` subcommand."""
     parser = subparsers.add_parser(
         "enrich",
-        help="add named entities to a corpus JSONL file (spaCy or an OpenAI-compatible LLM)",
+        help="add named entities (spaCy or an OpenAI-compatible LLM) or title mentions to a "
+             "corpus JSONL file",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--input", required=True, type=Path, help="corpus JSONL to read")
     parser.add_argument("--output", required=True, type=Path, help="enriched JSONL to write")
-    parser.add_argument("--extractor", choices=("spacy", "openai"), default="spacy")
-    parser.add_argument("--key", default="entities", help="metadata key (default: entities)")
+    parser.add_argument("--extractor", choices=("spacy", "openai", "mentions"), default="spacy",
+                        help="spacy (offline NER, default), openai (an OpenAI-compatible chat "
+                             "model) or mentions (titles named in the text)")
+    parser.add_argument("--key", default=None,
+                        help="metadata key written (default: entities; mentions for "
+                             "--extractor mentions)")
+    parser.add_argument("--id-field", default="id", help="JSON key of the object id (default: id)")
+    parser.add_argument("--text-field", default="text",
+                        help="JSON key of the object text (default: text)")
+    parser.add_argument("--title-field", default="title",
+                        help="mentions: metadata key of an object's title (default: title; "
+                             "absent = the text's first line)")
     parser.add_argument(
         "--cache", type=Path, default=None, help=f"SQLite cache (default: {default_cache_path()})"
     )
@@ -65,25 +79,31 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--limit", type=int, help="only the first N objects")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     spacy_group = parser.add_argument_group("spaCy extractor")
-    spacy_group.add_argument("--spacy-model", default=DEFAULT_SPACY_MODEL)
+    spacy_group.add_argument("--spacy-model", default=DEFAULT_SPACY_MODEL,
+                             help="spaCy pipeline name (default: %(default)s)")
     spacy_group.add_argument(
         "--labels",
         default=",".join(DEFAULT_SPACY_LABELS),
         help="comma-separated entity labels to keep (default: %(default)s)",
     )
-    spacy_group.add_argument("--batch-size", type=int, default=256)
+    spacy_group.add_argument("--batch-size", type=int, default=256,
+                             help="texts per spaCy batch (default: %(default)s)")
     llm = parser.add_argument_group("OpenAI-compatible extractor")
     llm.add_argument("--model", help="chat model name (required with --extractor openai)")
     llm.add_argument("--base-url", help="server URL, e.g. http://127.0.0.1:8080/v1")
     llm.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
     llm.add_argument("--prompt-version", default="a11", help="a11 (paper) or a11-chat")
     llm.add_argument(
-        "--response-format", choices=("none", "json_schema", "json_object"), default="none"
+        "--response-format", choices=("none", "json_schema", "json_object"), default="none",
+        help="structured output the server supports (default: none, parse the text)"
     )
-    llm.add_argument("--concurrency", type=int, default=8)
-    llm.add_argument("--max-retries", type=int, default=6)
+    llm.add_argument("--concurrency", type=int, default=8,
+                     help="requests in flight (default: %(default)s)")
+    llm.add_argument("--max-retries", type=int, default=6,
+                     help="retries per request on 429/5xx/timeouts (default: %(default)s)")
     llm.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    llm.add_argument("--max-tokens-per-object", type=int, default=2000)
+    llm.add_argument("--max-tokens-per-object", type=int, default=2000,
+                     help="longer texts are truncated to this many tokens (default: %(default)s)")
     llm.add_argument(
         "--estimate-only",
         action="store_true",
@@ -94,13 +114,18 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def read_corpus(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
+def read_corpus(path: Path, limit: int | None = None, *, id_field: str = "id",
+                text_field: str = "text") -> list[dict[str, Any]]:
     """The objects of a corpus JSONL file, checked: each has a string id and text."""
-    return [record for _, record in read_corpus_lines(path, limit)]
+    return [record for _, record in read_corpus_lines(path, limit, id_field=id_field,
+                                                      text_field=text_field)]
 
 
-def read_corpus_lines(path: Path, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of each object of a corpus JSONL file, checked."""
+def read_corpus_lines(path: Path, limit: int | None = None, *, id_field: str = "id",
+                      text_field: str = "text") -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of each object of a corpus JSONL file, checked; the id and
+    text are read from ``id_field`` / ``text_field`` (an integer id is accepted as its
+    string)."""
     if not path.is_file():
         raise FileNotFoundError(f"input file {path} does not exist")
     records: list[tuple[int, dict[str, Any]]] = []
@@ -117,17 +142,23 @@ def read_corpus_lines(path: Path, limit: int | None = None) -> list[tuple[int, d
                 raise ValueError(f"{path}:{number}: not valid JSON ({error})") from error
             if not isinstance(record, dict):
                 raise ValueError(f"{path}:{number}: expected a JSON object")
-            if not isinstance(record.get("id"), str) or not isinstance(record.get("text"), str):
-                raise ValueError(f"{path}:{number}: object needs a string 'id' and 'text'")
+            object_id = record.get(id_field)
+            if isinstance(object_id, int) and not isinstance(object_id, bool):
+                object_id = str(object_id)
+            if not isinstance(object_id, str) or not isinstance(record.get(text_field), str):
+                keys = ", ".join(repr(k) for k in list(record)[:8])
+                raise ValueError(f"{path}:{number}: object needs a string {id_field!r} and "
+                                 f"{text_field!r} (keys found: {keys}; see --id-field / "
+                                 "--text-field)")
             metadata = record.get("metadata", {})
             if metadata is not None and not isinstance(metadata, dict):
                 raise ValueError(f"{path}:{number}: 'metadata' must be an object")
-            if record["id"] in seen:
+            if object_id in seen:
                 raise ValueError(
-                    f"{path}:{number}: duplicate id {record['id']!r} (first on line "
-                    f"{seen[record['id']]})"
+                    f"{path}:{number}: duplicate id {object_id!r} (first on line "
+                    f"{seen[object_id]})"
                 )
-            seen[record["id"]] = number
+            seen[object_id] = number
             records.append((number, record))
     return records
 
@@ -194,12 +225,16 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError("--limit must be >= 1")
     if args.input.resolve() == args.output.resolve():
         raise ValueError("--output must differ from --input (the input is never overwritten)")
-    lines = read_corpus_lines(args.input, args.limit)
+    lines = read_corpus_lines(args.input, args.limit, id_field=args.id_field,
+                              text_field=args.text_field)
     records = [record for _, record in lines]
+    if args.extractor == "mentions":
+        return _run_mentions(args, records)
+    key = args.key or "entities"
     extractor = build_extractor(args)
     cache = None if args.no_cache else EntityCache(args.cache or default_cache_path())
     try:
-        texts = [record["text"] for record in records]
+        texts = [record[args.text_field] for record in records]
         if args.estimate_only:
             return _estimate(args, extractor, texts, cache)
         started = time.perf_counter()
@@ -209,7 +244,7 @@ def _run(args: argparse.Namespace) -> int:
             cache=cache,
             progress=not args.no_progress,
             retry_failed=not args.no_retry_failed,
-            names=[f"{record['id']!r} (line {number})" for number, record in lines],
+            names=[f"{record[args.id_field]!r} (line {number})" for number, record in lines],
         )
         elapsed = time.perf_counter() - started
     finally:
@@ -221,9 +256,9 @@ def _run(args: argparse.Namespace) -> int:
         new = dict(record)
         metadata = dict(record.get("metadata") or {})
         if result.entities is None:
-            failed.append((record["id"], result.error or "extraction failed"))
+            failed.append((str(record[args.id_field]), result.error or "extraction failed"))
         else:
-            metadata[args.key] = result.entities
+            metadata[key] = result.entities
         new["metadata"] = metadata
         output.append(new)
     write_jsonl(args.output, output)
@@ -251,6 +286,31 @@ def _run(args: argparse.Namespace) -> int:
         if len(failed) > 20:
             print(f"  ... and {len(failed) - 20} more", file=sys.stderr)
         return 1
+    return 0
+
+
+def _run_mentions(args: argparse.Namespace, records: list[dict[str, Any]]) -> int:
+    """``--extractor mentions``: one corpus-level pass, every object gets the key."""
+    from grapher_core.candidates import CorpusObject
+    from grapher_core.enrich.mentions import find_mentions, title_of
+
+    key = args.key or "mentions"
+    started = time.perf_counter()
+    corpus = [CorpusObject(str(r[args.id_field]), r[args.text_field], r.get("metadata") or {})
+              for r in records]
+    lists = find_mentions(corpus, title_field=args.title_field)
+    output = []
+    for record, obj, mentions in zip(records, corpus, lists, strict=True):
+        metadata = dict(record.get("metadata") or {})
+        metadata.setdefault(args.title_field, title_of(obj, args.title_field))
+        metadata[key] = mentions
+        output.append({**record, "metadata": metadata})
+    write_jsonl(args.output, output)
+    linked = sum(1 for mentions in lists if mentions)
+    print(f"{linked}/{len(records)} objects mention another object's title "
+          f"({sum(map(len, lists))} mentions) in {time.perf_counter() - started:.2f} s -> "
+          f"{args.output}; rerank with ForeignKeys({key!r}, target_field={args.title_field!r})",
+          file=sys.stderr)
     return 0
 
 

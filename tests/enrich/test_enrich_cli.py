@@ -98,7 +98,7 @@ def test_estimate_only(fault_server: Callable[..., FaultServer], tmp_path: Path,
     [
         ('{"id": "a", "text": "x"}\nnot json\n', ":2: not valid JSON"),
         ('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "duplicate id 'a'"),
-        ('{"id": 3, "text": "x"}\n', "string 'id' and 'text'"),
+        ('{"id": [3], "text": "x"}\n', "string 'id' and 'text'"),  # int ids are read as str
         ('{"id": "a", "text": "x", "metadata": [1]}\n', "'metadata' must be an object"),
     ],
 )
