@@ -63,6 +63,10 @@ class RankedCandidate:
     explanation: tuple[Contribution, ...] = ()
     relevance: float | None = None
     """``score`` on the documented relevance scale (:mod:`grapher_core.calibration`)."""
+    expanded: bool = False
+    """True when expansion fetched this object (it was not among the given candidates); its
+    ``original_rank`` is then beyond the candidate list and ``original_score`` the seed score
+    expansion gave it."""
 
     @property
     def lifted(self) -> bool:

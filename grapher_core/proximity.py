@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -465,6 +465,7 @@ class SemanticKNN:
     cost is inherently O(n^2 d).
     """
 
+    needs_embeddings: ClassVar[bool] = True  # edges come from the candidates' vectors
     k: int = 5
     threshold: float = 0.6
     kind: str = "semantic"

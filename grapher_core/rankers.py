@@ -198,7 +198,12 @@ class RankContext:
 
 @runtime_checkable
 class Ranker(Protocol):
-    """Scores candidates from their graph and seed scores; higher is better."""
+    """Scores candidates from their graph and seed scores; higher is better.
+
+    A ranker that reads embeddings (``candidate.embedding``, ``context.query_embedding``)
+    declares it with a class attribute ``needs_embeddings = True`` (optional, default False;
+    read by :func:`needs_embeddings`), so wrappers embed only when something uses the vectors.
+    """
 
     @property
     def name(self) -> str: ...
@@ -206,6 +211,12 @@ class Ranker(Protocol):
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         """Return one finite score per candidate, in the candidates' order."""
         ...
+
+
+def needs_embeddings(component: object) -> bool:
+    """Whether a ranker or proximity declared that it reads embeddings (``needs_embeddings``
+    attribute, default False)."""
+    return bool(getattr(component, "needs_embeddings", False))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from grapher_core.candidates import Candidate, Contribution, RankedCandidate
 from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
 from grapher_core.graph import CandidateGraph, build_graph
 from grapher_core.proximity import Proximity
-from grapher_core.rankers import RankContext, Ranker, make_ranker
+from grapher_core.rankers import RankContext, Ranker, make_ranker, needs_embeddings
 from grapher_core.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
 
 
@@ -104,6 +104,13 @@ class GraphReranker:
                                        f"no proximities given; detected from the metadata: "
                                        f"{describe(detected)}")
         return self.proximities + detected
+
+    @property
+    def needs_embeddings(self) -> bool:
+        """True when the ranker or a proximity reads embeddings (``SemanticKNN``, GAT, MLP):
+        callers holding an embedding model should then embed the query and the candidates."""
+        return needs_embeddings(self.ranker) or any(needs_embeddings(p)
+                                                    for p in self.proximities)
 
     def graph(self, candidates: Sequence[Candidate]) -> CandidateGraph:
         """The candidate graph the ranker sees (useful for inspection and plots)."""

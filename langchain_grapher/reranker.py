@@ -20,9 +20,10 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from grapher_core import GraphReranker
+from grapher_core.conventions import EXPANDED_KEY
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
-from langchain_grapher.neighbours import EXPANDED_KEY, as_neighbour_source
+from langchain_grapher.neighbours import as_neighbour_source
 
 __all__ = ["GraphERReranker"]
 
@@ -56,8 +57,9 @@ class GraphERReranker(BaseDocumentCompressor):
     seed_transform: Literal["auto", "raw", "minmax", "rank"] = "auto"
     """How base scores become seeds (see :mod:`grapher_core.seeds`)."""
     embeddings: Embeddings | None = None
-    """For rankers/proximities that need vectors (GAT, ``SemanticKNN``): the query is embedded
-    once per call and the documents in one batch."""
+    """For rankers/proximities that need vectors (GAT, ``SemanticKNN``, expansion): the query is
+    embedded once per call and the documents in one batch -- only when the core needs them
+    (:attr:`needs_embeddings`), in the compressor and in :class:`GraphERRetriever` alike."""
     explain: bool = False
     """Write the top contributing neighbours into ``metadata["grapher_explanation"]``."""
     neighbour_source: Any = None
@@ -100,29 +102,22 @@ class GraphERReranker(BaseDocumentCompressor):
         assert self._core is not None
         return self._core
 
+    @property
+    def needs_embeddings(self) -> bool:
+        """Whether the core reads vectors for these fields (``SemanticKNN``, GAT/MLP, expansion):
+        only then are ``embeddings`` called."""
+        engine = self._expanding if self._expanding is not None else self.core
+        return engine.needs_embeddings
+
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Callbacks | None = None) -> Sequence[Document]:
         """Rerank ``documents`` for ``query``; returns ``top_n`` new documents, best first."""
-        query_vector, document_vectors = None, None
-        if self.embeddings is not None and documents:
-            query_vector = np.asarray(self.embeddings.embed_query(query), dtype=np.float64)
-            document_vectors = np.asarray(
-                self.embeddings.embed_documents([d.page_content for d in documents]),
-                dtype=np.float64)
-        return self.rerank_documents(documents, query, query_embedding=query_vector,
-                                     document_embeddings=document_vectors)
+        return self.rerank_documents(documents, query)
 
     async def acompress_documents(self, documents: Sequence[Document], query: str,
                                   callbacks: Callbacks | None = None) -> Sequence[Document]:
         """Async path: embeddings (the slow part) are awaited; the graph ranking takes ms."""
-        query_vector, document_vectors = None, None
-        if self.embeddings is not None and documents:
-            query_vector = np.asarray(await self.embeddings.aembed_query(query), dtype=np.float64)
-            document_vectors = np.asarray(
-                await self.embeddings.aembed_documents([d.page_content for d in documents]),
-                dtype=np.float64)
-        return self.rerank_documents(documents, query, query_embedding=query_vector,
-                                     document_embeddings=document_vectors)
+        return await self.arerank_documents(documents, query)
 
     def rerank_documents(
         self,
@@ -135,43 +130,82 @@ class GraphERReranker(BaseDocumentCompressor):
         document_embeddings: np.ndarray | None = None,
         extra_metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Document]:
-        """The translation step shared by the compressor and :class:`GraphERRetriever`.
+        """The one path of the compressor and :class:`GraphERRetriever`, sync and async.
 
+        Embeds (with ``embeddings``, when the core needs vectors) whatever is not given;
         ``scores`` (e.g. a vector store's relevance scores) take precedence over ``score_key``;
         ``top_n="default"`` uses the field; ``extra_metadata`` is merged into each output's
         metadata copy (the retriever stores the base score there).
         """
         documents = list(documents)
-        if (self._expanding is not None and self.embeddings is not None and query
-                and documents and query_embedding is None):
-            # Expansion scores fetched documents by query similarity: embed once here.
-            query_embedding = np.asarray(self.embeddings.embed_query(query), dtype=np.float64)
+        embeddings = self._embeddings_for(documents)
+        if embeddings is not None:
+            if query_embedding is None and query:
+                query_embedding = _array(embeddings.embed_query(query))
             if document_embeddings is None:
-                document_embeddings = np.asarray(self.embeddings.embed_documents(
-                    [d.page_content for d in documents]), dtype=np.float64)
+                document_embeddings = _array(embeddings.embed_documents(
+                    [d.page_content for d in documents]))
+        return self._rerank(documents, query, scores, top_n, query_embedding,
+                            document_embeddings, extra_metadata)
+
+    async def arerank_documents(
+        self,
+        documents: Sequence[Document],
+        query: str | None = None,
+        *,
+        scores: Sequence[float | None] | None = None,
+        top_n: int | Literal["default"] | None = "default",
+        query_embedding: np.ndarray | None = None,
+        document_embeddings: np.ndarray | None = None,
+        extra_metadata: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[Document]:
+        """:meth:`rerank_documents` with the embedding calls awaited."""
+        documents = list(documents)
+        embeddings = self._embeddings_for(documents)
+        if embeddings is not None:
+            if query_embedding is None and query:
+                query_embedding = _array(await embeddings.aembed_query(query))
+            if document_embeddings is None:
+                document_embeddings = _array(await embeddings.aembed_documents(
+                    [d.page_content for d in documents]))
+        return self._rerank(documents, query, scores, top_n, query_embedding,
+                            document_embeddings, extra_metadata)
+
+    def _embeddings_for(self, documents: Sequence[Document]) -> Embeddings | None:
+        """The embedding model to call, or None when the core needs no vectors (or has none)."""
+        if self.embeddings is None or not documents or not self.needs_embeddings:
+            return None
+        return self.embeddings
+
+    def _rerank(self, documents: list[Document], query: str | None,
+                scores: Sequence[float | None] | None,
+                top_n: int | Literal["default"] | None, query_embedding: np.ndarray | None,
+                document_embeddings: np.ndarray | None,
+                extra_metadata: Sequence[Mapping[str, Any]] | None) -> list[Document]:
         candidates = candidates_from_documents(documents, score_key=self.score_key,
                                                scores=scores, embeddings=document_embeddings)
         limit = self.top_n if top_n == "default" else top_n
-        if self._expanding is None:
-            ranked = self.core.rerank(candidates, query=query, query_embedding=query_embedding,
-                                       top_n=limit)
-        else:
-            ranked = self._expanding.rerank(candidates, query=query,
-                                            query_embedding=query_embedding, top_n=limit)
+        engine = self._expanding if self._expanding is not None else self.core
+        ranked = engine.rerank(candidates, query=query, query_embedding=query_embedding,
+                               top_n=limit)
         out = []
         for item in ranked:
-            position = item.original_rank - 1
-            if position < len(documents):
-                out.append(document_from_ranked(
-                    item, documents[position], explain=self.explain,
-                    extra=None if extra_metadata is None else extra_metadata[position]))
+            if item.expanded:  # a new Document from the store's data
+                fetched = item.candidate
+                original = Document(id=fetched.id, page_content=fetched.text,
+                                    metadata=dict(fetched.metadata))
+                out.append(document_from_ranked(item, original, explain=self.explain,
+                                                extra={EXPANDED_KEY: True}))
                 continue
-            fetched = item.candidate  # fetched by expansion: a new Document from the store's data
-            original = Document(id=fetched.id, page_content=fetched.text,
-                                metadata=dict(fetched.metadata))
-            out.append(document_from_ranked(item, original, explain=self.explain,
-                                            extra={EXPANDED_KEY: True}))
+            position = item.original_rank - 1
+            out.append(document_from_ranked(
+                item, documents[position], explain=self.explain,
+                extra=None if extra_metadata is None else extra_metadata[position]))
         return out
+
+
+def _array(vectors: Any) -> np.ndarray:
+    return np.asarray(vectors, dtype=np.float64)
 
 
 class _Vectors:

@@ -28,7 +28,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStoreRetriever
 from pydantic import ConfigDict, Field
 
-from langchain_grapher.convert import RETRIEVAL_SCORE_KEY
+from grapher_core.conventions import RETRIEVAL_SCORE_KEY
 from langchain_grapher.reranker import GraphERReranker
 
 __all__ = ["GraphERRetriever"]
@@ -66,7 +66,8 @@ class GraphERRetriever(BaseRetriever):
             except NotImplementedError:  # a store without a relevance function: no scores
                 search_kwargs["k"] = fetch_k
             else:
-                return self._rerank_scored(pairs, query, k)
+                documents, scored = self._scored(pairs)
+                return self.reranker.rerank_documents(documents, query, top_n=k, **scored)
         documents = base.invoke(query, config={"callbacks": run_manager.get_child()},
                                 **search_kwargs)
         return self.reranker.rerank_documents(documents, query, top_n=k)
@@ -85,10 +86,12 @@ class GraphERRetriever(BaseRetriever):
             except NotImplementedError:  # a store without a relevance function: no scores
                 search_kwargs["k"] = fetch_k
             else:
-                return self._rerank_scored(pairs, query, k)
+                documents, scored = self._scored(pairs)
+                return await self.reranker.arerank_documents(documents, query, top_n=k,
+                                                             **scored)
         documents = await base.ainvoke(query, config={"callbacks": run_manager.get_child()},
                                        **search_kwargs)
-        return self.reranker.rerank_documents(documents, query, top_n=k)
+        return await self.reranker.arerank_documents(documents, query, top_n=k)
 
     def _call_options(self, kwargs: Mapping[str, Any]) -> tuple[int, int, dict[str, Any]]:
         options = dict(kwargs)
@@ -99,13 +102,13 @@ class GraphERRetriever(BaseRetriever):
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         return k, max(fetch_k, k), options
 
-    def _rerank_scored(self, pairs: list[tuple[Document, float]], query: str,
-                       k: int) -> list[Document]:
+    @staticmethod
+    def _scored(pairs: list[tuple[Document, float]]) -> tuple[list[Document], dict[str, Any]]:
+        """Documents, and the store's scores as seeds and as kept metadata."""
         documents = [document for document, _score in pairs]
         scores = [float(score) for _document, score in pairs]
-        return self.reranker.rerank_documents(
-            documents, query, scores=scores, top_n=k,
-            extra_metadata=[{RETRIEVAL_SCORE_KEY: score} for score in scores])
+        return documents, {"scores": scores,
+                           "extra_metadata": [{RETRIEVAL_SCORE_KEY: s} for s in scores]}
 
 
 @contextmanager

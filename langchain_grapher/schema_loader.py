@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
+from grapher_core.conventions import LIST_FORMATS
 from grapher_core.metadata import encode_list
 from grapher_core.schema import read_schema
 
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 __all__ = ["SQLSchemaLoader"]
-
-_LIST_FORMATS = ("list", "json", "delimited")
-
 
 class SQLSchemaLoader(BaseLoader):
     """Load a database's tables (any SQLAlchemy URL or Engine) as Documents.
@@ -42,8 +40,8 @@ class SQLSchemaLoader(BaseLoader):
     def __init__(self, database: str | Engine, *, db_id: str | None = None,
                  schema: str | None = None, list_format: str = "list",
                  keep_nested: bool = False) -> None:
-        if list_format not in _LIST_FORMATS:
-            raise ValueError(f"list_format must be one of {_LIST_FORMATS}, got {list_format!r}")
+        if list_format not in LIST_FORMATS:
+            raise ValueError(f"list_format must be one of {LIST_FORMATS}, got {list_format!r}")
         self.database = database
         self.db_id = db_id
         self.schema = schema

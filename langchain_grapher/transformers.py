@@ -24,13 +24,12 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from pydantic import BaseModel, ConfigDict
 
 from grapher_core.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
+from grapher_core.conventions import ListFormat
 from grapher_core.links import build_target_index, extract_links, resolve_links
 from grapher_core.metadata import encode_list
 
 __all__ = ["ChunkLinkTransformer", "EntityTransformer", "LinkTransformer", "ListFormat",
            "MentionTransformer"]
-
-ListFormat = Literal["list", "json", "delimited"]
 
 
 def with_list(document: Document, field: str, values: Iterable[Any],

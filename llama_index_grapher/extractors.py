@@ -12,14 +12,17 @@ Both keep their field out of the text that is embedded or sent to an LLM, never 
 node's ``text_template``, and by default work on copies (``in_place=False``).
 
 Vector stores differ in what they keep: Chroma (``flat_metadata=False``) takes non-empty lists
-of strings, flat stores take scalars only. ``list_format="native"`` writes lists and omits empty
-ones; ``list_format="json"`` writes JSON strings, which every store keeps and
-:func:`grapher_core.metadata.read_list` reads back.
+of strings, flat stores take scalars only. ``list_format="list"`` writes lists and omits empty
+ones; ``list_format="json"`` writes JSON strings, which every store keeps, and ``"delimited"``
+``"a|b"`` strings; :func:`grapher_core.metadata.read_list` reads all three back. The names are
+the LangChain wrapper's too (:data:`grapher_core.conventions.LIST_FORMATS`); ``"native"``, this
+package's former name for ``"list"``, is still accepted with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -27,6 +30,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.extractors.interface import BaseExtractor
 from llama_index.core.schema import BaseNode, MetadataMode
 
+from grapher_core.conventions import LIST_FORMATS
 from grapher_core.metadata import encode_list as core_encode_list
 
 __all__ = [
@@ -36,23 +40,35 @@ __all__ = [
     "ListFormat",
     "encode_list",
     "exclude_from_text",
+    "list_format_name",
 ]
 
 logger = logging.getLogger(__name__)
 
-ListFormat = Literal["native", "json"]
+ListFormat = Literal["list", "json", "delimited", "native"]
+"""The core's list formats (:data:`grapher_core.conventions.ListFormat`) plus ``"native"``,
+the deprecated former name of ``"list"``."""
+
+
+def list_format_name(list_format: str) -> str:
+    """The core's name for ``list_format``: ``"native"`` -> ``"list"`` (deprecated, warned)."""
+    if list_format == "native":
+        warnings.warn('list_format="native" is now called "list" (the name both wrappers use)',
+                      DeprecationWarning, stacklevel=3)
+        return "list"
+    if list_format not in LIST_FORMATS:
+        raise ValueError(f"list_format must be one of {LIST_FORMATS}, got {list_format!r}")
+    return list_format
 
 
 def encode_list(values: Sequence[Any], list_format: ListFormat) -> Any:
     """A list value as the chosen store-friendly shape; ``None`` means "do not write the key".
 
-    LlamaIndex's names for :func:`grapher_core.metadata.encode_list`'s formats: ``"native"`` is
-    the core's ``"list"`` (non-empty and flat, as Chroma needs: an empty list is omitted and a
-    nested one is written as JSON), ``"json"`` a JSON string for flat-metadata stores.
+    :func:`grapher_core.metadata.encode_list`: ``"list"`` is non-empty and flat, as Chroma needs
+    (an empty list is omitted and a nested one is written as JSON), ``"json"`` a JSON string for
+    flat-metadata stores, ``"delimited"`` a ``"a|b"`` string.
     """
-    if list_format not in ("native", "json"):
-        raise ValueError(f"list_format must be 'native' or 'json', got {list_format!r}")
-    return core_encode_list(values, "list" if list_format == "native" else "json")
+    return core_encode_list(values, list_format_name(list_format))
 
 
 def exclude_from_text(node: BaseNode, keys: Sequence[str]) -> None:
@@ -68,7 +84,8 @@ class _GraphERExtractor(BaseExtractor):
 
     field: str = Field(description="Metadata key written.")
     list_format: ListFormat = Field(
-        default="native", description="'native' lists, or 'json' strings for flat stores."
+        default="list",
+        description="'list' (native lists), 'json' or 'delimited' strings for flat stores.",
     )
     disable_template_rewrite: bool = Field(
         default=True, description="GraphER fields are edges, not text: keep the node template."

@@ -22,9 +22,9 @@ from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRan
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from grapher_core import GraphReranker, RankedCandidate, Ranker, SemanticKNN
+from grapher_core import GraphReranker, RankedCandidate
 from grapher_core.candidates import Candidate
-from grapher_core.conventions import EXPANDED_KEY
+from grapher_core.conventions import EXPANDED_KEY, EXPLANATION_KEY, explanation_to_metadata
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
 from llama_index_grapher.convert import (
     candidates_from_nodes,
@@ -36,9 +36,6 @@ __all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
 
 dispatcher = get_dispatcher(__name__)
 
-# Metadata key of the optional explanation on returned nodes (kept out of LLM/embedding text).
-EXPLANATION_KEY = "grapher_lifted_by"
-_VECTOR_RANKERS = frozenset({"gat", "mlp"})
 
 
 class GraphERPostprocessor(BaseNodePostprocessor):
@@ -68,8 +65,8 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     )
     explain: bool = Field(
         default=False,
-        description=f"Write the ids of the neighbours that lifted a node to metadata"
-        f"['{EXPLANATION_KEY}'].",
+        description=f"Write the neighbours that lifted a node (id, edge kinds, weight, share) "
+        f"to metadata['{EXPLANATION_KEY}'].",
     )
     embed_model: BaseEmbedding | None = Field(
         default=None,
@@ -128,11 +125,11 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         """Name reported in rerank events, e.g. ``"grapher-gcs"``."""
         return f"grapher-{self._core().ranker.name}"
 
-    def _needs_vectors(self, reranker: GraphReranker) -> bool:
-        ranker: Ranker = reranker.ranker
-        return (ranker.name in _VECTOR_RANKERS or bool(getattr(ranker, "needs_embeddings", False))
-                or any(isinstance(p, SemanticKNN) for p in reranker.proximities)
-                or self.neighbour_source is not None)  # expansion scores by query similarity
+    @property
+    def needs_embeddings(self) -> bool:
+        """Whether the core reads vectors for these fields (``SemanticKNN``, GAT/MLP) or
+        expansion is on: only then is ``embed_model`` called."""
+        return self.neighbour_source is not None or self._core().needs_embeddings
 
     # -- events, like the built-in rerankers ----------------------------------------------------
     def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
@@ -168,7 +165,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
                                   top_n=self.top_n)
         out = []
         for r in ranked:
-            if r.original_rank <= len(nodes):
+            if not r.expanded:
                 out.append(self._to_node(r, nodes[r.original_rank - 1]))
                 continue
             fetched = self._to_node(r, NodeWithScore(node=source.node(r.id), score=None))
@@ -183,7 +180,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     def _to_node(self, ranked: RankedCandidate, original: NodeWithScore) -> NodeWithScore:
         out = node_from_ranked(ranked, original, keep_retrieval_score=self.keep_retrieval_score)
         if self.explain:
-            out.node.metadata[EXPLANATION_KEY] = [c.neighbour_id for c in ranked.explanation]
+            out.node.metadata[EXPLANATION_KEY] = explanation_to_metadata(ranked)
             for keys in (out.node.excluded_embed_metadata_keys,
                          out.node.excluded_llm_metadata_keys):
                 if EXPLANATION_KEY not in keys:
@@ -195,6 +192,19 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             return None
         return np.asarray(query_bundle.embedding, dtype=np.float32)
 
+    def _vector_plan(self, candidates: Sequence[Candidate], query_bundle: QueryBundle | None,
+                     query_embedding: np.ndarray | None
+                     ) -> tuple[BaseEmbedding | None, str | None, list[int]]:
+        """What the sync and async paths embed: (the model or None, the query text to embed or
+        None, positions of candidates without a vector) -- only when the core needs vectors."""
+        if self.embed_model is None or not candidates or not self.needs_embeddings:
+            return None, None, []
+        query_text = None
+        if query_embedding is None and query_bundle is not None and query_bundle.query_str:
+            query_text = query_bundle.query_str
+        missing = [i for i, c in enumerate(candidates) if c.embedding is None]
+        return self.embed_model, query_text, missing
+
     def _postprocess_nodes(self, nodes: list[NodeWithScore],
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         candidates = candidates_from_nodes(nodes)  # type errors before any event
@@ -203,16 +213,14 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
         ) as event:
-            if candidates and self._needs_vectors(self._core()):
-                if (query_embedding is None and query_bundle is not None
-                        and self.embed_model is not None):
-                    query_embedding = np.asarray(
-                        self.embed_model.get_query_embedding(query_bundle.query_str),
-                        dtype=np.float32)
-                missing = _without_embedding(candidates)
-                if missing and self.embed_model is not None:
-                    vectors = self.embed_model.get_text_embedding_batch(
-                        [candidates[i].text for i in missing])
+            model, query_text, missing = self._vector_plan(candidates, query_bundle,
+                                                           query_embedding)
+            if model is not None:
+                if query_text is not None:
+                    query_embedding = _array(model.get_query_embedding(query_text))
+                if missing:
+                    vectors = model.get_text_embedding_batch([candidates[i].text
+                                                              for i in missing])
                     candidates = _with_embeddings(candidates, missing, vectors)
             reranked = self._rank(nodes, candidates, query_bundle, query_embedding)
             event.on_end(payload={EventPayload.NODES: reranked})
@@ -229,16 +237,14 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
         ) as event:
-            if candidates and self._needs_vectors(self._core()):
-                if (query_embedding is None and query_bundle is not None
-                        and self.embed_model is not None):
-                    query_embedding = np.asarray(
-                        await self.embed_model.aget_query_embedding(query_bundle.query_str),
-                        dtype=np.float32)
-                missing = _without_embedding(candidates)
-                if missing and self.embed_model is not None:
-                    vectors = await self.embed_model.aget_text_embedding_batch(
-                        [candidates[i].text for i in missing])
+            model, query_text, missing = self._vector_plan(candidates, query_bundle,
+                                                           query_embedding)
+            if model is not None:
+                if query_text is not None:
+                    query_embedding = _array(await model.aget_query_embedding(query_text))
+                if missing:
+                    vectors = await model.aget_text_embedding_batch([candidates[i].text
+                                                                     for i in missing])
                     candidates = _with_embeddings(candidates, missing, vectors)
             reranked = self._rank(nodes, candidates, query_bundle, query_embedding)
             event.on_end(payload={EventPayload.NODES: reranked})
@@ -246,8 +252,8 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         return reranked
 
 
-def _without_embedding(candidates: Sequence[Candidate]) -> list[int]:
-    return [i for i, c in enumerate(candidates) if c.embedding is None]
+def _array(vector: Sequence[float]) -> np.ndarray:
+    return np.asarray(vector, dtype=np.float32)
 
 
 def _with_embeddings(candidates: list[Candidate], positions: list[int],

@@ -13,13 +13,13 @@ still works after a node parser has given the nodes new ids.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import Document
 
 from grapher_core.schema import read_schema
-from llama_index_grapher.extractors import ListFormat, encode_list
+from llama_index_grapher.extractors import ListFormat, encode_list, list_format_name
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -36,12 +36,12 @@ class GraphERSchemaReader(BaseReader):
     """``load_data(database)`` -> one ``Document`` per table (id ``"<db_id>.<table>"``).
 
     ``list_format="json"`` writes list fields as JSON strings for vector stores that keep flat
-    metadata only; ``"native"`` writes lists (empty lists omitted, nested ``fk_pairs`` as JSON).
+    metadata only; ``"list"`` writes lists (empty lists omitted, nested ``fk_pairs`` as JSON),
+    ``"delimited"`` ``"a|b"`` strings (``"native"``: deprecated name of ``"list"``).
     """
 
-    def __init__(self, list_format: ListFormat = "native") -> None:
-        encode_list([], list_format)  # validates the name now rather than at load time
-        self.list_format: ListFormat = list_format
+    def __init__(self, list_format: ListFormat = "list") -> None:
+        self.list_format: ListFormat = cast(ListFormat, list_format_name(list_format))
 
     def lazy_load_data(self, database: str | Engine, *, db_id: str | None = None,
                        schema: str | None = None, **_: Any) -> Iterable[Document]:

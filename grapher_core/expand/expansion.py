@@ -29,7 +29,7 @@ spirit, without a trained MLP).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -211,8 +211,9 @@ class ExpandingReranker:
     ...     target_field="title")]), source)
     >>> ranked = reranker.rerank(candidates, query_embedding=q, top_n=10)
 
-    Fetched objects appear in the output like candidates, with ``original_score`` the seed
-    score expansion gave them and ``original_rank`` beyond the candidate list's length.
+    Fetched objects appear in the output like candidates, with ``expanded=True``,
+    ``original_score`` the seed score expansion gave them and ``original_rank`` beyond the
+    candidate list's length.
     """
 
     def __init__(self, reranker: GraphReranker, source: NeighbourSource, *,
@@ -234,7 +235,14 @@ class ExpandingReranker:
         expansion = self.expander.expand(candidates, query_embedding=query_embedding)
         ranked = self.reranker.rerank(list(expansion.candidates), query=query,
                                       query_embedding=query_embedding, top_n=top_n)
-        return ranked, expansion
+        added = set(expansion.added)
+        return [replace(r, expanded=True) if r.id in added else r for r in ranked], expansion
+
+    @property
+    def needs_embeddings(self) -> bool:
+        """Always True: expansion scores and prunes fetched objects by query similarity (it
+        falls back to the lowest candidate score without vectors)."""
+        return True
 
     def rerank(self, candidates: Sequence[Candidate], *, query: str | None = None,
                query_embedding: np.ndarray | None = None,

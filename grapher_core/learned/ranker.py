@@ -41,6 +41,8 @@ class LearnedRanker:
     process-wide), ``None`` leaves it alone.
     """
 
+    needs_embeddings: ClassVar[bool] = True  # query and object vectors are model inputs
+
     architecture: ClassVar[str] = "gat"
 
     def __init__(self, checkpoint: str | Path | None = None, *, alpha: float | None = None,

@@ -9,6 +9,7 @@ import pytest
 from grapher_core import Candidate, Contribution, RankedCandidate
 from grapher_core.conventions import (
     EXPANDED_KEY,
+    EXPLANATION_KEY,
     LIST_FORMATS,
     OUTPUT_KEYS,
     RETRIEVAL_SCORE_KEY,
@@ -47,6 +48,7 @@ def test_wrappers_write_the_core_keys() -> None:
 
     assert lc.RETRIEVAL_SCORE_KEY is li.RETRIEVAL_SCORE_KEY is RETRIEVAL_SCORE_KEY
     assert lc_neighbours.EXPANDED_KEY is li_post.EXPANDED_KEY is EXPANDED_KEY
+    assert lc.EXPLANATION_KEY is li_post.EXPLANATION_KEY is EXPLANATION_KEY
 
 
 @pytest.mark.parametrize("error, builtin", [(InputError, ValueError), (ConfigError, ValueError),

@@ -184,3 +184,19 @@ def test_explanation_names_every_edge_kind_between_two_candidates() -> None:
     assert by_neighbour["a"].edge_weight == pytest.approx(2.0)  # 1 (FK) + |{x}|/|{x}| (entities)
     assert by_neighbour["c"].kinds == ("conceptual",)
     assert b.explanation[0].neighbour_id == "a"  # the larger weighted share comes first
+
+
+def test_needs_embeddings_comes_from_declared_capabilities() -> None:
+    from grapher_core import ForeignKeys, GraphReranker, SemanticKNN
+
+    class VectorRanker:
+        name = "vectors"
+        needs_embeddings = True
+
+        def rank(self, graph: object, seeds: np.ndarray, context: object) -> np.ndarray:
+            return seeds
+
+    assert not GraphReranker([ForeignKeys()]).needs_embeddings
+    assert not GraphReranker([ForeignKeys()], ranker="ppr").needs_embeddings
+    assert GraphReranker([ForeignKeys(), SemanticKNN()]).needs_embeddings
+    assert GraphReranker([ForeignKeys()], ranker=VectorRanker()).needs_embeddings

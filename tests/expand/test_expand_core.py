@@ -233,6 +233,8 @@ def test_expanding_reranker_lifts_fetched_link_target_into_top(corpus) -> None:
     assert [r.id for r in ranked][:2] == ["Film", "Director"]
     director = ranked[1]
     assert director.original_rank == len(candidates) + 1
+    assert director.expanded and not any(r.expanded for r in ranked if r.id != "Director")
+    assert reranker.needs_embeddings
     assert director.explanation and director.explanation[0].neighbour_id == "Film"
     # the input list is untouched and a plain rerank is unchanged by the wrapper
     assert len(candidates) == 9 and candidates[0].id == "Film"

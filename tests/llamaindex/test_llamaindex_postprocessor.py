@@ -107,7 +107,7 @@ def test_keep_retrieval_score_and_explanation(retrieved):
         retrieved, query_str="q")
     by_id = {n.node.node_id: n for n in out}
     assert by_id["b"].node.metadata["retrieval_score"] == pytest.approx(0.50)
-    assert set(by_id["b"].node.metadata[EXPLANATION_KEY]) == {"a", "c"}
+    assert {c["neighbour_id"] for c in by_id["b"].node.metadata[EXPLANATION_KEY]} == {"a", "c"}
     assert EXPLANATION_KEY in by_id["b"].node.excluded_llm_metadata_keys
     assert "retrieval_score" not in GraphERPostprocessor().postprocess_nodes(
         retrieved, query_str="q")[0].node.metadata
@@ -236,3 +236,29 @@ async def test_query_embedding_fallback_sync_and_async(retrieved):
 def test_non_node_input_is_a_type_error():
     with pytest.raises(TypeError, match="NodeWithScore"):
         GraphERPostprocessor().postprocess_nodes([TextNode(text="x")], query_str="q")  # type: ignore[list-item]
+
+
+class _CountingEmbedding(MockEmbedding):
+    """MockEmbedding that counts texts embedded (query and batch calls alike)."""
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        self.__dict__.setdefault("counted", []).append(("query", 1))
+        return super()._get_query_embedding(query)
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self.__dict__.setdefault("counted", []).append(("docs", len(texts)))
+        return super()._get_text_embeddings(texts)
+
+
+def test_embeds_only_what_the_core_reads(retrieved):
+    from grapher_core import SemanticKNN
+
+    plain = _CountingEmbedding(embed_dim=8)
+    GraphERPostprocessor(embed_model=plain).postprocess_nodes(retrieved, QueryBundle("q"))
+    assert plain.__dict__.get("counted", []) == []  # GCS over relationships: no vectors read
+    semantic = _CountingEmbedding(embed_dim=8)
+    post = GraphERPostprocessor(embed_model=semantic,
+                                proximities=[SemanticKNN(k=1, threshold=-1.0)])
+    assert post.needs_embeddings and not GraphERPostprocessor().needs_embeddings
+    post.postprocess_nodes(retrieved, QueryBundle("q"))
+    assert semantic.__dict__["counted"] == [("query", 1), ("docs", len(retrieved))]
