@@ -91,27 +91,49 @@ GCS_SOLVE_MAX_NODES = 600
 
 
 def _iterate_affine(transition: sp.csr_matrix, base: np.ndarray, start: np.ndarray, tol: float,
-                    max_iter: int, name: str) -> np.ndarray:
-    """``p <- transition @ p + base`` until the L1 change is below ``tol``, with no allocation.
+                    max_iter: int, name: str, damping: float = 0.0) -> np.ndarray:
+    """``p <- transition @ p + base`` until converged, with no allocation in the loop.
 
-    This is the hot loop of GCS (about 1-2 us of overhead per step at n = 200), so it calls
-    scipy's csr mat-vec kernel directly when available instead of going through ``@``.
+    ``damping`` (``1 - alpha`` for GCS, where ``transition = damping * W`` with ``W``
+    row-stochastic or zero per row) switches on an extrapolation: the returned estimate is
+    ``q_k = (p_{k+1} + damping * p_k) / (1 + damping)``, which removes the eigenvalue
+    ``-damping`` of the transition -- the mode that makes the plain iteration crawl at
+    ``0.9^k`` on bipartite-like graphs (a foreign-key star: 188 -> 38 steps at alpha 0.1) --
+    and damps no other mode (``|(l + d) / (1 + d)| <= 1`` for ``|l| <= d``). Its residual
+    ``base + transition q_k - q_k`` is exactly ``q_{k+1} - q_k``, so stopping when
+    ``||q_{k+1} - q_k||_1 < tol`` gives the same guarantee as Algorithm 1's rule on ``p``.
+    ``damping=0`` is the literal iteration. This is the hot loop of GCS (a few us per step at
+    n = 200): it calls scipy's csr mat-vec kernel directly when available.
     """
     n = start.size
     indptr, indices, data = transition.indptr, transition.indices, transition.data
-    p, nxt, diff = start.copy(), np.empty(n), np.empty(n)
-    for _ in range(max_iter):
+    p, nxt = start.copy(), np.empty(n)
+    step, previous_step = np.empty(n), np.zeros(n)
+    for iteration in range(max_iter):
         np.copyto(nxt, base)
         if _csr_matvec is not None:
             _csr_matvec(n, n, indptr, indices, data, p, nxt)  # nxt += transition @ p
         else:  # pragma: no cover - scipy without the private kernel
             nxt += transition @ p
-        np.subtract(nxt, p, out=diff)
-        np.abs(diff, out=diff)
+        np.subtract(nxt, p, out=step)
+        if damping:  # q_{k+1} - q_k = (step_k + damping * step_{k-1}) / (1 + damping)
+            previous_step *= damping
+            previous_step += step
+            change = float(np.abs(previous_step, out=previous_step).sum()) / (1.0 + damping)
+            step, previous_step = previous_step, step
+        else:
+            change = float(np.abs(step, out=step).sum())
         p, nxt = nxt, p
-        if diff.sum() < tol:
-            return p
-    warnings.warn(f"{name} did not converge in {max_iter} iterations (tol={tol})", stacklevel=3)
+        if change < tol and (iteration or not damping):  # q needs two steps to compare
+            break
+    else:
+        warnings.warn(f"{name} did not converge in {max_iter} iterations (tol={tol})",
+                      stacklevel=3)
+    if damping:
+        nxt *= damping  # nxt holds p_k, p holds p_{k+1}
+        nxt += p
+        nxt /= 1.0 + damping
+        return nxt
     return p
 
 
@@ -125,8 +147,10 @@ def gcs_scores(adjacency: Any, seeds: Any, alpha: float = DEFAULT_GCS_ALPHA, tol
     pulled towards its own seed, and never falls below its seed. Seeds are expected to be
     non-negative (the reranker makes them so): an isolated node then keeps exactly its seed.
 
-    ``method="iterate"`` (default) runs the iteration literally, with sparse mat-vecs: cost
-    grows with the number of edges, and it stays single-threaded. ``"solve"`` computes its
+    ``method="iterate"`` (default) runs the iteration with sparse mat-vecs and one exact
+    extrapolation step per iteration (see ``_iterate_affine``: same fixed point, same stopping
+    guarantee, up to 5x fewer steps on foreign-key graphs): cost grows with the number of
+    edges, and it stays single-threaded. ``"solve"`` computes its
     fixed point ``p* = alpha (I - (1 - alpha) W)^-1 s`` with one dense LU over the nodes that
     have edges (isolated nodes are ``alpha * s`` in closed form): the same result to within
     ``tol``, useful as a reference; it is O(n^3), limited to ``GCS_SOLVE_MAX_NODES`` connected
@@ -153,7 +177,7 @@ def gcs_scores(adjacency: Any, seeds: Any, alpha: float = DEFAULT_GCS_ALPHA, tol
         rhs = base[active] + block @ p - inside @ p[active]
         p[active] = np.linalg.solve(np.eye(active.size) - inside, rhs)
     else:
-        p = _iterate_affine(transition, base, s, tol, max_iter, "gcs_scores")
+        p = _iterate_affine(transition, base, s, tol, max_iter, "gcs_scores", 1.0 - alpha)
     return np.maximum(p, s)
 
 

@@ -64,21 +64,27 @@ def edge_arrays(graph: CandidateGraph) -> tuple[np.ndarray, np.ndarray]:
     """``edge_index (2, E + n)`` int64 (row 0 = source j, row 1 = target i) and
     ``edge_attr (E + n, EDGE_DIM)`` float32, self-loops included (last ``n`` edges)."""
     n = graph.n
-    adjacency = graph.adjacency.tocoo()
-    rows = adjacency.row.astype(np.int64)
-    cols = adjacency.col.astype(np.int64)
+    adjacency = graph.adjacency
+    # Read the csr arrays directly (no coo copy): rows repeated from indptr.
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(adjacency.indptr))
+    cols = adjacency.indices.astype(np.int64)
     n_edges = rows.size
     attr = np.zeros((n_edges + n, EDGE_DIM), dtype=np.float32)
     attr[:n_edges, 0] = adjacency.data
     if n_edges:
-        keys = rows * n + cols
+        keys = None
         for kind, matrix in graph.by_kind.items():
             column = 1 + (EDGE_KINDS.index(kind) if kind in EDGE_KINDS else len(EDGE_KINDS))
-            coo = matrix.tocoo()
-            present = coo.data != 0
-            kind_keys = coo.row[present].astype(np.int64) * n + coo.col[present]
-            attr[:n_edges, column] = np.maximum(attr[:n_edges, column],
-                                                np.isin(keys, kind_keys).astype(np.float32))
+            if matrix is adjacency:  # one kind: its edges are exactly the graph's
+                flags = (adjacency.data != 0).astype(np.float32)
+            else:
+                if keys is None:
+                    keys = rows * n + cols
+                kind_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(matrix.indptr))
+                present = matrix.data != 0
+                kind_keys = kind_rows[present] * n + matrix.indices[present]
+                flags = np.isin(keys, kind_keys).astype(np.float32)
+            np.maximum(attr[:n_edges, column], flags, out=attr[:n_edges, column])
     attr[n_edges:, 0] = 1.0
     attr[n_edges:, -1] = 1.0
     loops = np.arange(n, dtype=np.int64)

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["ARCHITECTURES", "GraphERNet", "ModelSpec"]
+__all__ = ["ARCHITECTURES", "GraphERNet", "InferencePlan", "ModelSpec"]
 
 ARCHITECTURES: tuple[str, ...] = ("gat", "mlp")
 N_SCALARS = 2
@@ -127,3 +127,95 @@ class GraphERNet(nn.Module):
             h = h + self.dropout(self.act(out))
         h = self.dropout(self.act(self.fc1(h)))
         return self.fc2(h).squeeze(-1) + scalars @ self.prior
+
+
+class InferencePlan:
+    """The same function as ``GraphERNet.forward`` in eval mode for *one* query, with less
+    dispatch: torch-geometric's ``GATv2Conv`` spends most of a 200-node forward in Python
+    (argument inspection, message-passing hooks), so its math is written out here with plain
+    tensor ops, the query's encoder terms computed once, the edge projections of all layers
+    in one matmul and the two node projections of a layer in another. The attention layers'
+    weights are packed when the plan is made (for a trained, frozen model: make a new plan
+    after changing it); equality with ``forward`` is tested.
+    """
+
+    def __init__(self, model: GraphERNet) -> None:
+        if model.training:
+            raise ValueError("InferencePlan needs a model in eval mode (dropout off)")
+        with torch.no_grad():
+            self.model = model
+            self.message_passing = model.message_passing
+            self.heads = model.spec.heads if self.message_passing else 1
+            self.hidden = model.spec.hidden
+            self.layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+            edge_weights = []
+            convs: list[Any] = list(model.convs)  # GATv2Conv: torch-geometric is untyped
+            for conv in convs:
+                if not self.message_passing:
+                    continue
+                assert isinstance(conv.att, torch.Tensor)
+                lin_l, lin_r = conv.lin_l, conv.lin_r
+                weight = torch.cat([lin_l.weight, lin_r.weight]).t().contiguous()
+                bias = torch.cat([lin_l.bias, lin_r.bias]).clone()
+                self.layers.append((weight, bias, conv.att.detach().clone(),
+                                    conv.bias.detach().clone()))
+                edge_weights.append(conv.lin_edge.weight)
+                if conv.res is not None or conv.concat or conv.dropout or conv.share_weights:
+                    raise ValueError("InferencePlan supports the GATv2Conv settings "
+                                     "GraphERNet uses (concat=False, no residual, no dropout)")
+            self.negative_slope = (float(convs[0].negative_slope)
+                                   if self.message_passing else 0.2)
+            self.edge_weight = (torch.cat(edge_weights).t().contiguous()
+                                if edge_weights else None)
+
+    def __call__(self, scalars: torch.Tensor, objects: torch.Tensor, query: torch.Tensor,
+                 edge_index: torch.Tensor | None, edge_attr: torch.Tensor | None
+                 ) -> torch.Tensor:
+        """``(n,)`` logits; ``query`` is one ``(d,)`` vector, the rest as in ``forward``."""
+        model = self.model
+        d = model.spec.embedding_dim
+        if objects.dim() != 2 or objects.shape[1] != d or query.numel() != d:
+            raise ValueError(f"expected {d}-d embeddings, got objects {tuple(objects.shape)} "
+                             f"and query {tuple(query.shape)}")
+        act = torch.nn.functional.elu
+        query = query.reshape(1, d)
+        h = (model.enc_scalars(scalars) + model.enc_query(query) + model.enc_object(objects)
+             + model.match_query(query) * model.match_object(objects))
+        h = act(h)
+        if self.message_passing:
+            if edge_index is None or edge_attr is None:
+                raise ValueError("the GAT needs edge_index and edge_attr (self-loops included)")
+            h = self._message_passing(h, edge_index, edge_attr)
+        else:
+            for layer in model.convs:
+                h = h + act(layer(h))
+        h = act(model.fc1(h))
+        return model.fc2(h).squeeze(-1) + scalars @ model.prior
+
+    def _message_passing(self, h: torch.Tensor, edge_index: torch.Tensor,
+                         edge_attr: torch.Tensor) -> torch.Tensor:
+        n, heads, hidden = h.shape[0], self.heads, self.hidden
+        source, target = edge_index[0], edge_index[1]
+        assert self.edge_weight is not None
+        edges = (edge_attr @ self.edge_weight).view(-1, len(self.layers), heads, hidden)
+        target_heads = target.unsqueeze(-1).expand(-1, heads)
+        target_features = target.view(-1, 1, 1).expand(-1, heads, hidden)
+        width = heads * hidden
+        for k, (weight, bias, att, out_bias) in enumerate(self.layers):
+            both = torch.addmm(bias, h, weight)
+            x_l = both[:, :width].view(n, heads, hidden)
+            x_r = both[:, width:].view(n, heads, hidden)
+            x_j = x_l[source]
+            x = x_j + x_r[target] + edges[:, k]
+            x = torch.nn.functional.leaky_relu(x, self.negative_slope)
+            logits = (x * att).sum(dim=-1)  # (E, heads)
+            top = torch.full((n, heads), float("-inf"), dtype=logits.dtype, device=h.device)
+            top.scatter_reduce_(0, target_heads, logits, "amax")
+            weights = (logits - top[target]).exp()
+            total = torch.zeros((n, heads), dtype=logits.dtype, device=h.device)
+            total.index_add_(0, target, weights)
+            weights = weights / (total[target] + 1e-16)
+            out = torch.zeros((n, heads, hidden), dtype=h.dtype, device=h.device)
+            out.scatter_add_(0, target_features, x_j * weights.unsqueeze(-1))
+            h = h + torch.nn.functional.elu(out.mean(dim=1) + out_bias)
+        return h

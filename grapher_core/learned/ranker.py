@@ -23,6 +23,7 @@ from grapher_core.learned.checkpoint import (
     load_checkpoint,
 )
 from grapher_core.learned.features import graph_arrays
+from grapher_core.learned.model import InferencePlan
 from grapher_core.rankers import RankContext
 
 __all__ = ["GATRanker", "LearnedRanker", "MLPRanker"]
@@ -50,6 +51,8 @@ class LearnedRanker:
                  threads: int | None = 1) -> None:
         path = default_checkpoint(self.architecture) if checkpoint is None else checkpoint
         self.model, self.config = load_checkpoint(path, device)
+        self.model.eval()
+        self._plan = InferencePlan(self.model)
         if self.config.model.architecture != self.architecture:
             raise ValueError(
                 f"{path} holds a {self.config.model.architecture!r} model; load it with "
@@ -109,16 +112,12 @@ class LearnedRanker:
                  edge_index: np.ndarray, edge_attr: np.ndarray) -> np.ndarray:
         import torch
 
-        n = scalars.shape[0]
+        device = self.device
         with torch.inference_mode():
-            objects_t = torch.from_numpy(objects).to(self.device)
-            logits = self.model(
-                torch.from_numpy(scalars).to(self.device), objects_t,
-                torch.arange(n, device=self.device),
-                torch.from_numpy(query).to(self.device).reshape(1, -1),
-                torch.zeros(n, dtype=torch.long, device=self.device),
-                torch.from_numpy(edge_index).to(self.device),
-                torch.from_numpy(edge_attr).to(self.device))
+            logits = self._plan(
+                torch.from_numpy(scalars).to(device), torch.from_numpy(objects).to(device),
+                torch.from_numpy(query).to(device), torch.from_numpy(edge_index).to(device),
+                torch.from_numpy(edge_attr).to(device))
         return logits.detach().cpu().numpy().astype(np.float64)
 
     def _query_vector(self, context: RankContext) -> np.ndarray:

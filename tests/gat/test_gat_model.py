@@ -107,3 +107,22 @@ def test_bad_spec_and_inputs_are_refused() -> None:
     del inputs["edge_index"]
     with pytest.raises(ValueError, match="edge_index"):
         model(**inputs)
+
+
+@pytest.mark.parametrize("architecture", ["gat", "mlp"])
+@pytest.mark.parametrize("seed", range(3))
+def test_inference_plan_equals_forward(architecture: str, seed: int) -> None:
+    from grapher_core.learned.model import InferencePlan
+
+    model = _model(architecture, seed=seed)
+    inputs = _inputs(n=15, seed=seed)
+    with torch.no_grad():  # perturb every parameter so biases and the prior matter too
+        for parameter in model.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+        expected = model(**inputs)
+        got = InferencePlan(model)(inputs["scalars"], inputs["objects"], inputs["queries"][0],
+                                   inputs["edge_index"], inputs["edge_attr"])
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="eval mode"):
+        InferencePlan(model.train())
