@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from grapher_core.errors import InputTypeError
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -16,6 +18,8 @@ class Candidate:
     ``score`` is the base retriever's score (``None`` when the retriever gives none: seeds then
     come from rank). ``metadata`` holds the enrichment fields the proximities read.
     ``embedding`` is only needed by rankers or proximities that use vectors.
+    ``metadata=None`` means no metadata (stored as ``{}``); anything else that is not a mapping
+    is refused here, naming the candidate, rather than deep inside a proximity.
     """
 
     id: str
@@ -23,6 +27,9 @@ class Candidate:
     score: float | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check_metadata(self, "candidate")
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,20 @@ class CorpusObject:
     id: str
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_metadata(self, "object")
+
+
+def _check_metadata(item: Candidate | CorpusObject, what: str) -> None:
+    metadata = item.metadata
+    if type(metadata) is dict:
+        return
+    if metadata is None:
+        object.__setattr__(item, "metadata", {})
+    elif not isinstance(metadata, Mapping):
+        raise InputTypeError(f"{what} {item.id!r} has metadata of type {type(metadata).__name__}; "
+                             "expected a mapping (dict) or None")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
+from grapher_core.errors import InputError
 from grapher_core.metadata import normalised_set, read_int, read_list
 
 __all__ = [
@@ -460,9 +461,10 @@ class SemanticKNN:
     cosine either way). ``scope_field`` limits edges to candidates that share that metadata
     value (``"doc_id"``: the paper's per-document graphs); candidates without it get none.
 
-    Candidates without an embedding get no semantic edges. Similarities are computed in row
-    blocks so memory stays bounded for large candidate sets; this is the one proximity whose
-    cost is inherently O(n^2 d).
+    Candidates without an embedding get no semantic edges; an embedding holding NaN or inf
+    raises :class:`~grapher_core.errors.InputError` naming the candidate. Similarities are
+    computed in row blocks so memory stays bounded for large candidate sets; this is the one
+    proximity whose cost is inherently O(n^2 d).
     """
 
     needs_embeddings: ClassVar[bool] = True  # edges come from the candidates' vectors
@@ -514,6 +516,11 @@ class SemanticKNN:
         """Directed top-k edges (rows, cols, cosines) among ``members`` (candidate positions)."""
         vectors = np.vstack([np.asarray(candidates[i].embedding, dtype=np.float64).ravel()
                              for i in members])
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():  # NaN compares false with every threshold: no edge, no warning
+            bad = [candidates[members[i]].id for i in np.flatnonzero(~finite)[:5]]
+            raise InputError(f"SemanticKNN: embeddings with NaN or inf values for candidates "
+                             f"{bad}{' ...' if (~finite).sum() > 5 else ''}")
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms == 0, 1.0, norms)
         k = min(self.k, len(members) - 1)

@@ -196,8 +196,11 @@ def ppr_scores(adjacency: Any, seeds: Any, alpha: float = DEFAULT_PPR_ALPHA, tol
         return s
     if s.min() < 0:
         raise ValueError("ppr_scores needs non-negative seeds (they form a probability vector)")
-    total = s.sum()
-    v = s / total if total > 0 else np.full(s.size, 1.0 / s.size)
+    peak = s.max()
+    # Scale by the largest seed first: the sum of finite seeds can pass the float maximum
+    # (inf), and s / inf would be all zeros.
+    v = s / peak if peak > 0 else np.ones(s.size)
+    v = v / v.sum()
     column_sums = np.asarray(a.sum(axis=0)).ravel()
     dangling = column_sums == 0
     inverse = np.divide(1.0, column_sums, out=np.zeros_like(column_sums), where=~dangling)

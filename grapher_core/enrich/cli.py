@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -200,11 +201,33 @@ def jsonl_line(record: dict[str, Any]) -> bytes:
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     """Write atomically (temporary file + rename): a killed run never leaves half an output."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("wb") as handle:
-        for record in records:
-            handle.write(jsonl_line(record))
-    os.replace(temporary, path)
+    # A name of its own per run: two runs writing the same --output never share a temporary.
+    descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = Path(name)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            for record in records:
+                handle.write(jsonl_line(record))
+        # mkstemp makes the file private (0600): give it the usual mode of a written file
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Fail before any extraction when ``path`` cannot be written (a parent is a file, the
+    folder is read-only, the path is a folder), naming the option and the path."""
+    if path.is_dir():
+        raise ValueError(f"{option} {path} is a directory, expected a file path")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{option} {path} cannot be created: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path} cannot be written: {parent} is not writable")
 
 
 #: Exit code of ``grapher enrich`` when the cache file cannot be used (see the module doc).
@@ -225,6 +248,9 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError("--limit must be >= 1")
     if args.input.resolve() == args.output.resolve():
         raise ValueError("--output must differ from --input (the input is never overwritten)")
+    check_writable(args.output, "--output")
+    if args.failed is not None:
+        check_writable(args.failed, "--failed")
     lines = read_corpus_lines(args.input, args.limit, id_field=args.id_field,
                               text_field=args.text_field)
     records = [record for _, record in lines]
