@@ -14,6 +14,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "grapher_bench.bench_cli",
     "grapher_bench.latency",
     "grapher_bench.learned_cli",
+    "grapher_bench.qagnn_cli",
     "grapher_bench.seeds_study",
     "grapher_bench.qa_eval.cli",
 )
