@@ -15,6 +15,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: tuple[str, ...] = (
     "grapher_core.demo",
     "grapher_core.enrich.cli",
+    "grapher_core.try_cli",
 )
 
 
@@ -33,7 +34,10 @@ def build_parser(prog: str = "grapher", description: str = "Graph-based rerankin
                  "(GraphER).", subcommands: Sequence[str] = SUBCOMMANDS
                  ) -> argparse.ArgumentParser:
     """The parser with every available subcommand of ``subcommands`` registered."""
+    from grapher_core import __version__
+
     parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in subcommands:
         try:

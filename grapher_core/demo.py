@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     from grapher_core.embeddings import default_embedder
 
     question = DEFAULT_QUESTION if args.question is None else DemoQuestion(args.question, "", ())
-    top = args.top
+    if args.top < 1:
+        raise ValueError("--top must be >= 1")
     with tempfile.TemporaryDirectory() as folder:
         paths = create_databases(Path(folder))
         started = time.perf_counter()
@@ -161,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     results = reranker.rerank(candidates, query=question.text)
     rerank_ms = (time.perf_counter() - started) * 1e3
+    top = min(args.top, len(candidates))  # --top 100 over 30 tables shows all 30
 
     print(f"\nQuestion: {question.text}")
     needed = {f"retail.{t}" for t in question.tables}
