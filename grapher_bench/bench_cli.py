@@ -15,7 +15,18 @@ __all__ = ["register"]
 
 
 def _csv(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
+    """Comma-separated names; commas inside brackets (``ego-gcs[k=2,n=10]``) stay."""
+    parts: list[str] = []
+    depth, current = 0, ""
+    for char in value:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
 
 
 def _ints(value: str) -> list[int]:

@@ -141,22 +141,59 @@ def run(name: str, data: Path, *, seeds: int = DEFAULT_SEEDS, hops: int = DEFAUL
             record(label, ranked_ids, timings)
     if chroma:
         out["chroma"] = _chroma_latency(dataset, metadata, corpus_vectors, candidates,
-                                        query_vectors, proximities, seeds, hops, budget,
-                                        chroma, log)
+                                        query_vectors, chroma, log, "expand-gcs-v1")
     out["gold"] = {q.id: q.gold for q in dataset.queries}
     return out
 
 
+def latency(name: str, data: Path, n: int, *, rules: Sequence[str] = ("expand-gcs",),
+            log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Added milliseconds per query of expansion rules over candidate-only GCS on the same
+    graph, with the in-memory source and through Chroma, on the first ``n`` queries."""
+    from grapher_bench.data import load_dataset
+    from grapher_bench.enrichment import proximities_for
+    from grapher_bench.peers import FULL_GRAPH, _vectors, expansion_reranker
+    from grapher_bench.runner import RankerSpec, _enriched_metadata, prepare_candidates
+
+    dataset = load_dataset(data / name, limit=n)
+    graph = FULL_GRAPH[dataset.task_type]
+    metadata = _enriched_metadata(dataset, [RankerSpec("x", "gcs", graph)], [], False)
+    candidates, query_vectors = prepare_candidates(dataset, "hybrid", metadata, progress=False)
+    corpus_vectors, _ = _vectors(dataset)
+    source = InMemorySource(dataset.corpus, embeddings=corpus_vectors, metadata=metadata)
+    plain = GraphReranker(proximities_for(graph), "gcs", explain=0)
+    out: dict[str, Any] = {"dataset": name, "n_queries": len(dataset.queries), "graph": graph}
+    for rule in rules:
+        expanding = expansion_reranker(rule, dataset.task_type, source)
+        timings: dict[str, list[float]] = {"gcs": [], "expand": []}
+        for _repeat in range(2):  # the first pass warms caches; the second is measured
+            timings = {"gcs": [], "expand": []}
+            for cands, vector in zip(candidates, query_vectors, strict=True):
+                for label, reranker in (("gcs", plain), ("expand", expanding)):
+                    tick = time.perf_counter()
+                    reranker.rerank(cands, query_embedding=vector, top_n=10)
+                    timings[label].append((time.perf_counter() - tick) * 1000)
+        gcs_ms = float(statistics.median(timings["gcs"]))
+        expand_ms = float(statistics.median(timings["expand"]))
+        out[f"memory:{rule}"] = {"gcs_ms_median": gcs_ms, "expand_ms_median": expand_ms,
+                                 "added_ms_median": expand_ms - gcs_ms}
+        log(f"{name} in-memory {rule}: {out[f'memory:{rule}']}")
+        out[f"chroma:{rule}"] = _chroma_latency(dataset, metadata, np.asarray(corpus_vectors),
+                                                list(candidates), query_vectors, n, log, rule)
+    return out
+
+
 def _chroma_latency(dataset: Any, metadata: list[dict[str, Any]], corpus_vectors: np.ndarray,
-                    candidates: list[list[Candidate]], query_vectors: Any,
-                    proximities: list[Any], seeds: int, hops: int, budget: int, n: int,
-                    log: Callable[[str], None]) -> dict[str, float]:
-    """The same expansion through a real (in-process) Chroma store: added latency per query."""
+                    candidates: list[list[Candidate]], query_vectors: Any, n: int,
+                    log: Callable[[str], None], rule: str = "expand-gcs") -> dict[str, float]:
+    """An expansion rule (a bench ranker name) through a real (in-process) Chroma store:
+    added latency per query over candidate-only GCS on the same graph."""
     import uuid
 
     import chromadb
     from langchain_chroma import Chroma
 
+    from grapher_bench.enrichment import proximities_for as proximities_for_graph
     from grapher_bench.peers_langchain import LookupEmbeddings
     from langchain_grapher.neighbours import VectorStoreSource
 
@@ -171,10 +208,12 @@ def _chroma_latency(dataset: Any, metadata: list[dict[str, Any]], corpus_vectors
         store.add_texts([o.text for o in dataset.corpus[part]],
                         metadatas=[_flat(m) for m in clean[part]],
                         ids=[o.id for o in dataset.corpus[part]])
+    from grapher_bench.peers import FULL_GRAPH, expansion_reranker
+
     source = VectorStoreSource(store)
-    plain = GraphReranker(proximities, "gcs", explain=0)
-    expanding = ExpandingReranker(GraphReranker(proximities, "gcs", explain=0), source,
-                                  seeds=seeds, hops=hops, budget=budget)
+    plain = GraphReranker(proximities_for_graph(FULL_GRAPH[dataset.task_type]), "gcs",
+                          explain=0)
+    expanding = expansion_reranker(rule, dataset.task_type, source)
     timings: dict[str, list[float]] = {"gcs": [], "expand-gcs": []}
     for cands, vector in list(zip(candidates, query_vectors, strict=True))[:n]:
         for label, reranker in (("gcs", plain), ("expand-gcs", expanding)):
@@ -184,6 +223,7 @@ def _chroma_latency(dataset: Any, metadata: list[dict[str, Any]], corpus_vectors
     result = {f"{label}_ms_median": float(statistics.median(t)) for label, t in timings.items()}
     result["added_ms_median"] = result["expand-gcs_ms_median"] - result["gcs_ms_median"]
     result["store_calls_per_query"] = source.calls / max(n, 1)
+    result["rule"] = rule  # type: ignore[assignment]
     result["n_queries"] = float(n)
     log(f"{dataset.name:28s} chroma: {result}")
     return result
@@ -248,6 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--chroma", type=int, default=0,
                         help="also time expansion through Chroma on the first N queries")
+    parser.add_argument("--latency", type=int, default=0, metavar="N",
+                        help="only time the expansion rules (--rules) in memory and through "
+                             "Chroma on the first N queries; writes <out>/latency-<set>.json")
+    parser.add_argument("--rules", default="expand-gcs",
+                        help="semicolon list of bench expansion names for --latency")
     args = parser.parse_args(argv)
     if args.table is not None:
         files = sorted(args.table.glob("*.json"))
@@ -256,6 +301,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.data is None or not args.datasets:
         parser.error("--data and --datasets are required (or --table DIR)")
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.latency:
+        for name in args.datasets:
+            timing = latency(name, args.data, args.latency, rules=args.rules.split(";"))
+            (args.out / f"latency-{name}.json").write_text(json.dumps(timing, indent=1))
+        return 0
     for name in args.datasets:
         result = run(name, args.data, seeds=args.seeds, hops=args.hops, budget=args.budget,
                      peer=not args.no_peer, peer_grid=json.loads(args.peer_grid),

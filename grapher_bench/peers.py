@@ -15,8 +15,10 @@ packages (LangChain + ``langchain-graph-retriever``; ``llama-index-core``), impo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,21 +26,55 @@ import numpy as np
 from grapher_core.candidates import Candidate
 
 __all__ = [
+    "FULL_GRAPH",
     "GRAPH_RETRIEVER_TUNED",
     "LINK_GRAPH",
+    "NEW_RULE",
     "PEER_RANKERS",
     "PeerRanking",
+    "expansion_reranker",
+    "is_peer",
     "peer_graph",
     "peer_rankings",
+    "split_name",
 ]
 
-PEER_RANKERS = frozenset({"expand-gcs", "graph-retriever", "graph-retriever-tuned", "prev-next"})
+PEER_RANKERS = frozenset({"expand-gcs", "expand-gcs-v1", "expand-gat", "graph-retriever",
+                          "graph-retriever-tuned", "prev-next"})
 LINK_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions", "chunks": "adjacent"}
-"""The graph whose links expansion and the peers follow, per task type."""
+"""The graph whose links the peers (and the first expansion rule, ``expand-gcs-v1``) follow."""
+
+FULL_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions+entities-capped",
+                              "chunks": "adjacent+mentions"}
+"""Every link kind a task type has: what the default expansion follows and ranks with."""
 
 GRAPH_RETRIEVER_TUNED: dict[str, Any] = {"start_k": 8, "max_depth": 1}
 """Best PR@10 of a 6-setting Eager grid on spider_train (300 queries, tables) and on the first
 150 hotpotqa questions (passages; applied to the other passage sets); see docs/expansion.md."""
+
+EXPANSION_OPTIONS = ("prune", "k", "n", "seed", "links", "ranker")
+
+
+def split_name(name: str) -> tuple[str, dict[str, str]]:
+    """``"ego-gcs[k=2,n=10]"`` -> ``("ego-gcs", {"k": "2", "n": "10"})``."""
+    base, _, rest = name.partition("[")
+    if not rest:
+        return name, {}
+    if not rest.endswith("]"):
+        raise ValueError(f"malformed ranker name {name!r}: expected base[key=value,...]")
+    options: dict[str, str] = {}
+    for part in rest[:-1].split(","):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in EXPANSION_OPTIONS:
+            raise ValueError(f"bad option {part!r} in {name!r}; options: {EXPANSION_OPTIONS}")
+        options[key.strip()] = value.strip()
+    return base, options
+
+
+def is_peer(name: str) -> bool:
+    """Rankers that reach beyond the candidates (expansion, ego-graphs, the peers)."""
+    base = name.split("[", 1)[0]
+    return base in PEER_RANKERS or base == "ego-gcs"
 
 
 @dataclass
@@ -53,11 +89,93 @@ class PeerRanking:
 
 def peer_graph(name: str, task_type: str) -> str:
     """The graph a peer ranker uses (its label stays the bare name, as results.json wants)."""
-    if name not in PEER_RANKERS:
+    if not is_peer(name):
         raise ValueError(f"not a peer ranker: {name!r}")
     if name == "prev-next" and task_type != "chunks":
         raise ValueError("prev-next runs on chunk sets only")
+    base, options = split_name(name)
+    if base in ("expand-gcs", "expand-gat", "ego-gcs") and options.get("links") != "v1":
+        return FULL_GRAPH[task_type]
     return LINK_GRAPH[task_type]
+
+
+NEW_RULE: dict[str, str] = {"seed": "floor", "prune": "none"}
+"""The default expansion rule's settings (docs/expansion.md, "The rule")."""
+
+
+def _pruner_checkpoint(dataset_name: str) -> Path | None:
+    """``$GRAPHER_PRUNER`` (a folder from ``grapher_bench.pruner_training``): the pruner that
+    left this dataset out when there is one, else ``all``; unset: the shipped checkpoint."""
+    folder = os.environ.get("GRAPHER_PRUNER")
+    if not folder:
+        return None
+    for stem in (Path(folder) / dataset_name, Path(folder) / "all"):
+        if stem.with_suffix(".json").is_file():
+            return stem
+    raise FileNotFoundError(f"GRAPHER_PRUNER={folder} has neither {dataset_name}.json nor "
+                            "all.json")
+
+
+_EGO_CACHE: dict[tuple[int, str, int], Any] = {}
+
+
+def _ego_index(corpus: Sequence[Any], vectors: Any, graph: str, hops: int,
+               metadata: Sequence[dict[str, Any]]) -> Any:
+    """One ego-graph index per (corpus, graph, K), edges embedded through the bench cache."""
+    from grapher_bench.cache import CachedEmbedder, EmbeddingCache
+    from grapher_bench.enrichment import proximities_for
+    from grapher_core.embeddings import default_embedder
+    from grapher_core.expand import EgoGraphIndex
+
+    key = (id(corpus), graph, hops)
+    if key not in _EGO_CACHE:
+        embedder = CachedEmbedder(default_embedder(), EmbeddingCache(), progress=False)
+        _EGO_CACHE.clear()
+        _EGO_CACHE[key] = EgoGraphIndex.build(corpus, vectors, proximities_for(graph),
+                                              hops=hops, metadata=metadata,
+                                              edge_embedder=embedder)
+    return _EGO_CACHE[key]
+
+
+def expansion_reranker(name: str, task_type: str, source: Any, *,
+                       metadata: Sequence[dict[str, Any]] = (), corpus: Sequence[Any] = (),
+                       corpus_vectors: np.ndarray | None = None,
+                       dataset_name: str = "") -> Any:
+    """The expansion configuration a bench ranker name stands for.
+
+    ``expand-gcs-v1``: the first rule (the task's main link kind, calibrated seeds);
+    ``expand-gcs`` / ``expand-gat``: every link kind of the task (:data:`FULL_GRAPH`) with
+    :data:`NEW_RULE`; options in brackets override: ``seed=calibrated|floor``,
+    ``prune=none|cosine|learned``, ``links=v1|full``, ``ranker=gcs|gat``;
+    ``ego-gcs[k=K,n=N]``: the top-N K-hop ego-graphs by query cosine join the candidates.
+    """
+    from grapher_bench.enrichment import proximities_for
+    from grapher_core.expand import CosinePruner, ExpandingReranker
+    from grapher_core.rerank import GraphReranker
+
+    base, options = split_name(name)
+    settings = {"seed": "calibrated", "prune": "none", "links": "v1", "ranker": "gcs"} \
+        if base == "expand-gcs-v1" else {**NEW_RULE, "links": "full",
+                                         "ranker": "gat" if base == "expand-gat" else "gcs"}
+    settings.update(options)
+    graph = (LINK_GRAPH if settings["links"] == "v1" else FULL_GRAPH)[task_type]
+    ranker = GraphReranker(proximities_for(graph), settings["ranker"], explain=0)
+    if base == "ego-gcs":
+        index = _ego_index(corpus, corpus_vectors, graph, int(settings.get("k", "1")),
+                           metadata)
+        return index.reranker(ranker, source, n=int(settings.get("n", "10")),
+                              seed_rule=settings["seed"])
+    pruner: Any = None
+    if settings["prune"] == "cosine":
+        pruner = CosinePruner()
+    elif settings["prune"] == "learned":
+        from grapher_core.learned.pruning import LearnedPruner
+
+        pruner = LearnedPruner(_pruner_checkpoint(dataset_name))
+    elif settings["prune"] != "none":
+        raise ValueError(f"prune must be none, cosine or learned, got {settings['prune']!r}")
+    return ExpandingReranker(ranker, source, follow_entities=settings["links"] != "v1",
+                             seed_rule=settings["seed"], pruner=pruner)
 
 
 def _vectors(dataset: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -83,19 +201,19 @@ def peer_rankings(name: str, dataset: Any, metadata: Sequence[dict[str, Any]],
     """Run one peer ranker over every query; returns the rankings and per-query milliseconds."""
     import time
 
-    from grapher_bench.enrichment import proximities_for
 
     graph = peer_graph(name, dataset.task_type)
     corpus_vectors, query_vectors = _vectors(dataset)
     out: list[PeerRanking] = []
     timings: list[float] = []
-    if name == "expand-gcs":
-        from grapher_core.expand import ExpandingReranker, InMemorySource
-        from grapher_core.rerank import GraphReranker
+    base, _options = split_name(name)
+    if base in ("expand-gcs", "expand-gcs-v1", "expand-gat", "ego-gcs"):
+        from grapher_core.expand import InMemorySource
 
         source = InMemorySource(dataset.corpus, embeddings=corpus_vectors, metadata=metadata)
-        reranker = ExpandingReranker(GraphReranker(proximities_for(graph), "gcs", explain=0),
-                                     source)
+        reranker = expansion_reranker(name, dataset.task_type, source, metadata=metadata,
+                                      corpus=dataset.corpus, corpus_vectors=corpus_vectors,
+                                      dataset_name=dataset.name)
         for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
             tick = time.perf_counter()
             ranked = reranker.rerank(cands, query=query.text, query_embedding=vector)

@@ -28,7 +28,7 @@ from grapher_bench.enrichment import (
     proximities_for,
 )
 from grapher_bench.metrics import aggregate, evaluate_query
-from grapher_bench.peers import PEER_RANKERS, peer_graph, peer_rankings
+from grapher_bench.peers import is_peer, peer_graph, peer_rankings
 from grapher_bench.retrievers import RETRIEVERS, BaseRetriever
 from grapher_core.candidates import Candidate
 from grapher_core.graph import build_graph
@@ -109,7 +109,7 @@ def expand_rankers(rankers: Sequence[str], task_type: str, graphs: Sequence[str]
     alphas = alphas or {}
     specs: list[RankerSpec] = []
     for name in rankers:
-        if name in PEER_RANKERS:  # reach beyond the candidates along the task's link graph
+        if is_peer(name):  # reach beyond the candidates along the task's link graph
             if name == "prev-next" and task_type != "chunks":
                 continue
             specs.append(RankerSpec(name, name, peer_graph(name, task_type), alphas.get(name)))
@@ -211,7 +211,7 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
         per_query: dict[str, dict[str, Any]] = {}
         timings: list[float] = []
         from_below: list[float] = []
-        if spec.ranker in PEER_RANKERS:
+        if is_peer(spec.ranker):
             peers, timings = peer_rankings(spec.ranker, dataset, metadata, candidates,
                                            max_k=max(ks))
             for query, peer in zip(dataset.queries, peers, strict=True):

@@ -6,8 +6,9 @@
 Link keys by id use ``store.get_by_ids`` -- one call for the whole hop. Keys on metadata fields
 (title mentions, ``doc_id`` + ``chunk_index``) need a store that filters on metadata: Chroma
 (one ``get(where=...)`` call, vectors included) and ``InMemoryVectorStore`` (a scan of its
-dict) are supported; other stores raise a clear error for such keys. A hop that asks for both
-ids and fields costs at most two store calls (``calls`` counts them).
+dict) are supported; other stores raise a clear error for such keys. Keys on list fields
+(``list_fields``, default ``entities``: followed entity links) use Chroma's ``$contains``.
+A hop that asks for both ids and fields costs at most two store calls (``calls`` counts them).
 """
 
 from __future__ import annotations
@@ -24,16 +25,23 @@ from grapher_core.conventions import EXPANDED_KEY
 from grapher_core.expand.source import InMemorySource, check_keys
 from grapher_core.proximity import LinkKey
 
-__all__ = ["EXPANDED_KEY", "VectorStoreSource", "as_neighbour_source"]
+__all__ = ["DEFAULT_LIST_FIELDS", "EXPANDED_KEY", "VectorStoreSource", "as_neighbour_source"]
+
+DEFAULT_LIST_FIELDS = ("entities",)
+"""Metadata fields stored as lists in Chroma (entity links look values up inside them)."""
 
 
 class VectorStoreSource:
     """Fetch link neighbours from a LangChain vector store in one batched call per kind of key."""
 
-    def __init__(self, store: VectorStore) -> None:
+    def __init__(self, store: VectorStore, *,
+                 list_fields: Sequence[str] = DEFAULT_LIST_FIELDS) -> None:
         if not isinstance(store, VectorStore):
             raise TypeError(f"expected a langchain VectorStore, got {type(store).__name__}")
+        if isinstance(list_fields, str):
+            raise TypeError("list_fields is a sequence of field names, not one string")
         self.store = store
+        self.list_fields = frozenset(list_fields)
         self.calls = 0
 
     def fetch(self, keys: Sequence[LinkKey]) -> list[Candidate]:
@@ -64,7 +72,8 @@ class VectorStoreSource:
         self.calls += 1
         if _is_chroma(self.store):
             return _from_chroma(self.store.get(  # type: ignore[attr-defined]
-                where=_chroma_where(keys), include=["documents", "metadatas", "embeddings"]))
+                where=_chroma_where(keys, self.list_fields),
+                include=["documents", "metadatas", "embeddings"]))
         if isinstance(self.store, InMemoryVectorStore):
             entries = list(self.store.store.values())
             scan = InMemorySource([Candidate(e["id"], e["text"], None, e["metadata"])
@@ -124,11 +133,16 @@ def _condition(field: str, value: str) -> dict[str, Any]:
     return {field: value}
 
 
-def _chroma_where(keys: Sequence[LinkKey]) -> dict[str, Any]:
-    """One Chroma ``where`` for all keys: single-field keys grouped into ``$in`` lists."""
+def _chroma_where(keys: Sequence[LinkKey], list_fields: frozenset[str] = frozenset()
+                  ) -> dict[str, Any]:
+    """One Chroma ``where`` for all keys: single-field keys grouped into ``$in`` lists; keys on
+    a list field (``$in`` silently matches nothing there) as ``$contains`` per value."""
     single: dict[str, list[str]] = {}
     clauses: list[dict[str, Any]] = []
     for key in keys:
+        if len(key) == 1 and key[0][0] in list_fields:
+            clauses.append({key[0][0]: {"$contains": key[0][1]}})
+            continue
         if len(key) == 1 and not key[0][1].lstrip("-").isdigit():
             field, value = key[0]
             assert field is not None

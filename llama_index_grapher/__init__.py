@@ -5,6 +5,7 @@
 Everything that ranks lives in :mod:`grapher_core`; this package only translates types.
 """
 
+from llama_index_grapher.context import format_nodes_as_graph
 from llama_index_grapher.convert import (
     ADJACENT_FIELD,
     RETRIEVAL_SCORE_KEY,
@@ -34,5 +35,6 @@ __all__ = [
     "GraphERSchemaReader",
     "candidate_from_node",
     "candidates_from_nodes",
+    "format_nodes_as_graph",
     "relationship_proximity",
 ]

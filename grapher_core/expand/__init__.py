@@ -10,15 +10,20 @@
 See docs/expansion.md.
 """
 
+from grapher_core.expand.egograph import EgoGraphIndex, EgoGraphReranker, corpus_links
 from grapher_core.expand.expansion import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
     DEFAULT_SEEDS,
+    SEED_RULES,
     ExpandingReranker,
     ExpansionResult,
     GraphExpander,
-    linkable,
 )
+from grapher_core.expand.links import EntityLinks, linkable
+from grapher_core.expand.pruning import CosinePruner, SoftPruner
+from grapher_core.expand.relations import fk_join, relation_text, relations_between
+from grapher_core.expand.relview import RelationView, format_relation_context, relation_view
 from grapher_core.expand.source import InMemorySource, NeighbourSource, check_keys, field_values
 from grapher_core.expand.textview import TextView, TextViewNode, format_graph_context, text_view
 
@@ -26,16 +31,29 @@ __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_HOPS",
     "DEFAULT_SEEDS",
+    "SEED_RULES",
+    "CosinePruner",
+    "EgoGraphIndex",
+    "EgoGraphReranker",
+    "EntityLinks",
     "ExpandingReranker",
     "ExpansionResult",
     "GraphExpander",
     "InMemorySource",
     "NeighbourSource",
+    "RelationView",
+    "SoftPruner",
     "TextView",
     "TextViewNode",
     "check_keys",
+    "corpus_links",
     "field_values",
+    "fk_join",
     "format_graph_context",
+    "format_relation_context",
     "linkable",
+    "relation_text",
+    "relation_view",
+    "relations_between",
     "text_view",
 ]

@@ -28,6 +28,8 @@ spirit, without a trained MLP).
 
 from __future__ import annotations
 
+import logging
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -35,6 +37,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from grapher_core.candidates import Candidate, RankedCandidate
+from grapher_core.expand.links import linkable
+from grapher_core.expand.pruning import SoftPruner
 from grapher_core.expand.source import NeighbourSource
 from grapher_core.proximity import LinkKey, Proximity
 from grapher_core.rerank import GraphReranker, validate_candidates
@@ -44,6 +48,7 @@ __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_HOPS",
     "DEFAULT_SEEDS",
+    "SEED_RULES",
     "ExpandingReranker",
     "ExpansionResult",
     "GraphExpander",
@@ -53,6 +58,10 @@ __all__ = [
 DEFAULT_SEEDS = 3
 DEFAULT_HOPS = 1
 DEFAULT_BUDGET = 10
+SEED_RULES = ("calibrated", "floor")
+"""How fetched objects are seeded: ``calibrated`` (query cosine on the candidates' score
+scale) or ``floor`` (the lowest candidate score: the retriever ranked them below every
+candidate, so only links may lift them)."""
 
 
 class _Linkable(Protocol):
@@ -63,13 +72,6 @@ class _Linkable(Protocol):
 
 class _Embedder(Protocol):
     def embed_documents(self, texts: list[str]) -> Any: ...
-
-
-def linkable(proximities: Sequence[Any]) -> list[Any]:
-    """The proximities expansion can follow: those with ``link_keys`` and ``own_keys``
-    (``ForeignKeys`` and ``AdjacentChunks``; entity and semantic edges have no link field)."""
-    return [p for p in proximities
-            if callable(getattr(p, "link_keys", None)) and callable(getattr(p, "own_keys", None))]
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,10 @@ class GraphExpander:
     def __init__(self, proximities: Sequence[Proximity], source: NeighbourSource, *,
                  seeds: int = DEFAULT_SEEDS, hops: int = DEFAULT_HOPS,
                  budget: int = DEFAULT_BUDGET, prune_threshold: float | None = None,
-                 reverse: bool = False, embedder: _Embedder | None = None) -> None:
+                 reverse: bool = False, embedder: _Embedder | None = None,
+                 follow_entities: bool = False, seed_rule: str = "calibrated") -> None:
+        if seed_rule not in SEED_RULES:
+            raise ValueError(f"seed_rule must be one of {SEED_RULES}, got {seed_rule!r}")
         if not isinstance(source, NeighbourSource):
             raise TypeError(f"{source!r} is not a neighbour source: it needs fetch(keys)")
         for name, value, low in (("seeds", seeds, 1), ("hops", hops, 1), ("budget", budget, 0)):
@@ -105,10 +110,12 @@ class GraphExpander:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if prune_threshold is not None and not -1.0 <= float(prune_threshold) <= 1.0:
             raise ValueError(f"prune_threshold is a cosine in [-1, 1], got {prune_threshold!r}")
-        self.links = linkable(proximities)
+        self.links = linkable(proximities, entities=follow_entities)
         if not self.links:
             raise ValueError("none of the proximities has link fields to expand along "
-                             "(use ForeignKeys or AdjacentChunks)")
+                             "(use ForeignKeys or AdjacentChunks, or SharedEntities with "
+                             "follow_entities=True)")
+        self.seed_rule = seed_rule
         self.source = source
         self.seeds = seeds
         self.hops = hops
@@ -125,10 +132,12 @@ class GraphExpander:
         query = _unit(query_embedding)
         if not items or self.budget == 0:
             return ExpansionResult(tuple(items), (), 0, 0)
+        links = [p.for_candidates(items) if callable(getattr(p, "for_candidates", None)) else p
+                 for p in self.links]
         known_ids = {c.id for c in items}
         known_keys: set[LinkKey] = set()
         for candidate in items:
-            for proximity in self.links:
+            for proximity in links:
                 known_keys.update(_canonical(k) for k in proximity.own_keys(candidate))
         order = range(len(items)) if scores is None else np.argsort(-scores, kind="stable")
         frontier = [items[int(i)] for i in list(order)[: self.seeds]]
@@ -136,11 +145,12 @@ class GraphExpander:
         similarity: dict[str, float] = {}
         calls = fetched_total = 0
         for _hop in range(self.hops):
-            keys = self._keys(frontier, known_keys)
+            keys = self._keys(frontier, known_keys, links)
             room = self.budget - len(added)
             if not keys or room <= 0:
                 break
             fetched = self.source.fetch(keys)
+            known_keys.update(keys)
             calls += 1
             fetched_total += len(fetched)
             fresh: dict[str, Candidate] = {}
@@ -160,7 +170,7 @@ class GraphExpander:
                 known_ids.add(new[i].id)
                 if sims is not None:
                     similarity[new[i].id] = float(sims[i])
-                for proximity in self.links:
+                for proximity in links:
                     known_keys.update(_canonical(k) for k in proximity.own_keys(new[i]))
             added.extend(frontier)
             if not frontier:
@@ -172,14 +182,16 @@ class GraphExpander:
             scores = rank_seeds(len(items))
             items = [Candidate(c.id, c.text, float(s), c.metadata, c.embedding)
                      for c, s in zip(items, scores, strict=True)]
-        scored = _seed_scores(items, scores, added, similarity, query)
+        scored = _seed_scores(items, scores, added, similarity, query,
+                              floor=self.seed_rule == "floor")
         return ExpansionResult(tuple(items) + tuple(scored), tuple(c.id for c in scored), calls,
                                fetched_total, similarity)
 
-    def _keys(self, frontier: Sequence[Candidate], known: set[LinkKey]) -> list[LinkKey]:
+    def _keys(self, frontier: Sequence[Candidate], known: set[LinkKey],
+              links: Sequence[Any]) -> list[LinkKey]:
         keys: dict[LinkKey, None] = {}
         for candidate in frontier:
-            for proximity in self.links:
+            for proximity in links:
                 found = list(proximity.link_keys(candidate))
                 if self.reverse and callable(getattr(proximity, "reverse_keys", None)):
                     found.extend(proximity.reverse_keys(candidate))
@@ -219,13 +231,22 @@ class ExpandingReranker:
     def __init__(self, reranker: GraphReranker, source: NeighbourSource, *,
                  seeds: int = DEFAULT_SEEDS, hops: int = DEFAULT_HOPS,
                  budget: int = DEFAULT_BUDGET, prune_threshold: float | None = None,
-                 reverse: bool = False, embedder: _Embedder | None = None) -> None:
+                 reverse: bool = False, embedder: _Embedder | None = None,
+                 follow_entities: bool = False, seed_rule: str = "calibrated",
+                 pruner: SoftPruner | None = None, drop_below: float = 0.5) -> None:
         if not isinstance(reranker, GraphReranker):
             raise TypeError(f"reranker must be a GraphReranker, got {type(reranker).__name__}")
+        if pruner is not None and not isinstance(pruner, SoftPruner):
+            raise TypeError(f"pruner needs alphas(query, objects), got {type(pruner).__name__}")
+        if not 0.0 <= float(drop_below) <= 1.0:
+            raise ValueError(f"drop_below is an alpha in [0, 1], got {drop_below!r}")
         self.reranker = reranker
+        self.pruner = pruner
+        self.drop_below = float(drop_below)
         self.expander = GraphExpander(reranker.proximities, source, seeds=seeds, hops=hops,
                                       budget=budget, prune_threshold=prune_threshold,
-                                      reverse=reverse, embedder=embedder)
+                                      reverse=reverse, embedder=embedder,
+                                      follow_entities=follow_entities, seed_rule=seed_rule)
 
     def rerank_with_expansion(self, candidates: Sequence[Candidate], *, query: str | None = None,
                               query_embedding: np.ndarray | None = None,
@@ -233,10 +254,15 @@ class ExpandingReranker:
                               ) -> tuple[list[RankedCandidate], ExpansionResult]:
         """Ranked candidates (fetched objects included) and the expansion's record."""
         expansion = self.expander.expand(candidates, query_embedding=query_embedding)
+        if self.pruner is None or not expansion.added:
+            ranked = self.reranker.rerank(list(expansion.candidates), query=query,
+                                          query_embedding=query_embedding, top_n=top_n)
+            return _marked(ranked, expansion), expansion
         ranked = self.reranker.rerank(list(expansion.candidates), query=query,
-                                      query_embedding=query_embedding, top_n=top_n)
-        added = set(expansion.added)
-        return [replace(r, expanded=True) if r.id in added else r for r in ranked], expansion
+                                      query_embedding=query_embedding)
+        alphas = self._alphas(expansion, query_embedding)
+        return _marked(_soft_pruned(ranked, alphas, self.drop_below, top_n), expansion), \
+            expansion
 
     @property
     def needs_embeddings(self) -> bool:
@@ -244,12 +270,62 @@ class ExpandingReranker:
         falls back to the lowest candidate score without vectors)."""
         return True
 
+    def _alphas(self, expansion: ExpansionResult, query_embedding: np.ndarray | None
+                ) -> dict[str, float]:
+        """The pruner's factor per fetched object (1 where a vector is missing, said once)."""
+        fetched = expansion.candidates[len(expansion.candidates) - len(expansion.added):]
+        if query_embedding is None or any(c.embedding is None for c in fetched):
+            _warn_once("soft pruning needs the query embedding and the fetched objects' "
+                       "vectors; fetched objects without them are kept unscaled")
+            return {}
+        assert self.pruner is not None
+        matrix = np.vstack([np.asarray(c.embedding, dtype=np.float64).ravel()
+                            for c in fetched])
+        values = np.asarray(self.pruner.alphas(np.asarray(query_embedding, dtype=np.float64)
+                                               .ravel(), matrix), dtype=np.float64).ravel()
+        if values.shape[0] != len(fetched) or not np.all(np.isfinite(values)):
+            raise ValueError(f"pruner returned {values.shape[0]} alphas for {len(fetched)} "
+                             "fetched objects, or non-finite ones")
+        return {c.id: float(np.clip(a, 0.0, 1.0)) for c, a in zip(fetched, values, strict=True)}
+
     def rerank(self, candidates: Sequence[Candidate], *, query: str | None = None,
                query_embedding: np.ndarray | None = None,
                top_n: int | None = None) -> list[RankedCandidate]:
         """Drop-in for :meth:`GraphReranker.rerank`, with expansion first."""
         return self.rerank_with_expansion(candidates, query=query,
                                           query_embedding=query_embedding, top_n=top_n)[0]
+
+
+def _marked(ranked: Sequence[RankedCandidate], expansion: ExpansionResult
+            ) -> list[RankedCandidate]:
+    """Fetched objects carry ``expanded=True``."""
+    added = set(expansion.added)
+    return [replace(r, expanded=True) if r.id in added else r for r in ranked]
+
+
+def _soft_pruned(ranked: Sequence[RankedCandidate], alphas: dict[str, float],
+                 drop_below: float, top_n: int | None) -> list[RankedCandidate]:
+    """Scale fetched objects' scores by their alpha, drop those under ``drop_below``, re-sort
+    (stable: equal scores keep the ranker's order) and renumber."""
+    kept = [(r.score * alphas[r.id] if r.id in alphas else r.score, position, r)
+            for position, r in enumerate(ranked)
+            if r.id not in alphas or alphas[r.id] >= drop_below]
+    kept.sort(key=lambda item: (-item[0], item[1]))
+    if top_n is not None:
+        kept = kept[:top_n]
+    return [replace(r, score=float(score), rank=rank)
+            for rank, (score, _p, r) in enumerate(kept, start=1)]
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message in _WARNED:
+        return
+    _WARNED.add(message)
+    logging.getLogger(__name__).warning(message)
+    warnings.warn(message, stacklevel=3)
 
 
 def _canonical(key: LinkKey) -> LinkKey:
@@ -283,15 +359,16 @@ def _cosines(objects: Sequence[Candidate], query: np.ndarray | None) -> np.ndarr
 
 def _seed_scores(items: Sequence[Candidate], scores: np.ndarray | None,
                  added: Sequence[Candidate], similarity: dict[str, float],
-                 query: np.ndarray | None) -> list[Candidate]:
-    """Give fetched objects scores on the candidates' scale (see the module docstring)."""
+                 query: np.ndarray | None, *, floor: bool = False) -> list[Candidate]:
+    """Give fetched objects scores on the candidates' scale (see the module docstring);
+    ``floor``: every fetched object at the lowest candidate score."""
     if not added:
         return []
     if scores is None:
         return [Candidate(c.id, c.text, None, c.metadata, c.embedding) for c in added]
     low, high = float(scores.min()), float(scores.max())
     predicted: list[float] | None = None
-    if all(c.id in similarity for c in added):
+    if not floor and all(c.id in similarity for c in added):
         line = _calibration(items, scores, query)
         if line is not None:
             slope, intercept = line

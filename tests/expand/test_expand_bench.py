@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grapher_bench.peers import PEER_RANKERS, peer_graph
+from grapher_bench.peers import PEER_RANKERS, is_peer, peer_graph, split_name
 from grapher_bench.runner import expand_rankers
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -15,11 +15,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def test_peer_specs_follow_the_task_link_graph() -> None:
     specs = {s.label: s.graph for s in expand_rankers(
-        ["gcs", "expand-gcs", "graph-retriever", "prev-next"], "passages")}
-    assert specs["expand-gcs"] == specs["graph-retriever"] == "mentions"
+        ["gcs", "expand-gcs", "expand-gcs-v1", "graph-retriever", "prev-next",
+         "ego-gcs[k=2,n=5]"], "passages")}
+    # the first rule and the peer follow mentions; the default rule every link kind
+    assert specs["expand-gcs-v1"] == specs["graph-retriever"] == "mentions"
+    assert specs["expand-gcs"] == specs["ego-gcs[k=2,n=5]"] == "mentions+entities-capped"
     assert "prev-next" not in specs  # chunk sets only
     chunks = {s.label: s.graph for s in expand_rankers(["expand-gcs", "prev-next"], "chunks")}
-    assert chunks == {"expand-gcs": "adjacent", "prev-next": "adjacent"}
+    assert chunks == {"expand-gcs": "adjacent+mentions", "prev-next": "adjacent"}
+    assert split_name("expand-gcs[prune=cosine,seed=floor]") == (
+        "expand-gcs", {"prune": "cosine", "seed": "floor"})
+    assert is_peer("ego-gcs[k=1,n=10]") and not is_peer("gcs")
+    with pytest.raises(ValueError, match="bad option"):
+        split_name("expand-gcs[colour=red]")
     assert peer_graph("graph-retriever", "tables") == "fk"
     with pytest.raises(ValueError, match="chunk sets only"):
         peer_graph("prev-next", "tables")

@@ -164,3 +164,34 @@ def test_graph_context_runnable() -> None:
     assert lines[0] == "[1] Inception"
     assert "  [1.1] Christopher Nolan  <- structural" in lines
     assert "    [1.1.1] Christina Jensen  <- structural" in lines
+
+
+def test_relation_view_runnable() -> None:
+    formatter = graph_context_formatter([MENTIONS], seeds=1, max_chars=30, style="relations")
+    lines = formatter.invoke(documents()[:3]).splitlines()
+    assert lines[0] == "[ROOT] Inception."
+    assert "Inception is connected to:" in lines
+    assert "  1.1 Christopher Nolan via mentions." in lines
+    assert "    1.1.1 Christina Jensen via mentions." in lines
+    with pytest.raises(ValueError, match="style"):
+        graph_context_formatter([MENTIONS], style="fancy")
+
+
+def test_entity_links_through_chroma_list_fields() -> None:
+    from grapher_core import Candidate, SharedEntities
+    from grapher_core.expand import GraphExpander
+
+    store = langchain_chroma.Chroma(collection_name=f"ents-{uuid.uuid4().hex[:8]}",
+                                    embedding_function=embeddings(),
+                                    client=chromadb.EphemeralClient())
+    store.add_documents([
+        Document(id="a", page_content="Nolan directed Inception", metadata={"entities": ["Nolan"]}),
+        Document(id="b", page_content="Nolan was born in London",
+                 metadata={"entities": ["Nolan", "London"]}),
+        Document(id="c", page_content="Paris is in France", metadata={"entities": ["Paris"]})])
+    source = VectorStoreSource(store)
+    seed = Candidate("a", "Nolan directed Inception", 1.0, {"entities": ["Nolan"]})
+    result = GraphExpander([SharedEntities()], source, follow_entities=True).expand([seed])
+    assert result.added == ("b",) and source.calls == 1  # $contains, one get per hop
+    with pytest.raises(TypeError, match="list_fields"):
+        VectorStoreSource(store, list_fields="entities")

@@ -97,3 +97,17 @@ def test_postprocessor_expands_from_docstore() -> None:
     assert EXPANDED_KEY in fetched.node.excluded_llm_metadata_keys
     assert EXPANDED_KEY not in docstore.get_node("c1").metadata  # the store's node is untouched
     assert NodeRelationship.NEXT in fetched.node.relationships
+
+
+def test_relation_view_of_nodes() -> None:
+    from llama_index_grapher import format_nodes_as_graph
+
+    nodes = [NodeWithScore(node=n, score=1.0 / (k + 1)) for k, n in enumerate(chain(3))]
+    lines = format_nodes_as_graph(nodes, seeds=1).splitlines()  # PREVIOUS/NEXT by default
+    assert lines[:2] == ["[ROOT] T0.", "chunk 0"]
+    assert "  1.1 T1 via adjacent chunk." in lines
+    assert "    1.1.1 T2 via adjacent chunk." in lines
+    tree = format_nodes_as_graph(nodes, seeds=1, style="tree").splitlines()
+    assert tree[0] == "[1] T0"
+    with pytest.raises(ValueError, match="style"):
+        format_nodes_as_graph(nodes, style="fancy")

@@ -17,3 +17,13 @@ def test_graph_context_notebook_runs(run_notebook: Callable) -> None:
     # the director hangs under the film, his mother under him: the two hops, as a tree
     assert re.search(r"\n  \[1\.(\d)\] Christopher Nolan  <- structural\n", text)
     assert re.search(r"\n    \[1\.\d\.1\] Christina Jensen  <- structural\n", text)
+    # the relation-labelled view: GRAG's template, relation text on the edges
+    assert "[ROOT] Inception." in text and "Inception is connected to:" in text
+    assert re.search(r"\n  1\.\d Christopher Nolan via mentions\.\n", text)
+    assert re.search(r"\n    1\.\d\.1 Christina Jensen via mentions\.\n", text)
+    # the Spider question: join columns visible on the foreign-key edges
+    spider = text.split("List all singer names in concerts in year 2014.")[1]
+    assert "[ROOT] singer_in_concert." in spider
+    assert "1.1 singer via singer_in_concert.Singer_ID = singer.Singer_ID." in spider
+    assert "1.2 concert via singer_in_concert.concert_ID = concert.concert_ID." in spider
+    assert "1.2.1 stadium via concert.Stadium_ID = stadium.Stadium_ID." in spider
