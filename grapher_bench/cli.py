@@ -12,6 +12,7 @@ from grapher_core.cli import build_parser, run
 
 SUBCOMMANDS: tuple[str, ...] = (
     "grapher_bench.bench_cli",
+    "grapher_bench.grag_cli",
     "grapher_bench.latency",
     "grapher_bench.learned_cli",
     "grapher_bench.qagnn_cli",

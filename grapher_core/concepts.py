@@ -16,8 +16,10 @@ reads every shape back.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+import warnings
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from grapher_core.enrich.base import ExtractionResult
 from grapher_core.metadata import read_list
 
 __all__ = [
@@ -41,7 +44,11 @@ __all__ = [
     "question_graph",
     "read_graph",
     "shortest_paths",
+    "warn_once",
 ]
+
+_log = logging.getLogger("grapher_core.concepts")
+_warned: set[str] = set()
 
 QUESTION_NODE = "question"
 _EDGE = re.compile(r"^(.+?) :(\S+) (.+)$")
@@ -51,6 +58,14 @@ _DELIMITERS = re.compile(r"[|;,\n\t]+")
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM", "ADV"})
 #: Entity labels kept as one concept spanning several words (all of spaCy's, as AMR names them).
 PARSER_VERSION = "1"
+
+
+def warn_once(message: str) -> None:
+    """Log and warn once per distinct message (nothing fails silently, nothing floods)."""
+    if message not in _warned:
+        _warned.add(message)
+        _log.warning(message)
+        warnings.warn(message, stacklevel=3)
 
 
 def normalise_concept(text: str) -> str:
@@ -294,11 +309,9 @@ class SpacyConceptParser:
         return [doc_to_graph(doc) for doc in
                 nlp.pipe([t[:limit] for t in texts], batch_size=self.batch_size)]
 
-    def extract_batch(self, texts: Sequence[str]) -> list[Any]:
+    def extract_batch(self, texts: Sequence[str]) -> list[ExtractionResult]:
         """The enrichment-extractor form (``grapher enrich --extractor concepts``): each graph
         as its store-safe list of strings."""
-        from grapher_core.enrich.base import ExtractionResult
-
         return [ExtractionResult(encode_graph(g)) for g in self.parse(texts)]
 
 

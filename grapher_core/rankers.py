@@ -294,6 +294,7 @@ _REGISTRY: dict[str, RankerFactory | str] = {
     "ppr": PPRRanker,
     "gat": "grapher_core.learned.ranker:GATRanker",
     "mlp": "grapher_core.learned.ranker:MLPRanker",
+    "g-rag": "grapher_core.learned.grag:GRAGRanker",
     "qa-adjust": "grapher_core.score_adjust:ScoreAdjustRanker",
 }
 

@@ -4,6 +4,8 @@
 * :class:`ChunkLinkTransformer` -- document id + chunk index (contextual, ``AdjacentChunks()``);
 * :class:`MentionTransformer` -- titles a document names, over a whole corpus (structural,
   ``ForeignKeys("mentions", target_field="title")``);
+* :class:`ConceptGraphTransformer` -- concept graphs (G-RAG, ``ranker="g-rag"`` and
+  ``shared_concepts()``);
 * :class:`LinkTransformer` -- hyperlinks resolved to document ids (structural,
   ``ForeignKeys(field="links")``).
 
@@ -28,8 +30,8 @@ from grapher_core.conventions import ListFormat
 from grapher_core.links import build_target_index, extract_links, resolve_links
 from grapher_core.metadata import encode_list
 
-__all__ = ["ChunkLinkTransformer", "EntityTransformer", "LinkTransformer", "ListFormat",
-           "MentionTransformer"]
+__all__ = ["ChunkLinkTransformer", "ConceptGraphTransformer", "EntityTransformer",
+           "LinkTransformer", "ListFormat", "MentionTransformer"]
 
 
 def with_list(document: Document, field: str, values: Iterable[Any],
@@ -120,6 +122,22 @@ class EntityTransformer(BaseDocumentTransformer, BaseModel):
                                                      self.list_format)
             for document, found in zip(items, entities, strict=True)
         ]
+
+
+class ConceptGraphTransformer(EntityTransformer):
+    """Write each document's concept graph to ``metadata[field]`` (default ``"concepts"``) for
+    ``ranker="g-rag"`` and ``shared_concepts()``: spaCy's dependency parse by default
+    (``grapher_core.concepts.SpacyConceptParser``), stored as a store-safe list of strings.
+    Same cache, failure and ``list_format`` behaviour as :class:`EntityTransformer`."""
+
+    field: str = "concepts"
+
+    def _extractor(self) -> Any:
+        if self.extractor is None:
+            from grapher_core.concepts import SpacyConceptParser
+
+            self.extractor = SpacyConceptParser()
+        return self.extractor
 
 
 class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):

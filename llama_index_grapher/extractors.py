@@ -4,6 +4,8 @@ Each extractor writes one list field that a core proximity reads at query time:
 
 * :class:`GraphEREntityExtractor` -> ``"entities"`` for ``SharedEntities()`` (offline spaCy NER by
   default, or any ``grapher_core.enrich`` extractor such as the OpenAI one);
+* :class:`GraphERConceptExtractor` -> ``"concepts"`` for ``ranker="g-rag"`` and
+  ``shared_concepts()`` (spaCy dependency-parse concept graphs);
 * :class:`GraphERLinkExtractor` -> ``"links"`` for ``ForeignKeys("links", target_field=...)``;
 * :class:`GraphERMentionExtractor` -> ``"mentions"`` (titles named in the text, over a whole
   corpus) for ``ForeignKeys("mentions", target_field="title")``.
@@ -34,6 +36,7 @@ from grapher_core.conventions import LIST_FORMATS
 from grapher_core.metadata import encode_list as core_encode_list
 
 __all__ = [
+    "GraphERConceptExtractor",
     "GraphEREntityExtractor",
     "GraphERLinkExtractor",
     "GraphERMentionExtractor",
@@ -152,6 +155,25 @@ class GraphEREntityExtractor(_GraphERExtractor):
             logger.warning("entity extraction failed for %d of %d nodes; they get no %r field",
                            failed, len(nodes), self.field)
         return [{} if result is None else self._record(result) for result in results]
+
+
+class GraphERConceptExtractor(GraphEREntityExtractor):
+    """Concept graph of each node into ``metadata["concepts"]`` (for ``ranker="g-rag"`` and
+    ``shared_concepts()``); ``extractor`` defaults to ``SpacyConceptParser()``. Same cache and
+    failure behaviour as :class:`GraphEREntityExtractor`."""
+
+    field: str = Field(default="concepts", description="Metadata key written.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GraphERConceptExtractor"
+
+    def _resolved(self) -> tuple[Any, Any]:
+        if self.extractor is None and self._default_extractor is None:
+            from grapher_core.concepts import SpacyConceptParser
+
+            self._default_extractor = SpacyConceptParser()
+        return super()._resolved()
 
 
 class GraphERLinkExtractor(_GraphERExtractor):

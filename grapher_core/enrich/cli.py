@@ -55,12 +55,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--input", required=True, type=Path, help="corpus JSONL to read")
     parser.add_argument("--output", required=True, type=Path, help="enriched JSONL to write")
-    parser.add_argument("--extractor", choices=("spacy", "openai", "mentions"), default="spacy",
+    parser.add_argument("--extractor", choices=("spacy", "openai", "mentions", "concepts"),
+                        default="spacy",
                         help="spacy (offline NER, default), openai (an OpenAI-compatible chat "
-                             "model) or mentions (titles named in the text)")
+                             "model), mentions (titles named in the text) or concepts (G-RAG "
+                             "concept graphs from spaCy's dependency parse, for ranker='g-rag')")
     parser.add_argument("--key", default=None,
                         help="metadata key written (default: entities; mentions for "
-                             "--extractor mentions)")
+                             "--extractor mentions; concepts for --extractor concepts)")
     parser.add_argument("--id-field", default="id", help="JSON key of the object id (default: id)")
     parser.add_argument("--text-field", default="text",
                         help="JSON key of the object text (default: text)")
@@ -166,6 +168,10 @@ def read_corpus_lines(path: Path, limit: int | None = None, *, id_field: str = "
 
 def build_extractor(args: argparse.Namespace) -> EntityExtractor:
     """The extractor the command line asks for."""
+    if args.extractor == "concepts":
+        from grapher_core.concepts import SpacyConceptParser
+
+        return SpacyConceptParser(model=args.spacy_model)
     if args.extractor == "spacy":
         from grapher_core.enrich.spacy_extractor import SpacyEntityExtractor
 
@@ -256,7 +262,7 @@ def _run(args: argparse.Namespace) -> int:
     records = [record for _, record in lines]
     if args.extractor == "mentions":
         return _run_mentions(args, records)
-    key = args.key or "entities"
+    key = args.key or ("concepts" if args.extractor == "concepts" else "entities")
     extractor = build_extractor(args)
     cache = None if args.no_cache else EntityCache(args.cache or default_cache_path())
     try:

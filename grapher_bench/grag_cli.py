@@ -1,0 +1,367 @@
+"""``grapher-bench grag-study`` and ``grag-latency``: the G-RAG measurements of docs/grag.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["register"]
+
+SETS = ("hotpotqa", "2wikimultihopqa", "musique", "squad_chunks")
+#: variant -> (node text, graph, loss, GRAGSpec variant)
+VARIANTS: dict[str, tuple[str, str, str, str]] = {
+    "MLP": ("plain", "question", "listwise", "mlp"),
+    "GCN": ("plain", "question", "listwise", "gcn"),
+    "G-RAG": ("concepts", "question", "listwise", "gcn"),
+    "G-RAG-RL": ("concepts", "question", "pairwise", "gcn"),
+    "G-RAG-RL (question-free graph)": ("concepts", "documents", "pairwise", "gcn"),
+}
+#: where each test set's model is trained (transfer between sets)
+TRAIN_ON = {"hotpotqa": "2wikimultihopqa", "2wikimultihopqa": "hotpotqa",
+            "musique": "hotpotqa", "squad_chunks": "hotpotqa"}
+METRICS = ("PR@5", "PR@10", "MRR", "MHits@10", "MTRR", "TMHits@10")
+START, END = "<!-- grag:start -->", "<!-- grag:end -->"
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def register(subparsers: Any) -> None:
+    study = subparsers.add_parser("grag-study", help="train and evaluate G-RAG's variants "
+                                  "(transfer between sets, both label modes, significance)")
+    study.add_argument("--benchmarks", type=Path, default=None)
+    study.add_argument("--sets", default=",".join(SETS))
+    study.add_argument("--top-n", type=int, default=30)
+    study.add_argument("--limit-squad", type=int, default=300)
+    study.add_argument("--limit", type=int, default=None, help="questions per set (smoke runs)")
+    study.add_argument("--epochs", type=int, default=20)
+    study.add_argument("--grid", action="store_true", help="run the hidden x lr grid first")
+    study.add_argument("--hidden", type=int, default=64)
+    study.add_argument("--lr", type=float, default=5e-4)
+    study.add_argument("--dropout", type=float, default=0.1)
+    study.add_argument("--labels", default="gold,has_answer")
+    study.add_argument("--out", type=Path, default=Path("bench_out/grag"))
+    study.add_argument("--docs", type=Path, default=None,
+                       help="write the tables between the grag markers of these files "
+                            "(docs/grag.md)")
+    study.add_argument("--bench-doc", type=Path, default=None,
+                       help="write the summary table between the grag markers of this file "
+                            "(docs/benchmarks.md)")
+    study.add_argument("--ship", type=Path, default=None,
+                       help="also train G-RAG-RL on all of hotpotqa (gold) and save it here")
+    study.add_argument("--report-from", type=Path, default=None,
+                       help="only re-render a saved grag_study.json into --docs/--bench-doc")
+    study.set_defaults(func=run_study)
+    latency = subparsers.add_parser("grag-latency", help="g-rag rerank latency (concept text "
+                                    "vs fast vs plain) at 100 and 200 candidates")
+    latency.add_argument("--benchmarks", type=Path, default=None)
+    latency.add_argument("--dataset", default="hotpotqa")
+    latency.add_argument("--sizes", default="100,200")
+    latency.add_argument("--queries", type=int, default=10)
+    latency.set_defaults(func=run_latency)
+
+
+def _loop_config(loss: str, args: argparse.Namespace, lr: float | None = None) -> Any:
+    from grapher_core.learned.train import LoopConfig
+
+    return LoopConfig(loss=loss, epochs=args.epochs, patience=5, lr=lr or args.lr,
+                      weight_decay=1e-4, batch_size=16, metric="MRR")
+
+
+def run_study(args: argparse.Namespace) -> int:
+    from grapher_bench.cache import CachedEmbedder, EmbeddingCache
+    from grapher_bench.data import default_benchmarks_root
+    from grapher_bench.grag_bench import (
+        examples_for,
+        load_question_sets,
+        mcnemar,
+        paired_bootstrap,
+        query_metrics,
+        save_json,
+    )
+    from grapher_core.embeddings import default_embedder
+    from grapher_core.learned.grag_model import GRAGSpec
+    from grapher_core.learned.grag_train import GRAGAdapter, train_grag
+    from grapher_core.learned.train import predict, split_examples
+
+    if args.report_from:
+        import json
+
+        saved = json.loads(args.report_from.read_text())
+        print(render(saved))
+        if args.docs:
+            _write_markers(args.docs, render(saved))
+        if args.bench_doc:
+            _write_markers(args.bench_doc, render_summary(saved))
+        return 0
+    root = args.benchmarks or default_benchmarks_root()
+    names = [s for s in args.sets.split(",") if s]
+    embedder = CachedEmbedder(default_embedder(), EmbeddingCache(), progress=False)
+    limits = {name: args.limit for name in names} if args.limit else {}
+    limits["squad_chunks"] = min(args.limit_squad, args.limit or args.limit_squad)
+    sets = load_question_sets(names, root, args.top_n, limits, embedder, log=_log)
+    hidden, lr = args.hidden, args.lr
+    report: dict[str, Any] = {"protocol": vars(args) | {"out": str(args.out)}, "grid": [],
+                              "runs": {}, "training": {}, "tests": {}}
+    report["protocol"].pop("func", None)
+    for name in ("benchmarks", "docs", "ship"):
+        report["protocol"][name] = str(report["protocol"][name])
+    if args.grid:
+        source = "hotpotqa" if "hotpotqa" in sets else names[0]
+        examples = examples_for(sets[source], "concepts", "question", "gold")
+        split = split_examples(examples, 0.2, 0)
+        best = None
+        for h in (8, 64, 128):
+            for rate in (1e-4, 5e-4):
+                spec = GRAGSpec(hidden=h, dropout=args.dropout)
+                result = train_grag(examples, spec, _loop_config("pairwise", args, rate),
+                                    split=split)
+                row = {"hidden": h, "lr": rate, "val_MRR": result.best_metrics["MRR"],
+                       "epoch": result.best_epoch, "seconds": result.seconds}
+                report["grid"].append(row)
+                _log(f"grid {row}")
+                if best is None or row["val_MRR"] > best["val_MRR"]:
+                    best = row
+        assert best is not None
+        hidden, lr = int(best["hidden"]), float(best["lr"])
+        _log(f"grid choice: hidden {hidden}, lr {lr}")
+    report["chosen"] = {"hidden": hidden, "lr": lr, "dropout": args.dropout}
+    per_query: dict[str, dict[str, dict[str, list[dict[str, float]]]]] = {}
+    for mode in [m for m in args.labels.split(",") if m]:
+        models: dict[tuple[str, str], Any] = {}
+        for test in names:
+            source = TRAIN_ON[test]
+            if source not in sets:  # smoke runs on fewer sets: any other set
+                source = next((s for s in names if s != test), test)
+            rows: dict[str, list[dict[str, float]]] = {}
+            base_examples = examples_for(sets[test], "plain", "documents", mode)
+            rows["w/o reranker"] = query_metrics(
+                sets[test], base_examples,
+                [np.asarray([c.score for c in sets[test].candidates[
+                    sets[test].query_ids.index(e.query_id)]]) for e in base_examples])
+            rows["GCS (concept graph)"] = _gcs_rows(sets[test], base_examples)
+            for variant, (text, graph, loss, arch) in VARIANTS.items():
+                key = (variant, source)
+                if key not in models:
+                    train = examples_for(sets[source], text, graph, mode)
+                    spec = GRAGSpec(variant=arch, hidden=hidden, dropout=args.dropout)
+                    started = time.perf_counter()
+                    result = train_grag(train, spec, _loop_config(loss, args, lr))
+                    models[key] = result.model
+                    report["training"][f"{mode}/{variant}/{source}"] = {
+                        "seconds": time.perf_counter() - started, "best_epoch": result.best_epoch,
+                        "val": result.best_metrics, "n_train": result.n_train,
+                        "n_val": result.n_val}
+                    _log(f"[{mode}] trained {variant} on {source}: val MRR "
+                         f"{result.best_metrics['MRR']:.3f} "
+                         f"in {time.perf_counter() - started:.1f}s")
+                examples = examples_for(sets[test], text, graph, mode)
+                scores = predict(models[key], GRAGAdapter(), examples, "cpu")
+                rows[variant] = query_metrics(sets[test], examples, scores)
+            per_query.setdefault(mode, {})[test] = rows
+            summary = {label: {m: float(np.mean([r[m] for r in rs])) for m in METRICS}
+                       | {"n": len(rs)} for label, rs in rows.items()}
+            report["runs"][f"{mode}/{test}"] = {"trained_on": source, "metrics": summary}
+            _log(f"[{mode}] {test}: " + "; ".join(
+                f"{label} MRR {m['MRR']:.3f}" for label, m in summary.items()))
+        report["tests"][mode] = _orderings(per_query.get(mode, {}), paired_bootstrap, mcnemar)
+    save_json(args.out / "grag_study.json", report)
+    save_json(args.out / "grag_per_query.json", per_query)
+    text = render(report)
+    print(text)
+    if args.docs:
+        _write_markers(args.docs, text)
+    if args.bench_doc:
+        _write_markers(args.bench_doc, render_summary(report))
+    if args.ship:
+        _ship(sets["hotpotqa"], args, hidden, lr)
+    return 0
+
+
+def _gcs_rows(qs: Any, examples: Any) -> list[dict[str, float]]:
+    from dataclasses import replace
+
+    from grapher_bench.grag_bench import query_metrics
+    from grapher_core.concept_proximity import SharedConcepts
+    from grapher_core.concepts import encode_graph
+    from grapher_core.graph import build_graph
+    from grapher_core.rankers import gcs_scores
+
+    scores = []
+    for e in examples:
+        k = qs.query_ids.index(e.query_id)
+        cands = qs.candidates[k]
+        # concept graphs as metadata, the way the enrichment stores them
+        with_meta = [replace(c, metadata={"concepts": encode_graph(qs.doc_graphs[c.id])})
+                     for c in cands]
+        graph = build_graph(with_meta, [SharedConcepts()])
+        seeds = np.asarray([c.score for c in cands])
+        scores.append(gcs_scores(graph.adjacency, seeds, 0.1))
+    return query_metrics(qs, examples, scores)
+
+
+def _orderings(rows: dict[str, dict[str, list[dict[str, float]]]], bootstrap: Any,
+               mcnemar: Any) -> list[dict[str, Any]]:
+    """The paper's orderings, one paired test per set and metric."""
+    pairs = [("G-RAG-RL", "w/o reranker"), ("GCN", "MLP"), ("G-RAG", "GCN"),
+             ("G-RAG-RL", "G-RAG"), ("G-RAG-RL", "G-RAG-RL (question-free graph)"),
+             ("G-RAG-RL", "GCS (concept graph)")]
+    out = []
+    for test, by_label in rows.items():
+        for better, worse in pairs:
+            if better not in by_label or worse not in by_label:
+                continue
+            a, b = by_label[better], by_label[worse]
+            for metric in ("MRR", "MHits@10"):
+                result = bootstrap([r[metric] for r in a], [r[metric] for r in b])
+                out.append({"set": test, "claim": f"{better} > {worse}", "metric": metric,
+                            **result})
+            hits = mcnemar([r["PR@10"] for r in a], [r["PR@10"] for r in b])
+            out.append({"set": test, "claim": f"{better} > {worse}", "metric": "PR@10 McNemar",
+                        "diff": hits["only_a"] - hits["only_b"], "p": hits["p"]})
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = []
+    chosen = report["chosen"]
+    lines.append(f"Hyper-parameters: hidden {chosen['hidden']}, lr {chosen['lr']}, dropout "
+                 f"{chosen['dropout']} (grid rows below when run).")
+    if report["grid"]:
+        lines += ["", "| hidden | lr | val MRR (hotpotqa split) | best epoch | seconds |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {g['hidden']} | {g['lr']} | {100 * g['val_MRR']:.1f} | {g['epoch']} | "
+                  f"{g['seconds']:.0f} |" for g in report["grid"]]
+    for key, run in report["runs"].items():
+        mode, test = key.split("/")
+        first = next(iter(run["metrics"].values()))
+        lines += ["", f"**{test}**, labels `{mode}`, models trained on {run['trained_on']} "
+                      f"({first['n']} questions)", "",
+                  "| ranker | " + " | ".join(METRICS) + " |", "|---|" + "---|" * len(METRICS)]
+        best = {m: max(v[m] for v in run["metrics"].values()) for m in METRICS}
+        for label, m in run["metrics"].items():
+            cells = [(f"**{100 * m[x]:.1f}**" if m[x] == best[x] else f"{100 * m[x]:.1f}")
+                     for x in METRICS]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for mode, tests in report["tests"].items():
+        lines += ["", f"Paired tests, labels `{mode}` (bootstrap: mean difference in points, "
+                      "95% interval, one-sided p; McNemar: questions only the first / only the "
+                      "second gets PR@10, two-sided p):", "",
+                  "| set | claim | metric | diff | 95% CI | p |", "|---|---|---|---|---|---|"]
+        for t in tests:
+            if "low" in t:
+                lines.append(f"| {t['set']} | {t['claim']} | {t['metric']} | "
+                             f"{100 * t['diff']:+.1f} | [{100 * t['low']:+.1f}, "
+                             f"{100 * t['high']:+.1f}] | {t['p']:.3f} |")
+            else:
+                lines.append(f"| {t['set']} | {t['claim']} | {t['metric']} | "
+                             f"{int(t['diff']):+d} q | | {t['p']:.3f} |")
+    times = report["training"]
+    if times:
+        lines += ["", "| training run | seconds | best epoch | train / val questions |",
+                  "|---|---|---|---|"]
+        lines += [f"| {k} | {v['seconds']:.1f} | {v['best_epoch']} | {v['n_train']} / "
+                  f"{v['n_val']} |" for k, v in times.items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_summary(report: dict[str, Any]) -> str:
+    """One compact table per label mode: every ranker x set, MRR / MHits@10 / PR@5 / PR@10."""
+    lines = ["## G-RAG (`ranker=\"g-rag\"`) and its baselines (`grapher-bench grag-study`)", "",
+             "Dense MiniLM top-30 candidates, models trained on another set (transfer); "
+             "MRR / MHits@10 are G-RAG's (means over a question's positives). Method, "
+             "substitutions, protocol, paired tests and training times: "
+             "[docs/grag.md](grag.md)."]
+    modes = sorted({key.split("/")[0] for key in report["runs"]}, key=["gold", "has_answer"].index)
+    for mode in modes:
+        runs = {key.split("/")[1]: run for key, run in report["runs"].items()
+                if key.startswith(mode + "/")}
+        labels = list(dict.fromkeys(label for run in runs.values() for label in run["metrics"]))
+        lines += ["", f"Labels `{mode}`; cells: MRR / MHits@10 / PR@5 / PR@10 (%)", "",
+                  "| ranker | " + " | ".join(runs) + " |", "|---|" + "---|" * len(runs)]
+        for label in labels:
+            cells = []
+            for run in runs.values():
+                m = run["metrics"].get(label)
+                cells.append("" if m is None else " / ".join(
+                    f"{100 * m[x]:.1f}" for x in ("MRR", "MHits@10", "PR@5", "PR@10")))
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_markers(doc: Path, body: str) -> None:
+    text = doc.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise ValueError(f"{doc} lacks the markers {START} ... {END}")
+    before, rest = text.split(START, 1)
+    _, after = rest.split(END, 1)
+    doc.write_text(f"{before}{START}\n{body.strip()}\n{END}{after}", encoding="utf-8")
+
+
+def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
+    from grapher_bench.grag_bench import examples_for
+    from grapher_core.embeddings import default_embedder
+    from grapher_core.learned.grag import GRAGConfig, save_grag
+    from grapher_core.learned.grag_model import GRAGSpec
+    from grapher_core.learned.grag_train import train_grag
+
+    examples = examples_for(qs, "concepts", "question", "gold")
+    spec = GRAGSpec(hidden=hidden, dropout=args.dropout)
+    started = time.perf_counter()
+    result = train_grag(examples, spec, _loop_config("pairwise", args, lr))
+    config = GRAGConfig(spec=spec, embedding_model=default_embedder().name,
+                        embedding_dim=spec.embedding_dim, text="concepts", graph="question",
+                        loss="pairwise",
+                        training={"dataset": "hotpotqa", "labels": "gold", "retriever": "dense",
+                                  "top_n": args.top_n, "epochs": args.epochs, "lr": lr,
+                                  "best_epoch": result.best_epoch,
+                                  "seconds": round(time.perf_counter() - started, 1),
+                                  "n_train": result.n_train, "n_val": result.n_val},
+                        metrics={"validation": result.best_metrics})
+    save_grag(result.model, config, args.ship)
+    _log(f"shipped checkpoint -> {args.ship} (val {result.best_metrics})")
+
+
+def run_latency(args: argparse.Namespace) -> int:
+    """Median rerank time of ``GraphReranker(ranker="g-rag")`` per text mode and size."""
+    from dataclasses import replace
+
+    from grapher_bench.cache import CachedEmbedder, EmbeddingCache
+    from grapher_bench.data import default_benchmarks_root, load_dataset
+    from grapher_bench.grag_data import parse_cached
+    from grapher_bench.runner import prepare_candidates
+    from grapher_core.concepts import encode_graph
+    from grapher_core.embeddings import default_embedder
+    from grapher_core.rerank import GraphReranker
+
+    root = args.benchmarks or default_benchmarks_root()
+    dataset = load_dataset(root / args.dataset, limit=args.queries)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    embedder = CachedEmbedder(default_embedder(), EmbeddingCache(), progress=False)
+    metadata = [dict(o.metadata) for o in dataset.corpus]
+    graphs = parse_cached([o.text for o in dataset.corpus])
+    for meta, graph in zip(metadata, graphs, strict=True):
+        meta["concepts"] = encode_graph(graph)
+    candidates, vectors = prepare_candidates(dataset, "dense", metadata, embedder, max(sizes),
+                                             progress=False)
+    print("| text mode | candidates | median ms | p90 ms |\n|---|---|---|---|")
+    for text in ("concepts", "fast", "plain"):
+        reranker = GraphReranker([], ranker="g-rag", text=text, explain=0)
+        for q in dataset.queries[:2]:  # warm-up: model load, spaCy, concept vectors
+            reranker.rerank(candidates[0][:10], query=q.text, query_embedding=vectors[0])
+        for size in sizes:
+            times = []
+            for k, q in enumerate(dataset.queries):
+                chosen = [replace(c) for c in candidates[k][:size]]
+                started = time.perf_counter()
+                reranker.rerank(chosen, query=q.text, query_embedding=vectors[k])
+                times.append(1000 * (time.perf_counter() - started))
+            print(f"| {text} | {size} | {np.median(times):.0f} | "
+                  f"{np.quantile(times, 0.9):.0f} |", flush=True)
+    return 0

