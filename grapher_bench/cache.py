@@ -1,14 +1,14 @@
 """On-disk caches so a second bench run re-embeds (and re-extracts) nothing.
 
 Embeddings are keyed by model name + sha256 of the text, in one SQLite file per cache root
-(``$GRAPHER_CACHE`` or ``~/.cache/grapher``). SQLite because it is in the standard library,
-safe under concurrent readers, and a lookup of 35k keys takes well under a second.
+(:func:`grapher_core.paths.cache_root`: ``$GRAPHER_CACHE`` or ``~/.cache/grapher``). SQLite
+because it is in the standard library, safe under concurrent readers, and a lookup of 35k keys
+takes well under a second.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,16 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from grapher_core.embeddings import Embedder
+from grapher_core.paths import cache_root
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "cache_root", "text_key"]
-
-
-def cache_root() -> Path:
-    """``$GRAPHER_CACHE`` if set, else ``~/.cache/grapher`` (created on demand)."""
-    env = os.environ.get("GRAPHER_CACHE")
-    root = Path(env) if env else Path.home() / ".cache" / "grapher"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def text_key(model: str, text: str) -> str:

@@ -22,9 +22,8 @@ from langchain_core.embeddings import Embeddings
 from grapher_core.candidates import CorpusObject
 from grapher_core.metadata import read_int
 
-__all__ = ["GRAPH_RETRIEVER_DEFAULTS", "GraphRetrieverPeer", "LookupEmbeddings", "adjacent_ids"]
+__all__ = ["GraphRetrieverPeer", "LookupEmbeddings", "adjacent_ids"]
 
-GRAPH_RETRIEVER_DEFAULTS: dict[str, Any] = {"start_k": 4, "adjacent_k": 10, "max_depth": None}
 """``Eager()``'s own defaults (``select_k`` is set to the evaluation depth, e.g. 10)."""
 
 

@@ -84,7 +84,8 @@ class BaseRetriever:
             self._bm25.index([tokenize(o.text) or [""] for o in self.corpus], show_progress=False)
 
     def bm25_scores(self, query: str) -> np.ndarray:
-        assert self._bm25 is not None
+        if self._bm25 is None:
+            raise ValueError("a dense retriever has no BM25 index")
         tokens = tokenize(query)
         if not tokens:
             return np.zeros(len(self.corpus))
@@ -94,7 +95,8 @@ class BaseRetriever:
         """The retriever's score for every corpus object."""
         if self.kind == "bm25":
             return self.bm25_scores(query)
-        assert self.embeddings is not None and query_embedding is not None
+        if self.embeddings is None or query_embedding is None:
+            raise ValueError(f"the {self.kind} retriever needs corpus and query embeddings")
         cosine = np.asarray(self.embeddings @ query_embedding, dtype=np.float64)
         if self.kind == "dense":
             return cosine

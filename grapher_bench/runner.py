@@ -40,7 +40,6 @@ __all__ = [
     "DatasetRun",
     "RankerResult",
     "RankerSpec",
-    "compare",
     "expand_rankers",
     "load_run",
     "prepare_candidates",
@@ -276,9 +275,3 @@ def load_run(path: Path) -> DatasetRun:
         raise ValueError(f"{path} is not a bench results.json ({error})") from None
     return run
 
-
-def compare(a: RankerResult, b: RankerResult, key: str = "PR@10") -> dict[str, list[str]]:
-    """Queries ``b`` fixes (a misses, b hits) and breaks (a hits, b misses) at ``key``."""
-    fixes = [q for q, row in b.per_query.items() if row[key] > a.per_query[q][key]]
-    breaks = [q for q, row in b.per_query.items() if row[key] < a.per_query[q][key]]
-    return {"fixes": fixes, "breaks": breaks}

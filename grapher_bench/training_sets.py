@@ -73,7 +73,8 @@ def build_training_set(dataset: Any, *, retriever: str | None = None, graph: str
             row = row_of.get(candidate.id)
             if row is None:
                 row = row_of[candidate.id] = len(object_vectors)
-                assert candidate.embedding is not None
+                if candidate.embedding is None:
+                    raise ValueError(f"candidate {candidate.id!r} has no embedding")
                 object_vectors.append(np.asarray(candidate.embedding, dtype=np.float32))
             rows[i] = row
         seeds = make_seeds(cands)

@@ -6,7 +6,6 @@ is downloaded at run time. Models load lazily on first use.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -57,16 +56,16 @@ class SentenceTransformerEmbedder:
     def model(self) -> Any:
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as transformers_logging
 
                 transformers_logging.disable_progress_bar()
 
                 path = self.model_path or default_model_path()
-                self._model = SentenceTransformer(path, device=self.device or "cpu")
+                # local files only: never a download at run time, and no process-wide
+                # environment variable set on the user's behalf
+                self._model = SentenceTransformer(path, device=self.device or "cpu",
+                                                  local_files_only=True)
             return self._model
 
     @property

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
 from grapher_core.candidates import Candidate
 
-SeedTransform = Literal["auto", "raw", "minmax", "rank"]
 SEED_TRANSFORMS: tuple[str, ...] = ("auto", "raw", "minmax", "rank")
 
 

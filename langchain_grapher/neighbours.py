@@ -145,7 +145,8 @@ def _chroma_where(keys: Sequence[LinkKey], list_fields: frozenset[str] = frozens
             continue
         if len(key) == 1 and not key[0][1].lstrip("-").isdigit():
             field, value = key[0]
-            assert field is not None
+            if field is None:  # id keys are fetched by id (``fetch``), never by a where clause
+                raise ValueError("an id key reached the metadata filter")
             single.setdefault(field, []).append(value)
             continue
         parts = [_condition(f, v) for f, v in key if f is not None]

@@ -99,7 +99,8 @@ class GraphERReranker(BaseDocumentCompressor):
     @property
     def core(self) -> GraphReranker:
         """The :class:`grapher_core.GraphReranker` for the current fields."""
-        assert self._core is not None
+        if self._core is None:  # set by the validator at construction
+            raise RuntimeError("GraphERReranker was not validated (built without __init__?)")
         return self._core
 
     @property

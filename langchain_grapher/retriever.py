@@ -17,7 +17,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -58,7 +58,6 @@ class GraphERRetriever(BaseRetriever):
         k, fetch_k, search_kwargs = self._call_options(kwargs)
         base = self.base_retriever
         if _scored_store(base):
-            assert isinstance(base, VectorStoreRetriever)
             try:
                 with _quiet_relevance_range():
                     pairs = base.vectorstore.similarity_search_with_relevance_scores(
@@ -78,7 +77,6 @@ class GraphERRetriever(BaseRetriever):
         k, fetch_k, search_kwargs = self._call_options(kwargs)
         base = self.base_retriever
         if _scored_store(base):
-            assert isinstance(base, VectorStoreRetriever)
             try:
                 with _quiet_relevance_range():
                     pairs = await base.vectorstore.asimilarity_search_with_relevance_scores(
@@ -120,6 +118,6 @@ def _quiet_relevance_range() -> Iterator[None]:
         yield
 
 
-def _scored_store(retriever: BaseRetriever) -> bool:
+def _scored_store(retriever: BaseRetriever) -> TypeGuard[VectorStoreRetriever]:
     """True for a plain-similarity vector-store retriever, whose store can return scores."""
     return isinstance(retriever, VectorStoreRetriever) and retriever.search_type == "similarity"

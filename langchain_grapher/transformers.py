@@ -176,7 +176,9 @@ class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
         for parent in items:
             parent_id = document_id(parent.metadata, keys=self.doc_keys, object_id=parent.id,
                                     text=parent.page_content)
-            assert parent_id is not None
+            if parent_id is None:
+                raise ValueError(f"document {parent.id!r} has no id, id field or text to name "
+                                 "its chunks by")
             pieces = self.text_splitter.split_documents([parent])
             chunks.extend(pieces)
             doc_ids.extend([parent_id] * len(pieces))

@@ -90,7 +90,8 @@ class NodeSource:
         values: dict[str, list[Any]] = {}
         for key in keys:
             field, value = key[0]
-            assert field is not None
+            if field is None:
+                raise ValueError("a vector store source fetches by metadata field, not by id")
             values.setdefault(field, []).append(value)
         filters = MetadataFilters(
             filters=[MetadataFilter(key=f, value=list(dict.fromkeys(v)), operator=FilterOperator.IN)

@@ -33,15 +33,12 @@ from grapher_core.enrich.base import EntityExtractor
 from grapher_core.enrich.cache import CacheError, EntityCache
 from grapher_core.enrich.runner import run_extraction
 from grapher_core.enrich.spacy_extractor import DEFAULT_SPACY_LABELS, DEFAULT_SPACY_MODEL
+from grapher_core.paths import cache_root
 
 
 def default_cache_path() -> Path:
-    """``$GRAPHER_CACHE_DIR/entities.sqlite``, else the user cache folder."""
-    root = os.environ.get("GRAPHER_CACHE_DIR")
-    if root:
-        return Path(root) / "entities.sqlite"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "grapher" / "entities.sqlite"
+    """``entities.sqlite`` in the cache folder (:func:`grapher_core.paths.cache_root`)."""
+    return cache_root(create=False) / "entities.sqlite"
 
 
 def register(subparsers: Any) -> None:
@@ -115,13 +112,6 @@ def register(subparsers: Any) -> None:
     llm.add_argument("--price-input", type=float, help="$ per million input tokens")
     llm.add_argument("--price-output", type=float, help="$ per million output tokens")
     parser.set_defaults(func=run)
-
-
-def read_corpus(path: Path, limit: int | None = None, *, id_field: str = "id",
-                text_field: str = "text") -> list[dict[str, Any]]:
-    """The objects of a corpus JSONL file, checked: each has a string id and text."""
-    return [record for _, record in read_corpus_lines(path, limit, id_field=id_field,
-                                                      text_field=text_field)]
 
 
 def read_corpus_lines(path: Path, limit: int | None = None, *, id_field: str = "id",

@@ -64,12 +64,6 @@ scale) or ``floor`` (the lowest candidate score: the retriever ranked them below
 candidate, so only links may lift them)."""
 
 
-class _Linkable(Protocol):
-    def link_keys(self, candidate: Candidate) -> list[LinkKey]: ...
-
-    def own_keys(self, candidate: Candidate) -> list[LinkKey]: ...
-
-
 class _Embedder(Protocol):
     def embed_documents(self, texts: list[str]) -> Any: ...
 
