@@ -7,8 +7,9 @@
   the two ends' encodings (BCE). No relevance label is read. Early stopping on validation AUC.
   The encoder is then frozen.
 * **Stage 2**: query-guided pooling + fusion + head on (query, positive, hard negative)
-  triplets -- positives: the gold candidates; hard negatives: the ``hard_negatives`` best
-  non-gold candidates by retriever score -- with ``triplet margin loss + bce_weight * BCE``.
+  triplets -- positives: the gold candidates; negatives: the ``hard_negatives`` best
+  non-gold candidates by retriever score plus ``random_negatives`` drawn from the rest at every
+  step -- with ``triplet margin loss + bce_weight * BCE``.
   Early stopping on validation Recall@5 of the GNN score.
   ``end_to_end=True`` is the §7.3 reading (the encoder is fine-tuned too, from stage 1);
   ``pretrain=False`` skips stage 1 (the encoder is then trained from scratch in stage 2: the
@@ -76,6 +77,7 @@ class QATrainConfig(LoopConfig):
     pretrain: bool = True
     end_to_end: bool = False
     hard_negatives: int = 3
+    random_negatives: int = 3
     margin: float = 1.0
     bce_weight: float = 1.0
     spec: QAGNNSpec = field(default_factory=QAGNNSpec)
@@ -224,7 +226,21 @@ def _hard_negatives(e: QAExample, m: int) -> np.ndarray:
     return np.asarray([i for i in order if e.labels[i] == 0][:m], dtype=np.int64)
 
 
+def _negatives(e: QAExample, config: QATrainConfig, rng: np.random.Generator) -> np.ndarray:
+    """The ``hard_negatives`` best non-gold candidates by retriever score, plus
+    ``random_negatives`` others drawn afresh at every step: with hard negatives alone the head
+    never sees the easy candidates further down the list and ranks them anywhere."""
+    hard = _hard_negatives(e, config.hard_negatives)
+    rest = np.setdiff1d(np.flatnonzero(e.labels == 0), hard)
+    if config.random_negatives and rest.size:
+        extra = rng.choice(rest, size=min(config.random_negatives, rest.size), replace=False)
+        hard = np.concatenate([hard, extra])
+    return hard
+
+
 def _triplet_loss(config: QATrainConfig) -> Any:
+    rng = np.random.default_rng(config.seed)
+
     def loss(logits: Any, items: Sequence[QAExample], device: str) -> Any:
         import torch
         import torch.nn.functional as F
@@ -233,7 +249,7 @@ def _triplet_loss(config: QATrainConfig) -> Any:
         anchors, negatives = [], []
         for k, e in enumerate(items):
             pos = np.flatnonzero(e.labels > 0)
-            neg = _hard_negatives(e, config.hard_negatives)
+            neg = _negatives(e, config, rng)
             if pos.size and neg.size:
                 grid = np.stack(np.meshgrid(pos, neg, indexing="ij")).reshape(2, -1)
                 anchors.append(grid[0] + offsets[k])
