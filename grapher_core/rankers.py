@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover
     _csr_matvec = None
 
 from grapher_core.candidates import Candidate
+from grapher_core.errors import ConfigError, InputTypeError
 from grapher_core.graph import CandidateGraph
 
 DEFAULT_GCS_ALPHA = 0.1
@@ -256,6 +257,23 @@ class BaselineRanker:
         return np.array(seeds, dtype=np.float64)
 
 
+def check_alpha(alpha: object) -> float:
+    """``alpha`` as a float, refused (naming the value) unless a real number in (0, 1)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    value = float(alpha)
+    if not (0.0 < value < 1.0):
+        raise ConfigError(f"alpha must be in (0, 1), got {alpha!r}")
+    return value
+
+
+def _check_iteration(tol: object, max_iter: object) -> None:
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < float("inf"):
+        raise ConfigError(f"tol must be a positive number, got {tol!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        raise ConfigError(f"max_iter must be a positive integer, got {max_iter!r}")
+
+
 @dataclass(frozen=True)
 class GCSRanker:
     """Graph Cohesive Smoothing (:func:`gcs_scores`)."""
@@ -265,6 +283,13 @@ class GCSRanker:
     max_iter: int = DEFAULT_MAX_ITER
     method: str = "auto"
     name: str = "gcs"
+
+    def __post_init__(self) -> None:
+        """Refuse a bad setting here, not at the first query."""
+        object.__setattr__(self, "alpha", check_alpha(self.alpha))
+        _check_iteration(self.tol, self.max_iter)
+        if self.method not in ("auto", "iterate", "solve"):
+            raise ConfigError(f"method must be 'auto', 'iterate' or 'solve', got {self.method!r}")
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         return gcs_scores(graph.adjacency, seeds, self.alpha, self.tol, self.max_iter,
@@ -279,6 +304,11 @@ class PPRRanker:
     tol: float = 1e-10
     max_iter: int = DEFAULT_MAX_ITER
     name: str = "ppr"
+
+    def __post_init__(self) -> None:
+        """Refuse a bad setting here, not at the first query."""
+        object.__setattr__(self, "alpha", check_alpha(self.alpha))
+        _check_iteration(self.tol, self.max_iter)
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         return ppr_scores(graph.adjacency, seeds, self.alpha, self.tol, self.max_iter)
@@ -311,15 +341,20 @@ def available_rankers() -> list[str]:
 def make_ranker(ranker: str | Ranker, alpha: float | None = None, **options: Any) -> Ranker:
     """Resolve a ranker name ("gcs", "ppr", "baseline", "gat", ...) or pass a Ranker through."""
     if not isinstance(ranker, str):
+        if isinstance(ranker, type):
+            raise InputTypeError(f"ranker {ranker.__name__} is a class: pass an instance, "
+                                 f"{ranker.__name__}(), or a name such as 'gcs'")
         if not isinstance(ranker, Ranker):
-            raise TypeError(f"ranker must be a name or implement Ranker.rank, got {ranker!r}")
+            raise InputTypeError(
+                f"ranker must be a name or implement Ranker.rank, got {ranker!r}")
         if alpha is not None:
-            raise ValueError("alpha applies to named rankers only; set it on your Ranker instead")
+            raise ConfigError("alpha applies to named rankers only; set it on your Ranker "
+                              "instead")
         return ranker
     try:
         factory = _REGISTRY[ranker.lower()]
     except KeyError:
-        raise ValueError(
+        raise ConfigError(
             f"unknown ranker {ranker!r}; choose one of {', '.join(available_rankers())}"
         ) from None
     if isinstance(factory, str):

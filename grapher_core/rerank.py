@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,7 @@ from grapher_core.autodetect import describe, detect_proximities
 from grapher_core.calibration import relevance_scores
 from grapher_core.candidates import Candidate, Contribution, RankedCandidate
 from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
+from grapher_core.errors import ConfigError, InputTypeError
 from grapher_core.graph import CandidateGraph, build_graph
 from grapher_core.proximity import Proximity
 from grapher_core.rankers import RankContext, Ranker, make_ranker, needs_embeddings
@@ -66,23 +67,56 @@ class GraphReranker:
     ) -> None:
         self.auto_proximities = proximities is None if auto_proximities is None \
             else bool(auto_proximities)
-        proximities = () if proximities is None else proximities
-        for proximity in proximities:
-            if not isinstance(proximity, Proximity):
-                raise TypeError(
-                    f"{proximity!r} is not a proximity: it needs `kind`, `weight` and "
-                    "`adjacency(candidates)`"
-                )
-        if seed_transform not in SEED_TRANSFORMS:
-            raise ValueError(f"seed_transform must be one of {SEED_TRANSFORMS}")
-        if explain < 0:
-            raise ValueError("explain must be >= 0")
-        self.proximities: tuple[Proximity, ...] = tuple(proximities)
-        self.ranker: Ranker = make_ranker(ranker, alpha, **ranker_options)
+        self.proximities = () if proximities is None else proximities
         self.seed_transform = seed_transform
         self.explain = explain
+        self._ranker: Ranker = make_ranker(ranker, alpha, **ranker_options)
         self.diagnostics = Diagnostics(strict=bool(strict))
         self._detected: dict[frozenset[str], tuple[Any, ...]] = {}
+
+    # Every setting is validated on assignment as at construction, and a refused value leaves
+    # the previous one in place: a reranker shared by threads is never half-configured.
+
+    @property
+    def ranker(self) -> Ranker:
+        """The ranker; assign a name (``"ppr"``) or a ``Ranker`` to switch (validated)."""
+        return self._ranker
+
+    @ranker.setter
+    def ranker(self, value: str | Ranker) -> None:
+        self._ranker = make_ranker(value)
+
+    @property
+    def proximities(self) -> tuple[Proximity, ...]:
+        """The given edge builders (instances, validated on assignment)."""
+        return self._proximities
+
+    @proximities.setter
+    def proximities(self, value: Sequence[Proximity]) -> None:
+        self._proximities = check_proximities(value)
+        self._detected = {}
+
+    @property
+    def seed_transform(self) -> str:
+        """How base scores become seeds (one of ``SEED_TRANSFORMS``)."""
+        return self._seed_transform
+
+    @seed_transform.setter
+    def seed_transform(self, value: str) -> None:
+        if not isinstance(value, str) or value not in SEED_TRANSFORMS:
+            raise ConfigError(f"seed_transform must be one of {SEED_TRANSFORMS}, got {value!r}")
+        self._seed_transform = value
+
+    @property
+    def explain(self) -> int:
+        """How many neighbours to report per returned candidate (0 to skip)."""
+        return self._explain
+
+    @explain.setter
+    def explain(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"explain must be an integer >= 0, got {value!r}")
+        self._explain = value
 
     @property
     def strict(self) -> bool:
@@ -182,6 +216,22 @@ class GraphReranker:
                                         f"the graph has 0 edges over {n} candidates "
                                         f"({describe(proximities)}): the order is the "
                                         "retriever's")
+
+
+def check_proximities(proximities: object) -> tuple[Proximity, ...]:
+    """The proximities as a tuple, each an instance with ``kind``, ``weight`` and
+    ``adjacency(candidates)``; a class given instead of an instance is named as such."""
+    if isinstance(proximities, (str, bytes)) or not isinstance(proximities, Iterable):
+        raise InputTypeError(f"proximities must be a list of proximities, got {proximities!r}")
+    items = tuple(proximities)
+    for proximity in items:
+        if isinstance(proximity, type):
+            raise InputTypeError(f"{proximity.__name__} is a class: pass an instance, "
+                                 f"{proximity.__name__}()")
+        if not isinstance(proximity, Proximity):
+            raise InputTypeError(f"{proximity!r} is not a proximity: it needs `kind`, `weight` "
+                                 "and `adjacency(candidates)`")
+    return items
 
 
 def validate_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
