@@ -232,3 +232,14 @@ def check_pool(diagnostics: Diagnostics, n: int, top_n: int | None) -> None:
                            "reorder what the retriever fetched, so fetch at least top_n * 2 "
                            "(LangChain: search_kwargs={'k': ...} or GraphERRetriever(fetch_k=...)"
                            "; LlamaIndex: similarity_top_k=...)")
+
+
+def check_score_key(diagnostics: Diagnostics, key: str,
+                    metadata: Sequence[Mapping[str, Any]]) -> None:
+    """``score_key`` named but no object carries it: seeds silently come from rank."""
+    numeric = sorted({str(k) for m in metadata for k, v in m.items()
+                      if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    hint = f" (numeric keys seen: {', '.join(map(repr, numeric[:6]))})" if numeric else ""
+    diagnostics.report(("score-key", key),
+                       f"score_key={key!r} but no document has it{hint}: seeds come from the "
+                       "input order")

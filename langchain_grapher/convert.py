@@ -17,7 +17,9 @@ from langchain_core.documents import Document
 from grapher_core import Candidate, RankedCandidate
 from grapher_core.chunks import stable_id
 from grapher_core.conventions import (
+    EDGES_KEY,
     EXPLANATION_KEY,
+    GRAPHER_SCORE_KEY,
     RELEVANCE_SCORE_KEY,
     RETRIEVAL_SCORE_KEY,
     explanation_to_metadata,
@@ -46,7 +48,7 @@ def candidates_from_documents(
     *,
     score_key: str | None = None,
     scores: Sequence[float | None] | None = None,
-    embeddings: np.ndarray | None = None,
+    embeddings: np.ndarray | Sequence[np.ndarray | None] | None = None,
 ) -> list[Candidate]:
     """One :class:`Candidate` per document, in order; the documents are only read.
 
@@ -85,12 +87,18 @@ def candidates_from_documents(
 
 
 def document_from_ranked(ranked: RankedCandidate, original: Document, *, explain: bool = False,
-                         extra: Mapping[str, Any] | None = None) -> Document:
-    """A new Document for a reranked candidate: same id and text, copied metadata plus scores."""
+                         extra: Mapping[str, Any] | None = None,
+                         edges: Mapping[str, int] | None = None) -> Document:
+    """A new Document for a reranked candidate: same id and text, copied metadata plus scores
+    (``relevance_score`` on the documented scale, the raw ``grapher_score``) and, when given,
+    the graph's edge count per kind (``grapher_edges``)."""
     metadata = dict(original.metadata)
     if extra:
         metadata.update(extra)
-    metadata[RELEVANCE_SCORE_KEY] = ranked.score
+    metadata[RELEVANCE_SCORE_KEY] = ranked.score if ranked.relevance is None else ranked.relevance
+    metadata[GRAPHER_SCORE_KEY] = ranked.score
+    if edges is not None:
+        metadata[EDGES_KEY] = dict(edges)
     if explain:
         metadata[EXPLANATION_KEY] = explanation_to_metadata(ranked)
     return Document(id=original.id, page_content=original.page_content, metadata=metadata)

@@ -21,7 +21,9 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from grapher_core import GraphReranker
 from grapher_core.conventions import EXPANDED_KEY
+from grapher_core.diagnostics import check_score_key
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
+from grapher_core.vectors import VectorCache, fill_vectors
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
 from langchain_grapher.neighbours import as_neighbour_source
 
@@ -62,6 +64,9 @@ class GraphERReranker(BaseDocumentCompressor):
     (:attr:`needs_embeddings`), in the compressor and in :class:`GraphERRetriever` alike."""
     explain: bool = False
     """Write the top contributing neighbours into ``metadata["grapher_explanation"]``."""
+    strict: bool = False
+    """Raise instead of warning once on silent no-ops (no field, no edges, no vectors, a pool
+    smaller than ``top_n * 2``, a ``score_key`` no document has)."""
     neighbour_source: Any = None
     """Optional: a vector store (or any ``fetch(keys)`` neighbour source) to expand from --
     link neighbours of the top ``expand_seeds`` documents that the retriever missed are fetched
@@ -78,15 +83,16 @@ class GraphERReranker(BaseDocumentCompressor):
 
     _core: GraphReranker | None = PrivateAttr(default=None)
     _expanding: ExpandingReranker | None = PrivateAttr(default=None)
+    _vectors: VectorCache = PrivateAttr(default_factory=VectorCache)
 
     @model_validator(mode="after")
     def _build_core(self) -> GraphERReranker:
         """Build the core reranker from the fields: at construction (so a bad field fails
         there) and again after any field assignment (``validate_assignment`` re-runs this), so
         per-query calls reuse it -- a learned ranker loads its checkpoint once, not per query."""
-        self._core = GraphReranker(self.proximities, self.ranker, self.alpha,
+        self._core = GraphReranker(self.proximities or None, self.ranker, self.alpha,
                                    seed_transform=self.seed_transform,
-                                   explain=3 if self.explain else 0)
+                                   explain=3 if self.explain else 0, strict=self.strict)
         self._expanding = None
         if self.neighbour_source is not None:
             self._expanding = ExpandingReranker(
@@ -140,12 +146,16 @@ class GraphERReranker(BaseDocumentCompressor):
         """
         documents = list(documents)
         embeddings = self._embeddings_for(documents)
-        if embeddings is not None:
-            if query_embedding is None and query:
-                query_embedding = _array(embeddings.embed_query(query))
-            if document_embeddings is None:
-                document_embeddings = _array(embeddings.embed_documents(
-                    [d.page_content for d in documents]))
+        if embeddings is not None and query_embedding is None and query:
+            query_embedding = _array(embeddings.embed_query(query))
+        if documents and self.needs_embeddings:
+            texts = [d.page_content for d in documents]
+            vectors, missing = self._cached(texts, document_embeddings)
+            embed = self._document_embedder()
+            if missing and embed is not None:
+                self._store([texts[i] for i in missing], embed([texts[i] for i in missing]),
+                            missing, vectors)
+            document_embeddings = vectors  # type: ignore[assignment]
         return self._rerank(documents, query, scores, top_n, query_embedding,
                             document_embeddings, extra_metadata)
 
@@ -163,14 +173,64 @@ class GraphERReranker(BaseDocumentCompressor):
         """:meth:`rerank_documents` with the embedding calls awaited."""
         documents = list(documents)
         embeddings = self._embeddings_for(documents)
-        if embeddings is not None:
-            if query_embedding is None and query:
-                query_embedding = _array(await embeddings.aembed_query(query))
-            if document_embeddings is None:
-                document_embeddings = _array(await embeddings.aembed_documents(
-                    [d.page_content for d in documents]))
+        if embeddings is not None and query_embedding is None and query:
+            query_embedding = _array(await embeddings.aembed_query(query))
+        if documents and self.needs_embeddings:
+            texts = [d.page_content for d in documents]
+            vectors, missing = self._cached(texts, document_embeddings)
+            if missing and self.embeddings is not None:
+                batch = [texts[i] for i in missing]
+                self._store(batch, await self.embeddings.aembed_documents(batch), missing,
+                            vectors)
+            elif missing and (embed := self._document_embedder()) is not None:
+                self._store([texts[i] for i in missing], embed([texts[i] for i in missing]),
+                            missing, vectors)
+            document_embeddings = vectors  # type: ignore[assignment]
         return self._rerank(documents, query, scores, top_n, query_embedding,
                             document_embeddings, extra_metadata)
+
+    # -- vectors: given (a store's) > cached by content hash > embedded, missing ones only ------
+    def _model_key(self) -> str:
+        source: Any = self.embeddings if self.embeddings is not None else \
+            getattr(self.core.ranker, "embedder", None)
+        name = getattr(source, "model", None) or getattr(source, "model_name", None) or \
+            getattr(source, "name", None) or ""
+        return f"{type(source).__module__}.{type(source).__qualname__}:{name}"
+
+    def _cached(self, texts: list[str], given: Any) -> tuple[list[Any], list[int]]:
+        vectors = fill_vectors(texts, given, None, self._vectors, self._model_key())
+        return vectors, [i for i, v in enumerate(vectors) if v is None]
+
+    def _store(self, texts: list[str], embedded: Any, positions: list[int],
+               vectors: list[Any]) -> None:
+        array = np.asarray(embedded, dtype=np.float32)
+        if array.shape[0] != len(texts):
+            raise ValueError(f"the embedding model returned {array.shape[0]} vectors for "
+                             f"{len(texts)} documents")
+        self._vectors.put_many(self._model_key(), texts, array)
+        for i, vector in zip(positions, array, strict=True):
+            vectors[i] = vector
+
+    def same_model(self, store: Any) -> bool:
+        """Whether ``store``'s vectors live in the space this reranker embeds queries in: its
+        ``embeddings`` object is ours, or (without ``embeddings``) it wraps the learned ranker's
+        own embedder (``GraphEREmbeddings()`` and ``ranker="gat"`` share the packaged MiniLM)."""
+        theirs = getattr(store, "embeddings", None)
+        if theirs is None:
+            return False
+        if self.embeddings is not None:
+            return theirs is self.embeddings
+        mine = getattr(self.core.ranker, "_embedder", None) or \
+            getattr(self.core.ranker, "embedder", None)
+        return mine is not None and getattr(theirs, "embedder", None) is mine
+
+    def _document_embedder(self) -> Any:
+        """``embeddings.embed_documents``; without ``embeddings``, the learned ranker's own
+        embedder (so its vectors are cached here instead of recomputed every query)."""
+        if self.embeddings is not None:
+            return self.embeddings.embed_documents
+        embedder = getattr(self.core.ranker, "embedder", None)
+        return None if embedder is None else embedder.embed_documents
 
     def _embeddings_for(self, documents: Sequence[Document]) -> Embeddings | None:
         """The embedding model to call, or None when the core needs no vectors (or has none)."""
@@ -185,10 +245,19 @@ class GraphERReranker(BaseDocumentCompressor):
                 extra_metadata: Sequence[Mapping[str, Any]] | None) -> list[Document]:
         candidates = candidates_from_documents(documents, score_key=self.score_key,
                                                scores=scores, embeddings=document_embeddings)
+        if scores is None and self.score_key is not None and documents and \
+                all(c.score is None for c in candidates):
+            check_score_key(self.core.diagnostics, self.score_key,
+                            [d.metadata for d in documents])
         limit = self.top_n if top_n == "default" else top_n
-        engine = self._expanding if self._expanding is not None else self.core
-        ranked = engine.rerank(candidates, query=query, query_embedding=query_embedding,
-                               top_n=limit)
+        edges: Mapping[str, int] | None = None
+        if self._expanding is not None:
+            ranked = self._expanding.rerank(candidates, query=query,
+                                            query_embedding=query_embedding, top_n=limit)
+        else:
+            result = self.core.run(candidates, query=query, query_embedding=query_embedding,
+                                   top_n=limit)
+            ranked, edges = result.ranked, result.edges
         out = []
         for item in ranked:
             if item.expanded:  # a new Document from the store's data
@@ -201,7 +270,7 @@ class GraphERReranker(BaseDocumentCompressor):
             position = item.original_rank - 1
             out.append(document_from_ranked(
                 item, documents[position], explain=self.explain,
-                extra=None if extra_metadata is None else extra_metadata[position]))
+                extra=None if extra_metadata is None else extra_metadata[position], edges=edges))
         return out
 
 

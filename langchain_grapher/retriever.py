@@ -6,32 +6,44 @@
 >>> retriever.invoke("Which customers placed orders?")
 
 For a vector-store retriever (``store.as_retriever()``, search type ``"similarity"``) the
-candidates are fetched with ``similarity_search_with_relevance_scores``, so the graph is seeded
-with the store's scores; ``fetch_k`` sets how many. Any other retriever is invoked as it is
-(it returns its own number of documents) and seeds come from the reranker's ``score_key`` or
-from rank. ``k`` and ``fetch_k`` can also be given per call: ``retriever.invoke(q, k=3)``.
+candidates are fetched with ``similarity_search_with_score`` and the store's relevance function
+(:mod:`langchain_grapher.stores`: distances converted as documented there, also for stores
+without one such as ``InMemoryVectorStore``), so the graph is seeded with the store's scores
+and every output has ``retrieval_score``; ``fetch_k`` sets how many. When the reranker reads
+vectors (GAT, ``SemanticKNN``) the ones the store holds are reused (Chroma,
+``InMemoryVectorStore``) when they come from the reranker's model (the store's ``embeddings``
+object is the reranker's ``embeddings``, or both are the packaged MiniLM), the rest come from
+a content-hash cache. Any other retriever is
+invoked as it is (it returns its own number of documents) and seeds come from the reranker's
+``score_key`` or from rank. ``k`` and ``fetch_k`` can also be given per call:
+``retriever.invoke(q, k=3)``.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
+    adispatch_custom_event,
+    dispatch_custom_event,
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStoreRetriever
 from pydantic import ConfigDict, Field
 
-from grapher_core.conventions import RETRIEVAL_SCORE_KEY
+from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY
 from langchain_grapher.reranker import GraphERReranker
+from langchain_grapher.stores import ascored_search, scored_search, stored_vectors
 
-__all__ = ["GraphERRetriever"]
+__all__ = ["RERANK_EVENT", "GraphERRetriever"]
+
+RERANK_EVENT = "grapher_rerank"
+"""Name of the custom callback event sent after each reranking (query, ranker, candidate and
+returned counts, returned ids, edges per kind)."""
 
 
 class GraphERRetriever(BaseRetriever):
@@ -58,18 +70,19 @@ class GraphERRetriever(BaseRetriever):
         k, fetch_k, search_kwargs = self._call_options(kwargs)
         base = self.base_retriever
         if _scored_store(base):
-            try:
-                with _quiet_relevance_range():
-                    pairs = base.vectorstore.similarity_search_with_relevance_scores(
-                        query, **{**base.search_kwargs, **search_kwargs, "k": fetch_k})
-            except NotImplementedError:  # a store without a relevance function: no scores
-                search_kwargs["k"] = fetch_k
-            else:
-                documents, scored = self._scored(pairs)
-                return self.reranker.rerank_documents(documents, query, top_n=k, **scored)
+            pairs = scored_search(base.vectorstore, query,
+                                  **{**base.search_kwargs, **search_kwargs, "k": fetch_k})
+            if pairs is not None:
+                documents, scored = self._scored(base.vectorstore, pairs)
+                out = self.reranker.rerank_documents(documents, query, top_n=k, **scored)
+                _trace(run_manager, query, documents, out, self.reranker)
+                return out
+            search_kwargs["k"] = fetch_k  # a store that cannot score: seeds from rank
         documents = base.invoke(query, config={"callbacks": run_manager.get_child()},
                                 **search_kwargs)
-        return self.reranker.rerank_documents(documents, query, top_n=k)
+        out = self.reranker.rerank_documents(documents, query, top_n=k)
+        _trace(run_manager, query, documents, out, self.reranker)
+        return out
 
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
@@ -77,19 +90,20 @@ class GraphERRetriever(BaseRetriever):
         k, fetch_k, search_kwargs = self._call_options(kwargs)
         base = self.base_retriever
         if _scored_store(base):
-            try:
-                with _quiet_relevance_range():
-                    pairs = await base.vectorstore.asimilarity_search_with_relevance_scores(
-                        query, **{**base.search_kwargs, **search_kwargs, "k": fetch_k})
-            except NotImplementedError:  # a store without a relevance function: no scores
-                search_kwargs["k"] = fetch_k
-            else:
-                documents, scored = self._scored(pairs)
-                return await self.reranker.arerank_documents(documents, query, top_n=k,
-                                                             **scored)
+            pairs = await ascored_search(base.vectorstore, query,
+                                         **{**base.search_kwargs, **search_kwargs, "k": fetch_k})
+            if pairs is not None:
+                documents, scored = self._scored(base.vectorstore, pairs)
+                out = await self.reranker.arerank_documents(documents, query, top_n=k,
+                                                            **scored)
+                await _atrace(run_manager, query, documents, out, self.reranker)
+                return out
+            search_kwargs["k"] = fetch_k
         documents = await base.ainvoke(query, config={"callbacks": run_manager.get_child()},
                                        **search_kwargs)
-        return await self.reranker.arerank_documents(documents, query, top_n=k)
+        out = await self.reranker.arerank_documents(documents, query, top_n=k)
+        await _atrace(run_manager, query, documents, out, self.reranker)
+        return out
 
     def _call_options(self, kwargs: Mapping[str, Any]) -> tuple[int, int, dict[str, Any]]:
         options = dict(kwargs)
@@ -100,22 +114,41 @@ class GraphERRetriever(BaseRetriever):
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         return k, max(fetch_k, k), options
 
-    @staticmethod
-    def _scored(pairs: list[tuple[Document, float]]) -> tuple[list[Document], dict[str, Any]]:
-        """Documents, and the store's scores as seeds and as kept metadata."""
+    def _scored(self, store: Any, pairs: list[tuple[Document, float]]
+                ) -> tuple[list[Document], dict[str, Any]]:
+        """Documents, the store's relevance scores (seeds, and kept as ``retrieval_score``)
+        and, when the reranker reads vectors, the ones the store holds."""
         documents = [document for document, _score in pairs]
         scores = [float(score) for _document, score in pairs]
-        return documents, {"scores": scores,
-                           "extra_metadata": [{RETRIEVAL_SCORE_KEY: s} for s in scores]}
+        scored: dict[str, Any] = {
+            "scores": scores, "extra_metadata": [{RETRIEVAL_SCORE_KEY: s} for s in scores]}
+        if self.reranker.needs_embeddings and self.reranker.same_model(store):
+            vectors = stored_vectors(store, documents)
+            if vectors is not None:
+                scored["document_embeddings"] = vectors
+        return documents, scored
 
 
-@contextmanager
-def _quiet_relevance_range() -> Iterator[None]:
-    """Silence LangChain's "scores must be between 0 and 1" warning: cosine relevance can fall
-    below 0, and the core's seed policy (min-max scaling of negative scores) handles it."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Relevance scores must be between 0 and 1")
-        yield
+def _event(query: str, documents: list[Document], out: list[Document],
+           reranker: GraphERReranker) -> dict[str, Any]:
+    edges = out[0].metadata.get(EDGES_KEY) if out else None
+    return {"query": query, "ranker": getattr(reranker.core.ranker, "name", "custom"),
+            "n_candidates": len(documents), "n_returned": len(out),
+            "ids": [d.id for d in out], "edges": edges}
+
+
+def _trace(run_manager: CallbackManagerForRetrieverRun, query: str, documents: list[Document],
+           out: list[Document], reranker: GraphERReranker) -> None:
+    """A ``grapher_rerank`` custom event on the retriever's run (tracers, LangSmith...)."""
+    dispatch_custom_event(RERANK_EVENT, _event(query, documents, out, reranker),
+                          config={"callbacks": run_manager.get_child()})
+
+
+async def _atrace(run_manager: AsyncCallbackManagerForRetrieverRun, query: str,
+                  documents: list[Document], out: list[Document],
+                  reranker: GraphERReranker) -> None:
+    await adispatch_custom_event(RERANK_EVENT, _event(query, documents, out, reranker),
+                                 config={"callbacks": run_manager.get_child()})
 
 
 def _scored_store(retriever: BaseRetriever) -> TypeGuard[VectorStoreRetriever]:

@@ -72,12 +72,12 @@ async def test_retriever_gives_semantic_knn_its_vectors() -> None:
     assert ranker.contexts[-1].query_embedding is not None
     assert len(out) == 3
     await retriever.ainvoke("which customers?")
-    assert embeddings.calls[2:] == [("query", 1), ("docs", 5)]
+    assert embeddings.calls[2:] == [("query", 1)]  # the documents' vectors come from the cache
     assert ranker.graphs[-1].by_kind["semantic"].nnz == graph.by_kind["semantic"].nnz
-    # the compressor takes the same path
+    # the compressor takes the same path (and the same cache)
     reranker.compress_documents([d for d, _ in _store().similarity_search_with_score("x", k=5)],
                                 "which customers?")
-    assert embeddings.calls[4:] == [("query", 1), ("docs", 5)]
+    assert embeddings.calls[3:] == [("query", 1)]
 
 
 def test_nothing_is_embedded_when_nothing_reads_vectors() -> None:

@@ -69,13 +69,39 @@ def test_same_scores_as_the_core() -> None:
         candidates_from_documents(documents, score_key="score"))
     assert [d.id for d in wrapped] == [c.id for c in core]
     assert [d.metadata["relevance_score"] for d in wrapped] == pytest.approx(
-        [c.score for c in core], abs=1e-12)
+        [c.relevance for c in core], abs=1e-12)
+    assert [d.metadata["grapher_score"] for d in wrapped] == pytest.approx(
+        [c.score for c in core], abs=1e-12)  # the raw PPR mass stays available
 
 
 def test_without_score_key_seeds_come_from_rank() -> None:
     documents = list(reversed(tables()))
-    out = GraphERReranker(top_n=None).compress_documents(documents, "q")
-    assert [d.id for d in out] == [d.id for d in documents]  # no edges: rank order kept
+    out = GraphERReranker(top_n=None, ranker="baseline").compress_documents(documents, "q")
+    assert [d.id for d in out] == [d.id for d in documents]  # rank seeds: rank order kept
+
+
+def test_zero_config_detects_foreign_keys_and_reports_edges() -> None:
+    out = GraphERReranker(top_n=None).compress_documents(tables(), "q")
+    explicit = GraphERReranker(proximities=[ForeignKeys()], top_n=None).compress_documents(
+        tables(), "q")
+    assert [d.id for d in out] == [d.id for d in explicit]
+    assert out[0].metadata["grapher_edges"] == explicit[0].metadata["grapher_edges"]
+    assert out[0].metadata["grapher_edges"]["structural"] > 0
+
+
+def test_misspelled_score_key_is_said_once() -> None:
+    import warnings
+
+    from grapher_core.diagnostics import GraphERWarning
+
+    reranker = GraphERReranker(score_key="scor", top_n=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            reranker.compress_documents(tables(), "q")
+    said = [str(w.message) for w in caught if issubclass(w.category, GraphERWarning)
+            and "score_key" in str(w.message)]
+    assert len(said) == 1 and "'score'" in said[0]  # the key that is there is named
 
 
 def test_explain_writes_neighbours() -> None:
