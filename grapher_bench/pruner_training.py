@@ -3,8 +3,8 @@
 Examples are the objects the default expansion rule fetches for each query (same retriever,
 enrichment and links as ``grapher-bench bench``), labelled 1 when gold. With ``--lodo`` one
 pruner per dataset is trained on all the *other* datasets (leave one dataset out), so the bench's
-``expand-gcs[prune=learned]`` row never scores a set its pruner saw; without it, one pruner on
-everything given (the shipped checkpoint).
+``expand-gcs[prune=learned]`` row never scores a set its pruner saw; ``all`` is always trained
+on everything given (used for sets outside the list).
 
     python -m grapher_bench.pruner_training --data ../shared/benchmarks \\
         --datasets musique hotpotqa spider_train --out pruners --lodo
@@ -76,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: {len(items)} queries with fetched objects, {total} fetched, "
               f"{positives} gold", flush=True)
     runs = {name: [n for n in args.datasets if n != name] for name in args.datasets} \
-        if args.lodo else {"all": list(args.datasets)}
+        if args.lodo else {}
+    runs["all"] = list(args.datasets)  # for sets outside the list (and the shipped one)
     for label, sources in runs.items():
         train = [e for n in sources for e in examples[n]]
         pruner, metrics = train_pruner(train)
