@@ -52,7 +52,7 @@ GRAPH_RETRIEVER_TUNED: dict[str, Any] = {"start_k": 8, "max_depth": 1}
 """Best PR@10 of a 6-setting Eager grid on spider_train (300 queries, tables) and on the first
 150 hotpotqa questions (passages; applied to the other passage sets); see docs/expansion.md."""
 
-EXPANSION_OPTIONS = ("prune", "k", "n", "seed", "links", "ranker")
+EXPANSION_OPTIONS = ("prune", "k", "n", "seed", "links", "ranker", "keep")
 
 
 def split_name(name: str) -> tuple[str, dict[str, str]]:
@@ -175,7 +175,8 @@ def expansion_reranker(name: str, task_type: str, source: Any, *,
     elif settings["prune"] != "none":
         raise ValueError(f"prune must be none, cosine or learned, got {settings['prune']!r}")
     return ExpandingReranker(ranker, source, follow_entities=settings["links"] != "v1",
-                             seed_rule=settings["seed"], pruner=pruner)
+                             seed_rule=settings["seed"], pruner=pruner,
+                             keep_candidate_scores=settings.get("keep", "0") == "1")
 
 
 def _vectors(dataset: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -227,7 +227,8 @@ class ExpandingReranker:
                  budget: int = DEFAULT_BUDGET, prune_threshold: float | None = None,
                  reverse: bool = False, embedder: _Embedder | None = None,
                  follow_entities: bool = False, seed_rule: str = "calibrated",
-                 pruner: SoftPruner | None = None, drop_below: float = 0.5) -> None:
+                 pruner: SoftPruner | None = None, drop_below: float = 0.5,
+                 keep_candidate_scores: bool = False) -> None:
         if not isinstance(reranker, GraphReranker):
             raise TypeError(f"reranker must be a GraphReranker, got {type(reranker).__name__}")
         if pruner is not None and not isinstance(pruner, SoftPruner):
@@ -237,6 +238,7 @@ class ExpandingReranker:
         self.reranker = reranker
         self.pruner = pruner
         self.drop_below = float(drop_below)
+        self.keep_candidate_scores = bool(keep_candidate_scores)
         self.expander = GraphExpander(reranker.proximities, source, seeds=seeds, hops=hops,
                                       budget=budget, prune_threshold=prune_threshold,
                                       reverse=reverse, embedder=embedder,
@@ -248,6 +250,8 @@ class ExpandingReranker:
                               ) -> tuple[list[RankedCandidate], ExpansionResult]:
         """Ranked candidates (fetched objects included) and the expansion's record."""
         expansion = self.expander.expand(candidates, query_embedding=query_embedding)
+        if self.keep_candidate_scores and expansion.added:
+            return self._merged(candidates, expansion, query, query_embedding, top_n), expansion
         if self.pruner is None or not expansion.added:
             ranked = self.reranker.rerank(list(expansion.candidates), query=query,
                                           query_embedding=query_embedding, top_n=top_n)
@@ -257,6 +261,29 @@ class ExpandingReranker:
         alphas = self._alphas(expansion, query_embedding)
         return _marked(_soft_pruned(ranked, alphas, self.drop_below, top_n), expansion), \
             expansion
+
+    def _merged(self, candidates: Sequence[Candidate], expansion: ExpansionResult,
+                query: str | None, query_embedding: np.ndarray | None,
+                top_n: int | None) -> list[RankedCandidate]:
+        """Candidates keep their candidate-only ranking and scores (fetched objects change
+        neither); fetched objects take their scores from the enlarged graph (times alpha
+        when a pruner is set) and are inserted where those scores place them."""
+        own = self.reranker.rerank(list(candidates), query=query,
+                                   query_embedding=query_embedding)
+        enlarged = self.reranker.rerank(list(expansion.candidates), query=query,
+                                        query_embedding=query_embedding)
+        added = set(expansion.added)
+        fetched = [r for r in enlarged if r.id in added]
+        if self.pruner is not None:
+            fetched = _soft_pruned(fetched, self._alphas(expansion, query_embedding),
+                                   self.drop_below, None)
+        merged = sorted([(r.score, 0, position, r) for position, r in enumerate(own)]
+                        + [(r.score, 1, position, r) for position, r in enumerate(fetched)],
+                        key=lambda item: (-item[0], item[1], item[2]))
+        if top_n is not None:
+            merged = merged[:top_n]
+        return _marked([replace(r, rank=rank) for rank, (_s, _k, _p, r)
+                        in enumerate(merged, start=1)], expansion)
 
     @property
     def needs_embeddings(self) -> bool:

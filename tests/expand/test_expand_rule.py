@@ -136,3 +136,20 @@ def test_ego_graph_index_build_search_save_and_join(tmp_path: Path) -> None:
         EgoGraphIndex.build(corpus, np.eye(4, 3), [MENTIONS], hops=0)
     with pytest.raises(ValueError, match="link fields"):
         EgoGraphIndex.build(corpus, np.eye(4, 3), [SharedEntities()])
+
+
+def test_keep_candidate_scores_never_reorders_candidates() -> None:
+    # A links to the fetched hub F; in the enlarged graph F dilutes A's lift to B
+    cands = [obj("A", unit(1, 0), 0.9, mentions=("B", "F")), obj("B", unit(0.8, 0.6), 0.3),
+             obj("C", unit(0.6, 0.8), 0.35)]
+    corpus = [*cands, obj("F", unit(0.9, 0.1), mentions=("A",))]
+    q = unit(1, 0)
+    reranker = GraphReranker([MENTIONS])
+    own = [r.id for r in reranker.rerank(cands, query_embedding=q)]
+    kept = ExpandingReranker(reranker, InMemorySource(corpus), keep_candidate_scores=True)
+    ranked = kept.rerank(cands, query_embedding=q)
+    assert [r.id for r in ranked if r.id != "F"] == own
+    assert [r.rank for r in ranked] == [1, 2, 3, 4] and {r.id for r in ranked} == {*own, "F"}
+    fetched = next(r for r in ranked if r.id == "F")
+    assert fetched.expanded and not any(r.expanded for r in ranked if r.id != "F")
+    assert len(kept.rerank(cands, query_embedding=q, top_n=2)) == 2
