@@ -61,6 +61,9 @@ def register(subparsers: Any) -> None:
     qa.add_argument("--max-retries", type=int, default=4)
     qa.add_argument("--answer-tokens", type=int, default=96, help="max answer tokens (96)")
     qa.add_argument("--judge-tokens", type=int, default=160, help="max judge tokens (160)")
+    qa.add_argument("--block", type=int, default=25,
+                    help="questions answered and judged together (25); a stopped run keeps "
+                         "every finished block")
     qa.add_argument("--cache", type=Path, default=None,
                     help="SQLite reply cache (default <grapher cache>/qa-eval.sqlite)")
     qa.add_argument("--out", type=Path, default=Path("qa_out"), help="output folder")
@@ -114,7 +117,7 @@ def run_qa_eval(args: argparse.Namespace) -> int:
             retrieved = retrieve(dataset, systems, k=args.k, retriever=args.retriever,
                                  top_n=args.top_n, progress=not args.no_progress, log=_log)
             run = run_qa(dataset, systems, retrieved, answerer, judge, cache,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, block=args.block)
             _log(f"{dataset.name}: answers {run.n_answer_calls} new / {run.n_answer_cached} "
                  f"cached; judge {run.n_judge_calls} new / {run.n_judge_cached} cached")
             write_outputs(run, args.out / dataset.name)
