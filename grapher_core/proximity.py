@@ -207,8 +207,9 @@ class ForeignKeys:
 
 
 DENSE_COUNTS_MAX_N = 2048
-"""Up to this many candidates, pair counts go into a dense ``n x n`` array (32 MB at most)
-with one ``bincount``; above it, scipy's linear coo -> csr conversion sums them."""
+"""Up to this many candidates, and when the pairs would fill a good part of it, pair counts go
+into a dense ``n x n`` array (32 MB at most) with one ``bincount``; otherwise scipy's linear
+coo -> csr conversion sums them (scanning 4 M mostly empty cells cost more than that)."""
 
 EDGE_BUDGET_FLOOR = 400_000
 """Entity pairs always allowed, whatever ``edge_budget`` (about 16 MB of work arrays): enough
@@ -262,7 +263,7 @@ def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
     partner -= np.repeat(pairs_before - group_start, group_size)
     right = owner[partner]
     inverse_length = 1.0 / np.maximum(lengths, 1)
-    if n <= DENSE_COUNTS_MAX_N:
+    if n <= DENSE_COUNTS_MAX_N and n * n <= max(1 << 16, 4 * partner.size):
         counts = np.bincount(np.repeat(owner * n, group_size) + right, minlength=n * n)
         counts[:: n + 1] = 0  # the diagonal
         flat = np.flatnonzero(counts)

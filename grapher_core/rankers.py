@@ -51,7 +51,10 @@ def _check_inputs(adjacency: Any, seeds: Any, alpha: float) -> tuple[sp.csr_matr
     s = np.array(seeds, dtype=np.float64).ravel()
     if not np.all(np.isfinite(s)):
         raise ValueError("seeds must be finite numbers (found NaN or inf)")
-    a = sp.csr_matrix(adjacency, dtype=np.float64)
+    if type(adjacency) is sp.csr_matrix and adjacency.dtype == np.float64:
+        a = adjacency  # only read below: no copy, no re-validation of the index arrays
+    else:
+        a = sp.csr_matrix(adjacency, dtype=np.float64)
     if a.shape != (s.size, s.size):
         raise ValueError(f"adjacency has shape {a.shape} but there are {s.size} seeds")
     if a.nnz and (not np.all(np.isfinite(a.data)) or a.data.min() < 0):
@@ -61,18 +64,25 @@ def _check_inputs(adjacency: Any, seeds: Any, alpha: float) -> tuple[sp.csr_matr
     return a, s
 
 
-def _scale_rows(matrix: sp.csr_matrix, factors: np.ndarray) -> sp.csr_matrix:
-    """Multiply row i of a csr matrix by factors[i] without building a diagonal matrix."""
-    out = matrix.copy()
-    out.data *= np.repeat(factors, np.diff(out.indptr))
-    return out
+def _row_normalised_data(adjacency: sp.csr_matrix, scale: float = 1.0) -> np.ndarray:
+    """``scale * A[i, j] / sum_k A[i, k]`` as a new data array for ``adjacency``'s structure
+    (rows without edges stay zero); the row sums by one mat-vec with ones, no scipy dispatch."""
+    n_rows, n_cols = adjacency.shape
+    counts = np.diff(adjacency.indptr)
+    if _csr_matvec is not None:
+        sums = np.zeros(n_rows)
+        _csr_matvec(n_rows, n_cols, adjacency.indptr, adjacency.indices, adjacency.data,
+                    np.ones(n_cols), sums)
+    else:  # pragma: no cover - scipy without the private kernel
+        sums = np.asarray(adjacency.sum(axis=1)).ravel()
+    factors = np.divide(scale, sums, out=np.zeros_like(sums), where=sums > 0)
+    return adjacency.data * np.repeat(factors, counts)
 
 
 def row_normalise(adjacency: sp.csr_matrix) -> sp.csr_matrix:
     """``W[i, j] = A[i, j] / sum_k A[i, k]``; rows with no edges stay zero."""
-    sums = np.asarray(adjacency.sum(axis=1)).ravel()
-    inverse = np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0)
-    return _scale_rows(adjacency, inverse)
+    return sp.csr_matrix((_row_normalised_data(adjacency), adjacency.indices.copy(),
+                          adjacency.indptr.copy()), shape=adjacency.shape)
 
 
 def _iterate(step: Callable[[np.ndarray], np.ndarray], start: np.ndarray, tol: float,
@@ -91,8 +101,9 @@ def _iterate(step: Callable[[np.ndarray], np.ndarray], start: np.ndarray, tol: f
 GCS_SOLVE_MAX_NODES = 600
 
 
-def _iterate_affine(transition: sp.csr_matrix, base: np.ndarray, start: np.ndarray, tol: float,
-                    max_iter: int, name: str, damping: float = 0.0) -> np.ndarray:
+def _iterate_affine(transition: sp.csr_matrix | tuple[np.ndarray, np.ndarray, np.ndarray],
+                    base: np.ndarray, start: np.ndarray, tol: float, max_iter: int, name: str,
+                    damping: float = 0.0) -> np.ndarray:
     """``p <- transition @ p + base`` until converged, with no allocation in the loop.
 
     ``damping`` (``1 - alpha`` for GCS, where ``transition = damping * W`` with ``W``
@@ -107,7 +118,10 @@ def _iterate_affine(transition: sp.csr_matrix, base: np.ndarray, start: np.ndarr
     n = 200): it calls scipy's csr mat-vec kernel directly when available.
     """
     n = start.size
-    indptr, indices, data = transition.indptr, transition.indices, transition.data
+    if isinstance(transition, tuple):  # (indptr, indices, data) of a csr matrix
+        indptr, indices, data = transition
+    else:
+        indptr, indices, data = transition.indptr, transition.indices, transition.data
     p, nxt = start.copy(), np.empty(n)
     step, previous_step = np.empty(n), np.zeros(n)
     for iteration in range(max_iter):
@@ -115,7 +129,7 @@ def _iterate_affine(transition: sp.csr_matrix, base: np.ndarray, start: np.ndarr
         if _csr_matvec is not None:
             _csr_matvec(n, n, indptr, indices, data, p, nxt)  # nxt += transition @ p
         else:  # pragma: no cover - scipy without the private kernel
-            nxt += transition @ p
+            nxt += sp.csr_matrix((data, indices, indptr), shape=(n, n)) @ p
         np.subtract(nxt, p, out=step)
         if damping:  # q_{k+1} - q_k = (step_k + damping * step_{k-1}) / (1 + damping)
             previous_step *= damping
@@ -163,11 +177,11 @@ def gcs_scores(adjacency: Any, seeds: Any, alpha: float = DEFAULT_GCS_ALPHA, tol
         raise ValueError(f"method must be 'auto', 'iterate' or 'solve', got {method!r}")
     if a.nnz == 0:
         return np.maximum(alpha * s, s)
-    transition = row_normalise(a)
-    transition.data *= 1.0 - alpha
+    data = _row_normalised_data(a, 1.0 - alpha)  # (1 - alpha) W on a's structure
     base = alpha * s
-    active = np.flatnonzero(np.diff(transition.indptr))
     if method == "solve":
+        transition = sp.csr_matrix((data, a.indices, a.indptr), shape=a.shape)
+        active = np.flatnonzero(np.diff(transition.indptr))
         if active.size > GCS_SOLVE_MAX_NODES:
             raise ValueError(f"method='solve' is for at most {GCS_SOLVE_MAX_NODES} connected "
                              f"nodes, got {active.size}; use method='iterate'")
@@ -178,7 +192,8 @@ def gcs_scores(adjacency: Any, seeds: Any, alpha: float = DEFAULT_GCS_ALPHA, tol
         rhs = base[active] + block @ p - inside @ p[active]
         p[active] = np.linalg.solve(np.eye(active.size) - inside, rhs)
     else:
-        p = _iterate_affine(transition, base, s, tol, max_iter, "gcs_scores", 1.0 - alpha)
+        p = _iterate_affine((a.indptr, a.indices, data), base, s, tol, max_iter, "gcs_scores",
+                            1.0 - alpha)
     return np.maximum(p, s)
 
 

@@ -303,31 +303,44 @@ def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
     reading of "who lifted it" for the other rankers. Rows are read straight from the csr
     arrays: only the returned candidates' rows are touched.
     """
-    if graph.n_edges == 0:
+    if graph.n_edges == 0 or rows.size == 0:
         return {}
     adjacency = graph.adjacency
     kinds = list(graph.by_kind.items())
+    # All returned rows at once: their csr segments, one share per edge, then per row the
+    # ``limit`` largest (ties: column order) from one lexsort.
+    indptr = adjacency.indptr
+    starts, ends = indptr[rows], indptr[rows + 1]
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return {}
+    segment = np.repeat(np.arange(rows.size), lengths)
+    position = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    entries = np.repeat(starts, lengths) + position
+    neighbours = adjacency.indices[entries]
+    weights = adjacency.data[entries]
+    row_sums = np.bincount(segment, weights=weights, minlength=rows.size)
+    shares = weights * scores[neighbours] / row_sums[segment]
+    order = np.lexsort((position, -shares, segment))
+    rank_in_row = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    picked = order[rank_in_row < limit]
+    ids = graph.ids
     out: dict[int, tuple[Contribution, ...]] = {}
-    for i in rows.tolist():
-        start, end = adjacency.indptr[i], adjacency.indptr[i + 1]
-        if start == end:
-            continue
-        neighbours = adjacency.indices[start:end]
-        weights = adjacency.data[start:end]
-        shares = weights * scores[neighbours] / weights.sum()
-        top = np.argsort(-shares, kind="stable")[:limit]
-        chosen = neighbours[top]
-        kinds_of: list[tuple[str, ...]]
-        if len(kinds) == 1:
-            kinds_of = [(kinds[0][0],)] * len(top)
+    single_kind: tuple[str, ...] | None = (kinds[0][0],) if len(kinds) == 1 else None
+    picked_segment = segment[picked].tolist()
+    picked_neighbour = neighbours[picked].tolist()
+    picked_weight = weights[picked].tolist()
+    picked_share = shares[picked].tolist()
+    row_list = rows.tolist()
+    for k, s in enumerate(picked_segment):
+        i, j = row_list[s], picked_neighbour[k]
+        if single_kind is not None:
+            kind = single_kind
         else:
-            present = [np.isin(chosen, m.indices[m.indptr[i]:m.indptr[i + 1]]) for _, m in kinds]
-            kinds_of = [tuple(k for (k, _), p in zip(kinds, present, strict=True) if p[t])
-                        for t in range(len(top))]
-        out[i] = tuple(
-            Contribution(neighbour_id=graph.ids[j], kinds=kind, edge_weight=weight,
-                         contribution=share)
-            for j, kind, weight, share in zip(chosen.tolist(), kinds_of, weights[top].tolist(),
-                                              shares[top].tolist(), strict=True)
-        )
+            kind = tuple(name for name, m in kinds
+                         if j in m.indices[m.indptr[i]:m.indptr[i + 1]])
+        contribution = Contribution(neighbour_id=ids[j], kinds=kind,
+                                    edge_weight=picked_weight[k], contribution=picked_share[k])
+        out[i] = (*out.get(i, ()), contribution)
     return out

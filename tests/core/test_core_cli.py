@@ -61,3 +61,28 @@ def test_alpha_argument_names_bad_values() -> None:
     for bad in ("0", "1", "1.5", "x"):
         with pytest.raises(argparse.ArgumentTypeError, match="alpha"):
             alpha_argument(bad)
+
+
+@pytest.mark.parametrize("workload", ["calibrated", "zipf"])
+def test_reference_pipeline_gives_the_same_top_10(workload: str) -> None:
+    from grapher_bench.latency import WORKLOADS, reference_rerank
+    from grapher_core import GraphReranker
+
+    candidates = WORKLOADS[workload](300)
+    ours = [r.id for r in GraphReranker([SharedEntities()]).rerank(candidates, top_n=10)]
+    assert [candidates[i].id for i in reference_rerank(candidates)] == ours
+    row = measure(60, "gcs", [SharedEntities()], repeats=2, workload=workload, reference=True)
+    assert row.ratio is not None and row.ratio > 0
+    assert "| 60 | entities | gcs |" in render([row], "cmd")
+
+
+def test_hub_memory_reports_a_bounded_graph() -> None:
+    import warnings
+
+    from grapher_bench.latency import hub_memory
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = hub_memory(1200)  # 1.4 M pairs > max(400 000, 32 n): the hub is ignored
+    assert result["edges"] == 0 and result["results"] == 10
+    assert 0 < result["traced_peak_mb"] < 50
