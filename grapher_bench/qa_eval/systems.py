@@ -15,14 +15,14 @@ from typing import Any
 
 from grapher_bench.data import Dataset
 from grapher_bench.enrichment import proximities_for
-from grapher_bench.peers import LINK_GRAPH, PEER_RANKERS, peer_graph
+from grapher_bench.peers import LINK_GRAPH, is_peer, peer_graph
 from grapher_bench.qa_eval.prompts import CONTEXT_STYLES, flat_context, graph_context
 from grapher_bench.runner import GRAPH_FREE_RANKERS, RankerSpec, _enriched_metadata, run_dataset
 from grapher_core.candidates import Candidate
 
 __all__ = ["Retrieved", "System", "parse_system", "ranker_spec", "render_context", "retrieve"]
 
-_LABEL = re.compile(r"^([a-z0-9_-]+)(?:\[([a-z0-9+_-]+)\])?$")
+_LABEL = re.compile(r"^([a-z0-9_-]+)(?:\[([a-z0-9+_=,.-]+)\])?$")
 MAX_TOP = 20  # the bench keeps the top 20 ids per query
 
 
@@ -60,8 +60,8 @@ def ranker_spec(label: str, task_type: str) -> RankerSpec:
     if match is None:
         raise ValueError(f"not a ranker label: {label!r}")
     name, graph = match.group(1), match.group(2)
-    if name in PEER_RANKERS:
-        return RankerSpec(label, name, peer_graph(name, task_type))
+    if is_peer(label):
+        return RankerSpec(label, label, peer_graph(label, task_type))
     if name in GRAPH_FREE_RANKERS:
         return RankerSpec(label, name, "none")
     if graph is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grapher_bench.peers import LINK_GRAPH
+from grapher_bench.peers import LINK_GRAPH, peer_graph
 from grapher_bench.qa_eval.prompts import A12_TEMPLATE, A13_TEMPLATE, answer_prompt, judge_prompt
 from grapher_bench.qa_eval.scoring import (
     answer_in_text,
@@ -100,7 +100,8 @@ def test_system_specs() -> None:
         parse_system("gcs:tree")
     with pytest.raises(ValueError, match="expected RANKER"):
         parse_system("gcs[mentions")
-    assert ranker_spec("expand-gcs", "passages").graph == LINK_GRAPH["passages"]
+    assert ranker_spec("expand-gcs", "passages").graph == peer_graph("expand-gcs", "passages")
+    assert ranker_spec("expand-gcs-v1", "passages").graph == LINK_GRAPH["passages"]
     assert ranker_spec("baseline", "passages").graph == "none"
     assert ranker_spec("gcs[mentions]", "passages").graph == "mentions"
     with pytest.raises(ValueError):
