@@ -52,7 +52,7 @@ class GraphERReranker(BaseDocumentCompressor):
     """``"gcs"`` (default), ``"ppr"``, ``"baseline"``, ``"gat"``, ``"mlp"`` or a core ``Ranker``."""
     alpha: float | None = None
     """The ranker's seed weight; ``None`` keeps the core's tuned default for the named ranker."""
-    top_n: int | None = Field(default=3, ge=0)
+    top_n: int | None = Field(default=3, ge=0, strict=True)
     """How many documents to return (LangChain rerankers' default, 3); ``None`` returns all."""
     score_key: str | None = None
     """Metadata key of the base retriever's score; unset or absent for all: seeds from rank."""
@@ -101,6 +101,18 @@ class GraphERReranker(BaseDocumentCompressor):
                 prune_threshold=self.prune_threshold,
                 embedder=None if self.embeddings is None else _Vectors(self.embeddings))
         return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assign a field atomically: a copy with the new value is validated and its core built
+        first, so a refused value changes nothing -- neither the field nor the core in use."""
+        if name not in type(self).model_fields:
+            super().__setattr__(name, value)
+            return
+        fields = {key: getattr(self, key) for key in type(self).model_fields}
+        trial = type(self)(**{**fields, name: value})  # raises here, before any change
+        self.__dict__[name] = trial.__dict__[name]
+        self.__pydantic_fields_set__.add(name)
+        self._core, self._expanding = trial._core, trial._expanding
 
     @property
     def core(self) -> GraphReranker:

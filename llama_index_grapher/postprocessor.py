@@ -54,7 +54,8 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     )
     ranker: Any = Field(default="gcs", description='"gcs", "ppr", "gat", "mlp" or a Ranker.')
     alpha: float | None = Field(default=None, description="Ranker alpha; None = its default.")
-    top_n: int | None = Field(default=None, description="Nodes to return; None = all.")
+    top_n: int | None = Field(default=None, strict=True, ge=0,
+                              description="Nodes to return; None = all.")
     use_relationships: bool = Field(
         default=True, description="Add contextual edges from PREVIOUS/NEXT node relationships."
     )
@@ -95,9 +96,27 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     def model_post_init(self, context: Any, /) -> None:
         """Build the core reranker now, so a bad ranker or proximity fails at construction."""
         super().model_post_init(context)
-        if self.top_n is not None and (not isinstance(self.top_n, int) or self.top_n < 0):
+        if self.top_n is not None and (isinstance(self.top_n, bool)
+                                       or not isinstance(self.top_n, int) or self.top_n < 0):
             raise ValueError(f"top_n must be a non-negative integer or None, got {self.top_n!r}")
         self._core()
+        if self.neighbour_source is not None:
+            from llama_index_grapher.neighbours import as_node_source
+
+            # expansion settings fail here too, not at the first query
+            self._expanding(as_node_source(self.neighbour_source))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assign a field atomically: a copy with the new value is validated and its core built
+        first, so a refused value changes nothing -- neither the field nor the core in use."""
+        if name not in type(self).model_fields:
+            super().__setattr__(name, value)
+            return
+        fields = {key: getattr(self, key) for key in type(self).model_fields}
+        trial = type(self)(**{**fields, name: value})  # raises here, before any change
+        self.__dict__[name] = trial.__dict__[name]
+        self.__pydantic_fields_set__.add(name)
+        self._reranker, self._reranker_key = trial._reranker, trial._reranker_key
 
     @classmethod
     def class_name(cls) -> str:
@@ -119,6 +138,11 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             )
             self._reranker_key = key
         return self._reranker
+
+    def _expanding(self, source: Any) -> ExpandingReranker:
+        return ExpandingReranker(self._core(), source, seeds=self.expand_seeds,
+                                 hops=self.expand_hops, budget=self.expand_budget,
+                                 prune_threshold=self.prune_threshold)
 
     @property
     def model_name(self) -> str:
@@ -158,11 +182,8 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         from llama_index_grapher.neighbours import as_node_source
 
         source = as_node_source(self.neighbour_source)
-        expanding = ExpandingReranker(self._core(), source, seeds=self.expand_seeds,
-                                      hops=self.expand_hops, budget=self.expand_budget,
-                                      prune_threshold=self.prune_threshold)
-        ranked = expanding.rerank(candidates, query=query, query_embedding=query_embedding,
-                                  top_n=self.top_n)
+        ranked = self._expanding(source).rerank(candidates, query=query,
+                                                query_embedding=query_embedding, top_n=self.top_n)
         out = []
         for r in ranked:
             if not r.expanded:
