@@ -31,7 +31,9 @@ from grapher_core.proximity import (
 )
 
 __all__ = [
+    "FULL_GRAPH",
     "GRAPHS",
+    "LINK_GRAPH",
     "add_declared_foreign_keys",
     "add_entities",
     "add_mentions",
@@ -41,12 +43,21 @@ __all__ = [
     "proximities_for",
 ]
 
-# Graph variants per task type; the first is the paper's proximity for that task type.
+# The task type -> graph tables of the tooling, all here.
 GRAPHS: dict[str, tuple[str, ...]] = {
     "tables": ("fk",),
     "passages": ("entities", "mentions", "entities+mentions", "entities-capped"),
     "chunks": ("adjacent", "adjacent+mentions"),
 }
+"""Graph variants the bench runs per task type; the first is the paper's proximity (and tune's)."""
+
+LINK_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions", "chunks": "adjacent"}
+"""The graph of explicit links per task type: what the peers, the first expansion rule
+(``expand-gcs-v1``), the expansion study and the seed study follow."""
+
+FULL_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions+entities-capped",
+                              "chunks": "adjacent+mentions"}
+"""Every link kind a task type has: what the default expansion follows and ranks with."""
 
 def mention_lists(corpus: Sequence[CorpusObject], *, skip_stopword_titles: bool = True,
                   strip_parentheses: bool = True, max_share: float | None = 0.02

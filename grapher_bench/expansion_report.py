@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grapher_bench import sections
+
 __all__ = ["load_runs", "main", "markdown"]
 
 START, END = "<!-- expand:start -->", "<!-- expand:end -->"
@@ -102,15 +104,10 @@ def markdown(runs: Sequence[dict[str, Any]]) -> str:
 
 def write_section(path: Path, body: str) -> None:
     """Replace (or append) the marked section of ``path``."""
-    text = path.read_text() if path.exists() else ""
-    section = f"{START}\n## Expansion, ego-graphs and soft pruning (issue 15)\n\n" \
-        f"Written by `python -m grapher_bench.expansion_report`; method and reading in " \
-        f"[expansion.md](expansion.md).\n\n{body}{END}"
-    if START in text and END in text:
-        text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+    sections.write_section(
+        path, START, END, "## Expansion, ego-graphs and soft pruning (issue 15)\n\n"
+        "Written by `python -m grapher_bench.expansion_report`; method and reading in "
+        f"[expansion.md](expansion.md).\n\n{body}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

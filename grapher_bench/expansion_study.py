@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from grapher_bench.enrichment import FULL_GRAPH, LINK_GRAPH
+from grapher_bench.metrics import perfect_recall_at_k
 from grapher_core.candidates import Candidate
 from grapher_core.expand.expansion import (
     DEFAULT_BUDGET,
@@ -31,9 +33,8 @@ from grapher_core.expand.expansion import (
 from grapher_core.expand.source import InMemorySource
 from grapher_core.rerank import GraphReranker
 
-__all__ = ["GRAPH_OF_TASK", "main", "markdown_table", "peer_edges", "run"]
+__all__ = ["main", "markdown_table", "peer_edges", "run"]
 
-GRAPH_OF_TASK: dict[str, str] = {"tables": "fk", "passages": "mentions", "chunks": "adjacent"}
 """The link graph per task type: the proximities expansion can follow."""
 
 
@@ -41,10 +42,6 @@ def peer_edges(graph: str) -> list[tuple[str, str]]:
     """The graph retriever's edge specs for the same links GraphER follows."""
     return {"fk": [("foreign_keys", "$id")], "mentions": [("mentions", "title")],
             "adjacent": [("adjacent", "$id")]}[graph]
-
-
-def _pr(ids: Sequence[str], gold: Sequence[str], k: int) -> float:
-    return float(set(gold) <= set(ids[:k]))
 
 
 def run(name: str, data: Path, *, seeds: int = DEFAULT_SEEDS, hops: int = DEFAULT_HOPS,
@@ -60,7 +57,7 @@ def run(name: str, data: Path, *, seeds: int = DEFAULT_SEEDS, hops: int = DEFAUL
     from grapher_core.embeddings import default_embedder
 
     dataset = load_dataset(data / name, limit=limit)
-    graph = GRAPH_OF_TASK[dataset.task_type]
+    graph = LINK_GRAPH[dataset.task_type]
     metadata = [dict(o.metadata) for o in dataset.corpus]
     if graph == "mentions":
         metadata = add_mentions(dataset.corpus, metadata)
@@ -89,8 +86,8 @@ def run(name: str, data: Path, *, seeds: int = DEFAULT_SEEDS, hops: int = DEFAUL
     multi = [len(q.gold) > 1 for q in dataset.queries]
 
     def record(label: str, ranked_ids: list[list[str]], timings: list[float]) -> None:
-        rows = {k: [_pr(ids, q.gold, k) for ids, q in zip(ranked_ids, dataset.queries,
-                                                           strict=True)] for k in (5, 10)}
+        pairs = list(zip(ranked_ids, dataset.queries, strict=True))
+        rows = {k: [perfect_recall_at_k(ids, q.gold, k) for ids, q in pairs] for k in (5, 10)}
         metrics = {f"PR@{k}": float(np.mean(v)) for k, v in rows.items()}
         for k, values in rows.items():
             chosen = [x for x, m in zip(values, multi, strict=True) if m]
@@ -152,7 +149,7 @@ def latency(name: str, data: Path, n: int, *, rules: Sequence[str] = ("expand-gc
     graph, with the in-memory source and through Chroma, on the first ``n`` queries."""
     from grapher_bench.data import load_dataset
     from grapher_bench.enrichment import proximities_for
-    from grapher_bench.peers import FULL_GRAPH, _vectors, expansion_reranker
+    from grapher_bench.peers import _vectors, expansion_reranker
     from grapher_bench.runner import RankerSpec, _enriched_metadata, prepare_candidates
 
     dataset = load_dataset(data / name, limit=n)
@@ -208,7 +205,7 @@ def _chroma_latency(dataset: Any, metadata: list[dict[str, Any]], corpus_vectors
         store.add_texts([o.text for o in dataset.corpus[part]],
                         metadatas=[_flat(m) for m in clean[part]],
                         ids=[o.id for o in dataset.corpus[part]])
-    from grapher_bench.peers import FULL_GRAPH, expansion_reranker
+    from grapher_bench.peers import expansion_reranker
 
     source = VectorStoreSource(store)
     plain = GraphReranker(proximities_for_graph(FULL_GRAPH[dataset.task_type]), "gcs",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import resource
 import statistics
 import time
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from grapher_bench import sections
 from grapher_core.candidates import Candidate
 from grapher_core.graph import build_graph
 from grapher_core.metadata import normalised_set, read_list
@@ -217,12 +217,7 @@ def render(rows: Sequence[LatencyRow], command: str, load: str = "") -> str:
 
 def write_section(path: Path, section: str, markers: tuple[str, str] = MARKERS) -> None:
     """Replace the text between ``markers`` in ``path`` (created if missing)."""
-    start, end = markers
-    text = path.read_text() if path.exists() else f"# Benchmarks\n\n{start}\n{end}\n"
-    if start not in text or end not in text:
-        text = text.rstrip() + f"\n\n{start}\n{end}\n"
-    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
-    path.write_text(pattern.sub(lambda _: f"{start}\n{section}\n{end}", text, count=1))
+    sections.write_section(path, *markers, section)
 
 
 def _load() -> str:

@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from grapher_bench.enrichment import FULL_GRAPH, LINK_GRAPH
 from grapher_core.candidates import Candidate
 
 __all__ = [
-    "FULL_GRAPH",
     "GRAPH_RETRIEVER_TUNED",
-    "LINK_GRAPH",
     "NEW_RULE",
     "PEER_RANKERS",
     "PeerRanking",
@@ -41,13 +40,6 @@ __all__ = [
 
 PEER_RANKERS = frozenset({"expand-gcs", "expand-gcs-v1", "expand-gat", "graph-retriever",
                           "graph-retriever-tuned", "prev-next"})
-LINK_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions", "chunks": "adjacent"}
-"""The graph whose links the peers (and the first expansion rule, ``expand-gcs-v1``) follow."""
-
-FULL_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions+entities-capped",
-                              "chunks": "adjacent+mentions"}
-"""Every link kind a task type has: what the default expansion follows and ranks with."""
-
 GRAPH_RETRIEVER_TUNED: dict[str, Any] = {"start_k": 8, "max_depth": 1}
 """Best PR@10 of a 6-setting Eager grid on spider_train (300 queries, tables) and on the first
 150 hotpotqa questions (passages; applied to the other passage sets); see docs/expansion.md."""

@@ -26,7 +26,8 @@ __all__ = ["build_examples", "main"]
 def build_examples(folder: Path, *, limit: int | None = None) -> list[Any]:
     """One :class:`PruningExample` per query whose expansion fetched anything."""
     from grapher_bench.data import load_dataset
-    from grapher_bench.peers import FULL_GRAPH, expansion_reranker
+    from grapher_bench.enrichment import FULL_GRAPH
+    from grapher_bench.peers import expansion_reranker
     from grapher_bench.runner import RankerSpec, _enriched_metadata, prepare_candidates
     from grapher_core.expand import InMemorySource
     from grapher_core.learned.pruning import PruningExample, features

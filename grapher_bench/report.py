@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from grapher_bench import sections
 from grapher_bench.runner import DatasetRun
 
 __all__ = ["combined_table", "plot_pr_curve", "run_table", "write_run", "write_section"]
@@ -133,9 +134,4 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 def write_section(doc: Path, body: str) -> None:
     """Replace the text between the bench markers of ``doc`` (and nothing else)."""
-    text = doc.read_text(encoding="utf-8")
-    if START not in text or END not in text or text.index(START) > text.index(END):
-        raise ValueError(f"{doc} lacks the markers {START} ... {END}")
-    before, rest = text.split(START, 1)
-    _, after = rest.split(END, 1)
-    doc.write_text(f"{before}{START}\n{body.strip()}\n{END}{after}", encoding="utf-8")
+    sections.write_section(doc, START, END, body)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject
+from grapher_core.seeds import minmax
 
 RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
 BM25_WEIGHT = 0.3
@@ -42,13 +43,6 @@ def tokenize(text: str, split_identifiers: bool = True, stem: bool = True) -> li
                 token = token[:-1]
             tokens.append(token)
     return tokens
-
-
-def minmax(values: np.ndarray) -> np.ndarray:
-    low, high = float(values.min()), float(values.max())
-    if high == low:
-        return np.zeros_like(values)
-    return (values - low) / (high - low)
 
 
 @dataclass
@@ -100,7 +94,8 @@ class BaseRetriever:
         cosine = np.asarray(self.embeddings @ query_embedding, dtype=np.float64)
         if self.kind == "dense":
             return cosine
-        return BM25_WEIGHT * minmax(self.bm25_scores(query)) + (1 - BM25_WEIGHT) * cosine
+        bm25 = minmax(self.bm25_scores(query), constant=0.0)  # no match: adds nothing
+        return BM25_WEIGHT * bm25 + (1 - BM25_WEIGHT) * cosine
 
     def retrieve(self, query: str, query_embedding: np.ndarray | None = None) -> Retrieved:
         scores = self.scores(query, query_embedding)

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grapher_bench import sections
+
 __all__ = ["register", "run_seeds"]
 
-GRAPH_FOR_TASK = {"tables": "fk", "passages": "mentions", "chunks": "adjacent"}
 POLICIES = ("rank", "auto")
 START, END = "<!-- seeds:start -->", "<!-- seeds:end -->"
 
@@ -47,12 +48,12 @@ def register(subparsers: Any) -> None:
 def _measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[str, Any]:
     import numpy as np
 
-    from grapher_bench.enrichment import add_mentions, proximities_for
+    from grapher_bench.enrichment import LINK_GRAPH, add_mentions, proximities_for
     from grapher_bench.metrics import aggregate, evaluate_query
     from grapher_bench.runner import prepare_candidates
     from grapher_core.rerank import GraphReranker
 
-    graph = GRAPH_FOR_TASK[dataset.task_type]
+    graph = LINK_GRAPH[dataset.task_type]
     metadata = [dict(o.metadata) for o in dataset.corpus]
     if graph == "mentions":
         metadata = add_mentions(dataset.corpus, metadata)
@@ -112,15 +113,7 @@ def wins(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
 
 
 def _write_doc(path: Path, body: str) -> None:
-    text = path.read_text() if path.is_file() else ""
-    section = f"{START}\n{body}{END}"
-    if START in text and END in text:
-        head, _, rest = text.partition(START)
-        _, _, tail = rest.partition(END)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+    sections.write_section(path, START, END, body)
 
 
 def run_seeds(args: argparse.Namespace) -> int:

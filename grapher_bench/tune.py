@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grapher_bench.data import Dataset
+from grapher_bench.enrichment import graphs_for
 from grapher_bench.runner import DatasetRun, RankerSpec, run_dataset
 
 __all__ = ["ALPHA_GRID", "TuneResult", "grid_table", "tune"]
@@ -49,8 +50,7 @@ def tune(dataset: Dataset, retrievers: Sequence[str] = ("hybrid", "dense", "bm25
     """Run baseline + every (ranker, alpha) for each retriever; pick alpha per ranker."""
     if not alphas or any(not 0 < a < 1 for a in alphas):
         raise ValueError(f"alphas must be in (0, 1), got {list(alphas)}")
-    graph = graph or {"tables": "fk", "passages": "entities", "chunks": "adjacent"}[
-        dataset.task_type]
+    graph = graph or graphs_for(dataset.task_type)[0]
     specs = [RankerSpec("baseline", "baseline", "none")]
     specs += [RankerSpec(f"{name}@{alpha:.1f}", name, graph, alpha)
               for name in rankers for alpha in alphas]

@@ -73,13 +73,15 @@ def make_seeds(candidates: Sequence[Candidate], transform: str = "auto",
     return minmax(scores)
 
 
-def minmax(scores: np.ndarray) -> np.ndarray:
-    """Scale to [0, 1]; a constant vector becomes all ones (every candidate equally good)."""
+def minmax(scores: np.ndarray, *, constant: float = 1.0) -> np.ndarray:
+    """Scale to [0, 1] -- the one min-max of the library. A constant vector becomes
+    ``constant`` everywhere: 1 for seeds and features (every candidate equally good), 0 for a
+    score that should then add nothing (the bench's hybrid BM25 part)."""
     if scores.size == 0:
         return scores.copy()
     low, high = float(scores.min()), float(scores.max())
     if high == low:
-        return np.ones_like(scores)
+        return np.full_like(scores, constant)
     return (scores - low) / (high - low)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from grapher_bench import sections
 from grapher_bench.qa_eval.pipeline import QARecord, QARun
 from grapher_bench.qa_eval.stats import PairedResult, paired_compare
 
@@ -137,9 +138,4 @@ def write_outputs(run: QARun, folder: Path) -> None:
 
 def write_doc_section(doc: Path, body: str) -> None:
     """Replace the text between the qa-eval markers of ``doc`` (and nothing else)."""
-    text = doc.read_text(encoding="utf-8") if doc.is_file() else ""
-    if START not in text or END not in text or text.index(START) > text.index(END):
-        raise ValueError(f"{doc} lacks the markers {START} ... {END}")
-    before, rest = text.split(START, 1)
-    _, after = rest.split(END, 1)
-    doc.write_text(f"{before}{START}\n{body.strip()}\n{END}{after}", encoding="utf-8")
+    sections.write_section(doc, START, END, body)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from grapher_bench.data import Dataset
-from grapher_bench.enrichment import proximities_for
-from grapher_bench.peers import LINK_GRAPH, is_peer, peer_graph
+from grapher_bench.enrichment import LINK_GRAPH, proximities_for
+from grapher_bench.peers import is_peer, peer_graph
 from grapher_bench.qa_eval.prompts import CONTEXT_STYLES, flat_context, graph_context
 from grapher_bench.runner import GRAPH_FREE_RANKERS, RankerSpec, _enriched_metadata, run_dataset
 from grapher_core.candidates import Candidate

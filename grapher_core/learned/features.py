@@ -27,6 +27,7 @@ import numpy as np
 
 from grapher_core.graph import CandidateGraph
 from grapher_core.rankers import gcs_scores
+from grapher_core.seeds import minmax
 
 FEATURE_BLOCKS: tuple[str, ...] = ("gcs", "seed", "query", "object")
 N_SCALARS = 2  # gcs, seed
@@ -44,20 +45,11 @@ __all__ = [
 ]
 
 
-def _minmax(values: np.ndarray) -> np.ndarray:
-    if values.size == 0:
-        return values.astype(np.float32)
-    low, high = float(values.min()), float(values.max())
-    if high == low:
-        return np.ones(values.size, dtype=np.float32)
-    return ((values - low) / (high - low)).astype(np.float32)
-
-
 def scalar_features(graph: CandidateGraph, seeds: np.ndarray, alpha: float) -> np.ndarray:
     """``(n, 2)`` float32: min-max scaled GCS score and seed score per node."""
     seeds = np.asarray(seeds, dtype=np.float64)
     gcs = gcs_scores(graph.adjacency, seeds, alpha)
-    return np.stack([_minmax(gcs), _minmax(seeds)], axis=1)
+    return np.stack([minmax(gcs), minmax(seeds)], axis=1).astype(np.float32)
 
 
 def edge_arrays(graph: CandidateGraph) -> tuple[np.ndarray, np.ndarray]:
