@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grapher_bench.peers import LINK_GRAPH, peer_graph
+from grapher_bench.enrichment import LINK_GRAPH
+from grapher_bench.peers import peer_graph
 from grapher_bench.qa_eval.prompts import A12_TEMPLATE, A13_TEMPLATE, answer_prompt, judge_prompt
 from grapher_bench.qa_eval.scoring import (
     answer_in_text,
