@@ -27,6 +27,8 @@ from grapher_bench.enrichment import FULL_GRAPH, LINK_GRAPH
 from grapher_core.candidates import Candidate
 
 __all__ = [
+    "ALL_LINKS",
+    "BEST_GRAPH",
     "GRAPH_RETRIEVER_TUNED",
     "NEW_RULE",
     "PEER_RANKERS",
@@ -40,6 +42,14 @@ __all__ = [
 
 PEER_RANKERS = frozenset({"expand-gcs", "expand-gcs-v1", "expand-gat", "graph-retriever",
                           "graph-retriever-tuned", "prev-next"})
+BEST_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions",
+                              "chunks": "adjacent+mentions"}
+"""The task type's best candidate-only GCS graph on the shared sets (docs/benchmarks.md, summed
+over the sets of the type): what the default expansion follows and ranks with."""
+
+ALL_LINKS: dict[str, str] = dict(FULL_GRAPH)
+"""Every link kind a task type has (``links=all``): passages add capped shared entities."""
+
 GRAPH_RETRIEVER_TUNED: dict[str, Any] = {"start_k": 8, "max_depth": 1}
 """Best PR@10 of a 6-setting Eager grid on spider_train (300 queries, tables) and on the first
 150 hotpotqa questions (passages; applied to the other passage sets); see docs/expansion.md."""
@@ -86,9 +96,16 @@ def peer_graph(name: str, task_type: str) -> str:
     if name == "prev-next" and task_type != "chunks":
         raise ValueError("prev-next runs on chunk sets only")
     base, options = split_name(name)
-    if base in ("expand-gcs", "expand-gat", "ego-gcs") and options.get("links") != "v1":
-        return FULL_GRAPH[task_type]
+    if base in ("expand-gcs", "expand-gat", "ego-gcs"):
+        return _graph_of(options.get("links", "best"), task_type)
     return LINK_GRAPH[task_type]
+
+
+def _graph_of(links: str, task_type: str) -> str:
+    graphs = {"v1": LINK_GRAPH, "best": BEST_GRAPH, "all": ALL_LINKS}
+    if links not in graphs:
+        raise ValueError(f"links must be v1, best or all, got {links!r}")
+    return graphs[links][task_type]
 
 
 NEW_RULE: dict[str, str] = {"seed": "floor", "prune": "none"}
@@ -136,9 +153,11 @@ def expansion_reranker(name: str, task_type: str, source: Any, *,
     """The expansion configuration a bench ranker name stands for.
 
     ``expand-gcs-v1``: the first rule (the task's main link kind, calibrated seeds);
-    ``expand-gcs`` / ``expand-gat``: every link kind of the task (:data:`FULL_GRAPH`) with
+    ``expand-gcs`` / ``expand-gat``: the task type's best graph (:data:`BEST_GRAPH`) with
     :data:`NEW_RULE`; options in brackets override: ``seed=calibrated|floor``,
-    ``prune=none|cosine|learned``, ``links=v1|full``, ``ranker=gcs|gat``;
+    ``prune=none|cosine|learned``, ``links=v1|best|all`` (``all``: :data:`ALL_LINKS`, capped
+    entities followed too), ``ranker=gcs|gat``, ``keep=1`` (candidates keep their
+    candidate-only ranking);
     ``ego-gcs[k=K,n=N]``: the top-N K-hop ego-graphs by query cosine join the candidates.
     """
     from grapher_bench.enrichment import proximities_for
@@ -147,10 +166,10 @@ def expansion_reranker(name: str, task_type: str, source: Any, *,
 
     base, options = split_name(name)
     settings = {"seed": "calibrated", "prune": "none", "links": "v1", "ranker": "gcs"} \
-        if base == "expand-gcs-v1" else {**NEW_RULE, "links": "full",
+        if base == "expand-gcs-v1" else {**NEW_RULE, "links": "best",
                                          "ranker": "gat" if base == "expand-gat" else "gcs"}
     settings.update(options)
-    graph = (LINK_GRAPH if settings["links"] == "v1" else FULL_GRAPH)[task_type]
+    graph = _graph_of(settings["links"], task_type)
     ranker = GraphReranker(proximities_for(graph), settings["ranker"], explain=0)
     if base == "ego-gcs":
         index = _ego_index(corpus, corpus_vectors, graph, int(settings.get("k", "1")),
@@ -166,7 +185,7 @@ def expansion_reranker(name: str, task_type: str, source: Any, *,
         pruner = LearnedPruner(_pruner_checkpoint(dataset_name))
     elif settings["prune"] != "none":
         raise ValueError(f"prune must be none, cosine or learned, got {settings['prune']!r}")
-    return ExpandingReranker(ranker, source, follow_entities=settings["links"] != "v1",
+    return ExpandingReranker(ranker, source, follow_entities=settings["links"] == "all",
                              seed_rule=settings["seed"], pruner=pruner,
                              keep_candidate_scores=settings.get("keep", "0") == "1")
 

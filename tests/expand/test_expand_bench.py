@@ -16,10 +16,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def test_peer_specs_follow_the_task_link_graph() -> None:
     specs = {s.label: s.graph for s in expand_rankers(
         ["gcs", "expand-gcs", "expand-gcs-v1", "graph-retriever", "prev-next",
-         "ego-gcs[k=2,n=5]"], "passages")}
-    # the first rule and the peer follow mentions; the default rule every link kind
+         "ego-gcs[k=2,n=5]", "expand-gcs[links=all]"], "passages")}
+    # the first rule and the peer follow mentions; the default rule the task's best graph,
+    # links=all every link kind (capped entities too)
     assert specs["expand-gcs-v1"] == specs["graph-retriever"] == "mentions"
-    assert specs["expand-gcs"] == specs["ego-gcs[k=2,n=5]"] == "mentions+entities-capped"
+    assert specs["expand-gcs"] == specs["ego-gcs[k=2,n=5]"] == "mentions"
+    assert specs["expand-gcs[links=all]"] == "mentions+entities-capped"
     assert "prev-next" not in specs  # chunk sets only
     chunks = {s.label: s.graph for s in expand_rankers(["expand-gcs", "prev-next"], "chunks")}
     assert chunks == {"expand-gcs": "adjacent+mentions", "prev-next": "adjacent"}
