@@ -24,7 +24,10 @@ __all__ = ["load_runs", "main", "markdown"]
 START, END = "<!-- expand:start -->", "<!-- expand:end -->"
 MAIN_ROWS = ("baseline", "gcs*", "gat*", "expand-gcs-v1", "expand-gcs",
              "expand-gcs[seed=calibrated]", "expand-gcs[prune=cosine]",
-             "expand-gcs[prune=learned]", "expand-gat", "graph-retriever")
+             "expand-gcs[prune=learned]", "expand-gcs[keep=1]",
+             "expand-gcs[keep=1,prune=learned]", "expand-gcs[links=all]",
+             "expand-gcs[links=all,prune=cosine]", "expand-gat", "expand-gat[links=all]",
+             "graph-retriever")
 ORDER = ("musique", "hotpotqa", "2wikimultihopqa", "spider_dev", "spider_train", "bird_dev",
          "beaver_dev", "squad_chunks", "hotpotqa_sentences", "2wikimultihopqa_sentences")
 
@@ -80,14 +83,16 @@ def markdown(runs: Sequence[dict[str, Any]]) -> str:
         if any(cells):
             lines.append(f"| {row} | " + " | ".join(cells) + " |")
     ego = sorted({label for r in runs for label in r["results"] if label.startswith("ego-gcs")},
-                 key=lambda label: [int(x) for x in re.findall(r"\d+", label)])
+                 key=lambda label: ("links=all" in label,
+                                    [int(x) for x in re.findall(r"\d+", label)]))
     if ego:
         lines += ["", "Ego-graph index (GRAG §4.1): the top-N K-hop ego-graphs by query cosine "
                   "join the candidates, GCS ranks the union. PR@10 (PR@5), %.", "",
                   "| K, N | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
         for label in ego:
-            k, n = re.findall(r"\d+", label)
-            lines.append(f"| K={k}, N={n} | "
+            k, n = re.findall(r"\d+", label)[:2]
+            suffix = " (ranked on all links)" if "links=all" in label else ""
+            lines.append(f"| K={k}, N={n}{suffix} | "
                          + " | ".join(_cell(r, label, refs[r["dataset"]]) for r in runs) + " |")
     lines += ["", "Median rerank milliseconds per query (in-memory source; shared 2-core machine "
               "under heavy load, load average ~20: compare within a column only).", "",
