@@ -341,6 +341,7 @@ _REGISTRY: dict[str, RankerFactory | str] = {
     "mlp": "grapher_core.learned.ranker:MLPRanker",
     "g-rag": "grapher_core.learned.grag:GRAGRanker",
     "qa-adjust": "grapher_core.score_adjust:ScoreAdjustRanker",
+    "qa-gnn": "grapher_core.learned.qa_gnn_ranker:QAGNNRanker",
 }
 
 
