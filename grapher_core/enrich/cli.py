@@ -119,14 +119,21 @@ def read_corpus_lines(path: Path, limit: int | None = None, *, id_field: str = "
     """``(line number, object)`` of each object of a corpus JSONL file, checked; the id and
     text are read from ``id_field`` / ``text_field`` (an integer id is accepted as its
     string)."""
+    if path.is_dir():
+        raise ValueError(f"input {path} is a directory, expected a JSONL file")
     if not path.is_file():
         raise FileNotFoundError(f"input file {path} does not exist")
     records: list[tuple[int, dict[str, Any]]] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
             if limit is not None and len(records) >= limit:
                 break
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{path}:{number}: not UTF-8 ({error.reason} at byte "
+                                 f"{error.start} of the line)") from None
             if not line.strip():
                 continue
             try:

@@ -1,5 +1,5 @@
-"""SIGKILL in the middle of ``grapher enrich`` loses nothing written; a re-run finishes the job
-and its output is byte-identical to an uninterrupted run's."""
+"""Held before, kept: SIGKILL in the middle of ``grapher enrich`` loses nothing written; a
+re-run finishes the job and its output is byte-identical to an uninterrupted run's."""
 
 from __future__ import annotations
 
