@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
 export GRAPHER_BENCHMARKS ?= $(abspath ../shared/benchmarks)
 
-.PHONY: demo test lint bench bench-latency tune clean
+.PHONY: demo test lint bench bench-latency tune clean reliability
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check grapher_core grapher_bench langchain_grapher llama_index_grapher tests
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
+
+# Every case of the hardening issue, with the count printed (docs/reliability.md).
+reliability: $(STAMP)
+	$(VENV)/bin/pytest -q tests/reliability
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
