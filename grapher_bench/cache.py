@@ -17,6 +17,7 @@ import numpy as np
 
 from grapher_core.embeddings import Embedder
 from grapher_core.paths import cache_root
+from grapher_core.progress import progress_bar
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "cache_root", "text_key"]
 
@@ -75,7 +76,8 @@ class CachedEmbedder:
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         if missing:
             text_of = dict(zip(keys, texts, strict=True))
-            bar = _progress(len(missing), desc) if self.progress else _NoBar()
+            bar = progress_bar(len(missing), desc, unit="text", enabled=self.progress,
+                               min_total=200, leave=False)
             for start in range(0, len(missing), self.batch):
                 chunk = missing[start:start + self.batch]
                 vectors = self.embedder.embed_documents([text_of[k] for k in chunk])
@@ -93,20 +95,3 @@ class CachedEmbedder:
         return self.embed_documents([text])[0]
 
 
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(total: int, desc: str) -> _NoBar:
-    """A tqdm bar on stderr when tqdm is installed and the total is worth showing."""
-    if total < 200:
-        return _NoBar()
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _NoBar()
-    return tqdm(total=total, desc=desc, unit="text", leave=False)

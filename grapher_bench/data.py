@@ -6,14 +6,13 @@ is ``{"id", "text", "gold", ...}`` (extra fields are kept in :attr:`Query.extra`
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grapher_core.candidates import CorpusObject
+from grapher_core.jsonl import read_jsonl
 
 TASK_TYPES: tuple[str, ...] = ("tables", "passages", "chunks")
 
@@ -66,22 +65,6 @@ def default_benchmarks_root() -> Path:
     return Path.cwd().parent / "shared" / "benchmarks"
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
-        raise FileNotFoundError(f"missing benchmark file {path}")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object per line")
-            yield number, record
-
-
 def _require_str(record: dict[str, Any], key: str, where: str) -> str:
     value = record.get(key)
     if not isinstance(value, str) or (key == "id" and not value):
@@ -124,7 +107,7 @@ def load_dataset(path: str | Path, limit: int | None = None, task_type: str | No
     corpus: list[CorpusObject] = []
     seen: set[str] = set()
     corpus_file = folder / "corpus.jsonl"
-    for number, record in _read_jsonl(corpus_file):
+    for number, record in read_jsonl(corpus_file, what="benchmark file"):
         where = f"{corpus_file}:{number}"
         object_id = _require_str(record, "id", where)
         if object_id in seen:
@@ -136,7 +119,7 @@ def load_dataset(path: str | Path, limit: int | None = None, task_type: str | No
         corpus.append(CorpusObject(object_id, _require_str(record, "text", where), metadata))
     queries: list[Query] = []
     query_file = folder / "queries.jsonl"
-    for number, record in _read_jsonl(query_file):
+    for number, record in read_jsonl(query_file, what="benchmark file"):
         where = f"{query_file}:{number}"
         gold = record.get("gold")
         if not isinstance(gold, list) or not gold or not all(isinstance(g, str) for g in gold):

@@ -23,7 +23,6 @@ import argparse
 import os
 import platform
 import resource
-import statistics
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from grapher_bench import sections
+from grapher_bench.timing import median_p95_ms
 from grapher_core.candidates import Candidate
 from grapher_core.graph import build_graph
 from grapher_core.metadata import normalised_set, read_list
@@ -141,17 +141,6 @@ class LatencyRow:
         return self.reference_ms[0] / self.total_ms[0]
 
 
-def _timed(function: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    function()  # warm caches (entity normalisation, imports) as a long-running service would
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        samples.append((time.perf_counter() - started) * 1e3)
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]
-
-
 def measure(n: int, ranker_name: str, proximities: Sequence[Proximity], repeats: int,
             label: str = "entities", *, workload: str = "calibrated",
             reference: bool = False) -> LatencyRow:
@@ -167,10 +156,10 @@ def measure(n: int, ranker_name: str, proximities: Sequence[Proximity], repeats:
         edges_from=label,
         edges=graph.n_edges,
         average_degree=graph.n_edges / n,
-        graph_ms=_timed(lambda: build_graph(candidates, proximities), repeats),
-        rank_ms=_timed(lambda: ranker.rank(graph, seeds, context), repeats),
-        total_ms=_timed(lambda: reranker.rerank(candidates, top_n=10), repeats),
-        reference_ms=_timed(lambda: reference_rerank(candidates), max(3, repeats // 4))
+        graph_ms=median_p95_ms(lambda: build_graph(candidates, proximities), repeats),
+        rank_ms=median_p95_ms(lambda: ranker.rank(graph, seeds, context), repeats),
+        total_ms=median_p95_ms(lambda: reranker.rerank(candidates, top_n=10), repeats),
+        reference_ms=median_p95_ms(lambda: reference_rerank(candidates), max(3, repeats // 4))
         if reference else None,
     )
 

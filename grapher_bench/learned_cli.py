@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from grapher_bench.timing import median_p95_ms
 from grapher_core.cli import alpha_argument
 
 __all__ = ["register"]
@@ -192,9 +192,9 @@ def run_latency(args: argparse.Namespace) -> int:
         def rerank(reranker: GraphReranker = reranker) -> None:
             reranker.rerank(candidates, query_embedding=query, top_n=10)
 
-        rank_ms = _median_ms(rank, args.repeats)
-        total_ms = _median_ms(rerank, args.repeats)
-        cpu_ms = _median_ms(rerank, args.repeats, time.process_time)
+        rank_ms = median_p95_ms(rank, args.repeats, warmup=5)
+        total_ms = median_p95_ms(rerank, args.repeats, warmup=5)
+        cpu_ms = median_p95_ms(rerank, args.repeats, warmup=5, clock=time.process_time)
         print(f"{name:4s} n={len(candidates)} edges={graph.n_edges}  ranker.rank median "
               f"{rank_ms[0]:.2f} ms (p95 {rank_ms[1]:.2f})  GraphReranker.rerank median "
               f"{total_ms[0]:.2f} ms (p95 {total_ms[1]:.2f}), CPU time median "
@@ -202,16 +202,3 @@ def run_latency(args: argparse.Namespace) -> int:
     return 0
 
 
-def _median_ms(function: Any, repeats: int, clock: Any = time.perf_counter
-               ) -> tuple[float, float]:
-    """Median and p95 in ms. ``clock=time.process_time`` gives CPU time of this process:
-    on a shared machine, what the call costs without waiting for a core."""
-    for _ in range(5):
-        function()
-    samples = []
-    for _ in range(repeats):
-        started = clock()
-        function()
-        samples.append((clock() - started) * 1e3)
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]

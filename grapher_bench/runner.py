@@ -32,6 +32,7 @@ from grapher_bench.peers import is_peer, peer_graph, peer_rankings
 from grapher_bench.retrievers import RETRIEVERS, BaseRetriever
 from grapher_core.candidates import Candidate
 from grapher_core.graph import build_graph
+from grapher_core.progress import progress_bar
 from grapher_core.rerank import GraphReranker
 
 __all__ = [
@@ -165,16 +166,6 @@ def prepare_candidates(dataset: Dataset, retriever: str, metadata: Sequence[dict
     return out, query_vectors
 
 
-def _bar(total: int, desc: str, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit="q", leave=False)
-
-
 def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | None = None,
                 graphs: Sequence[str] | None = None, ks: Sequence[int] = (5, 10),
                 alphas: dict[str, float] | None = None, embedder: Any | None = None,
@@ -224,7 +215,8 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
         else:
             reranker = GraphReranker(proximities_for(spec.graph), ranker=spec.ranker,
                                      alpha=spec.alpha, explain=0)
-            bar = _bar(len(dataset.queries), f"{dataset.name} {spec.label}", progress)
+            bar = progress_bar(len(dataset.queries), f"{dataset.name} {spec.label}", unit="q",
+                               enabled=progress, leave=False)
             for query, cands, vector in zip(dataset.queries, candidates, query_vectors,
                                             strict=True):
                 tick = time.perf_counter()
@@ -236,10 +228,8 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
                 from_below.append(float(np.mean([r.original_rank > 20 for r in ranked[:5]])))
                 per_query[query.id] = {"PR@5": row["PR@5"], "PR@10": row["PR@10"],
                                        "n_gold": len(query.gold), "top": ids[:20]}
-                if bar is not None:
-                    bar.update(1)
-            if bar is not None:
-                bar.close()
+                bar.update(1)
+            bar.close()
         metrics = aggregate(rows, multi, ks)
         metrics["rerank_ms_median"] = float(statistics.median(timings))
         metrics["top5_from_below_20"] = float(np.mean(from_below))

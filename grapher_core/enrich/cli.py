@@ -33,6 +33,7 @@ from grapher_core.enrich.base import EntityExtractor
 from grapher_core.enrich.cache import CacheError, EntityCache
 from grapher_core.enrich.runner import run_extraction
 from grapher_core.enrich.spacy_extractor import DEFAULT_SPACY_LABELS, DEFAULT_SPACY_MODEL
+from grapher_core.jsonl import read_jsonl
 from grapher_core.paths import cache_root
 
 
@@ -119,47 +120,29 @@ def read_corpus_lines(path: Path, limit: int | None = None, *, id_field: str = "
     """``(line number, object)`` of each object of a corpus JSONL file, checked; the id and
     text are read from ``id_field`` / ``text_field`` (an integer id is accepted as its
     string)."""
-    if path.is_dir():
-        raise ValueError(f"input {path} is a directory, expected a JSONL file")
-    if not path.is_file():
-        raise FileNotFoundError(f"input file {path} does not exist")
     records: list[tuple[int, dict[str, Any]]] = []
     seen: dict[str, int] = {}
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if limit is not None and len(records) >= limit:
-                break
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ValueError(f"{path}:{number}: not UTF-8 ({error.reason} at byte "
-                                 f"{error.start} of the line)") from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error})") from error
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object")
-            object_id = record.get(id_field)
-            if isinstance(object_id, int) and not isinstance(object_id, bool):
-                object_id = str(object_id)
-            if not isinstance(object_id, str) or not isinstance(record.get(text_field), str):
-                keys = ", ".join(repr(k) for k in list(record)[:8])
-                raise ValueError(f"{path}:{number}: object needs a string {id_field!r} and "
-                                 f"{text_field!r} (keys found: {keys}; see --id-field / "
-                                 "--text-field)")
-            metadata = record.get("metadata", {})
-            if metadata is not None and not isinstance(metadata, dict):
-                raise ValueError(f"{path}:{number}: 'metadata' must be an object")
-            if object_id in seen:
-                raise ValueError(
-                    f"{path}:{number}: duplicate id {object_id!r} (first on line "
-                    f"{seen[object_id]})"
-                )
-            seen[object_id] = number
-            records.append((number, record))
+    for number, record in read_jsonl(path, what="input file"):
+        if limit is not None and len(records) >= limit:
+            break
+        object_id = record.get(id_field)
+        if isinstance(object_id, int) and not isinstance(object_id, bool):
+            object_id = str(object_id)
+        if not isinstance(object_id, str) or not isinstance(record.get(text_field), str):
+            keys = ", ".join(repr(k) for k in list(record)[:8])
+            raise ValueError(f"{path}:{number}: object needs a string {id_field!r} and "
+                             f"{text_field!r} (keys found: {keys}; see --id-field / "
+                             "--text-field)")
+        metadata = record.get("metadata", {})
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ValueError(f"{path}:{number}: 'metadata' must be an object")
+        if object_id in seen:
+            raise ValueError(
+                f"{path}:{number}: duplicate id {object_id!r} (first on line "
+                f"{seen[object_id]})"
+            )
+        seen[object_id] = number
+        records.append((number, record))
     return records
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from grapher_core.candidates import CorpusObject
 from grapher_core.enrich.base import EntityExtractor, ExtractionResult, extractor_model
 from grapher_core.enrich.cache import CacheKey, EntityCache, content_hash
+from grapher_core.progress import progress_bar
 
 T = TypeVar("T")
 
@@ -117,16 +118,6 @@ def _extractable(texts: list[str], names: Sequence[str] | None) -> list[str]:
     return cleaned
 
 
-def _progress_bar(total: int, enabled: bool, description: str) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is in the bench extra
-        return None
-    return tqdm(total=total, unit="obj", desc=description, dynamic_ncols=True, smoothing=0.1)
-
-
 class _Plan:
     """Which unique texts still need an extraction, and where results go."""
 
@@ -154,8 +145,9 @@ class _Plan:
         self.n_cached = len(self.known)
         self.todo_digests = [d for d in first if d not in self.known]
         self.todo_texts = [first[d] for d in self.todo_digests]
-        self.bar = _progress_bar(self.n_unique, progress, f"entities [{extractor.name}]")
-        if self.bar is not None and self.n_cached:
+        self.bar = progress_bar(self.n_unique, f"entities [{extractor.name}]", unit="obj",
+                                enabled=progress)
+        if self.n_cached:
             self.bar.update(self.n_cached)
 
     def record(self, items: Sequence[tuple[int, ExtractionResult]]) -> None:
@@ -171,12 +163,10 @@ class _Plan:
             rows.append((digest, result))
         if self.cache is not None:
             self.cache.put_many(self.key, rows)
-        if self.bar is not None:
-            self.bar.update(len(items))
+        self.bar.update(len(items))
 
     def finish(self) -> ExtractionRun:
-        if self.bar is not None:
-            self.bar.close()
+        self.bar.close()
         return ExtractionRun(
             results=[self.known[d] for d in self.digests],
             n_unique=self.n_unique,
@@ -256,8 +246,7 @@ def run_extraction(
         else:
             _run_batches(plan, extractor)
     finally:
-        if plan.bar is not None:
-            plan.bar.close()
+        plan.bar.close()
     return plan.finish()
 
 
@@ -278,8 +267,7 @@ async def arun_extraction(
         else:
             await asyncio.to_thread(_run_batches, plan, extractor)
     finally:
-        if plan.bar is not None:
-            plan.bar.close()
+        plan.bar.close()
     return plan.finish()
 
 
