@@ -82,7 +82,7 @@ WORKLOADS: dict[str, Callable[[int], list[Candidate]]] = {
 
 
 def reference_rerank(candidates: Sequence[Candidate], top_n: int = 10,
-                     alpha: float = DEFAULT_GCS_ALPHA, edge_budget: float = 32.0,
+                     alpha: float = DEFAULT_GCS_ALPHA, edge_budget: float = 8.0,
                      tol: float = 1e-8) -> np.ndarray:
     """The plain numpy/scipy way: vocabulary dict, incidence matrix, ``B D B^T``, the same
     hub rule as ``SharedEntities`` (largest entities dropped until the pairs fit), row
@@ -178,7 +178,7 @@ def render(rows: Sequence[LatencyRow], command: str, load: str = "") -> str:
         "the hybrid top-200); *zipf* = hub-dense, 8 draws per object from 400 entities with "
         "weight 1/(i+1). Default settings everywhere: `GraphReranker([SharedEntities("
         "\"entities\")])` (GCS, alpha 0.1; the default `edge_budget` ignores the most widely "
-        "held entities once the pairs pass max(400 000, 32 n): it never acts at n = 200, "
+        "held entities once the pairs pass max(100 000, 8 n): it never acts at n = 200, "
         "it removes the generic hubs at 2 000 and 20 000). *Total* is "
         "`GraphReranker.rerank(..., top_n=10)` end to end: validation, seeds, graph, ranking, "
         "ordering, explanations. *Reference* is a plain numpy/scipy pipeline for the same "

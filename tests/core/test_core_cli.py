@@ -83,6 +83,6 @@ def test_hub_memory_reports_a_bounded_graph() -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = hub_memory(1200)  # 1.4 M pairs > max(400 000, 32 n): the hub is ignored
+        result = hub_memory(1200)  # 1.4 M pairs > max(100 000, 8 n): the hub is ignored
     assert result["edges"] == 0 and result["results"] == 10
     assert 0 < result["traced_peak_mb"] < 50

@@ -265,7 +265,7 @@ class TestHubRules:
         import grapher_core.proximity as proximity
 
         proximity._warned.discard(("edge_budget", "hub_test"))
-        n = 2000  # 4 M pairs > max(400 000, 32 n)
+        n = 2000  # 4 M pairs > max(100 000, 8 n)
         c = [Candidate(id=str(i), metadata={"hub_test": ["everyone", f"pair {i // 2}"]})
              for i in range(n)]
         with pytest.warns(RuntimeWarning, match="edge_budget") as record:
