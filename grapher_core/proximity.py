@@ -208,8 +208,8 @@ class ForeignKeys:
 
 DENSE_COUNTS_MAX_N = 2048
 """Up to this many candidates, and when the pairs would fill a good part of it, pair counts go
-into a dense ``n x n`` array (32 MB at most) with one ``bincount``; otherwise scipy's linear
-coo -> csr conversion sums them (scanning 4 M mostly empty cells cost more than that)."""
+into a dense ``n x n`` array (32 MB at most) with one ``bincount``; otherwise the pair cells
+are sorted (scanning millions of mostly empty cells costs more than that)."""
 
 EDGE_BUDGET_FLOOR = 100_000
 """Entity pairs always allowed, whatever ``edge_budget`` (a few MB of work arrays): 2.5 times
@@ -234,7 +234,7 @@ def _warn_once(cause: tuple[str, str], message: str) -> None:
 
 def _entity_groups(keys: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``owner`` (candidate of each entry, grouped by entity) and the size of each group."""
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(keys)
     sorted_keys = keys[order]
     owner = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)[order]
     boundary = np.empty(sorted_keys.size, dtype=bool)
@@ -253,7 +253,9 @@ def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
     Same matrix as the sparse product ``B diag(1/|E|) B^T`` without its diagonal (tested).
     Work and memory follow the pairs (``sum(h^2)`` over entities held by ``h`` candidates):
     numpy builds them in a few vectorised calls, then counts either land in a dense array
-    (small ``n``: one ``bincount``, no sort) or go through scipy's linear coo -> csr path.
+    (pairs filling a good part of ``n x n``: one ``bincount``, no sort) or are sorted and
+    counted as runs; the csr arrays come out int32 and canonical, built without scipy's
+    re-validation passes.
     """
     group_size = np.repeat(sizes, sizes)  # size of the group of each entry
     pairs_before = np.cumsum(group_size) - group_size  # where each entry's pairs begin
@@ -263,20 +265,27 @@ def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
     partner -= np.repeat(pairs_before - group_start, group_size)
     right = owner[partner]
     inverse_length = 1.0 / np.maximum(lengths, 1)
-    if n <= DENSE_COUNTS_MAX_N and n * n <= max(1 << 16, 4 * partner.size):
-        counts = np.bincount(np.repeat(owner * n, group_size) + right, minlength=n * n)
+    codes = np.repeat(owner * n, group_size)
+    codes += right  # left * n + right: the cell of each pair
+    if n <= DENSE_COUNTS_MAX_N and n * n <= 4 * codes.size:
+        counts = np.bincount(codes, minlength=n * n)
         counts[:: n + 1] = 0  # the diagonal
         flat = np.flatnonzero(counts)
-        cols = flat % n
-        indptr = np.searchsorted(flat, np.arange(0, n * n + 1, n)).astype(np.int32)
-        data = counts[flat] * inverse_length[cols]
-        return sp.csr_matrix((data, cols.astype(np.int32), indptr), shape=(n, n))
-    left = np.repeat(owner, group_size)
-    off_diagonal = left != right
-    left, right = left[off_diagonal], right[off_diagonal]
-    matrix = sp.csr_matrix((inverse_length[right], (left, right)), shape=(n, n))
-    matrix.sum_duplicates()
-    return matrix
+        data = counts[flat] * inverse_length[flat % n]
+    else:  # few pairs for the cells: sort them and count the runs
+        codes.sort()
+        first = np.empty(codes.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(codes[1:], codes[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        flat = codes[starts]
+        diagonal = flat // n == flat % n
+        multiplicity = np.diff(np.append(starts, codes.size))
+        flat, multiplicity = flat[~diagonal], multiplicity[~diagonal]
+        data = multiplicity * inverse_length[flat % n]
+    cols = (flat % n).astype(np.int32)
+    indptr = np.searchsorted(flat, np.arange(0, n * n + 1, n, dtype=np.int64)).astype(np.int32)
+    return sp.csr_matrix((data, cols, indptr), shape=(n, n))
 
 
 @dataclass(frozen=True)
