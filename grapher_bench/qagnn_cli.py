@@ -48,6 +48,11 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument("--parts", default="transfer,cv,ablations,squad,latency",
                           help="comma list of transfer, cv, ablations, squad, latency")
     evaluate.add_argument("--folds", type=int, default=3)
+    evaluate.add_argument("--ablation-train", default="hotpotqa_sentences",
+                          help="training set of the ablations (tested on the other set)")
+    evaluate.add_argument("--variants", default="full,mean,no-stage1,e2e,no-centre",
+                          help="ablation variants to run (results are merged into "
+                               "ablations.json)")
     evaluate.add_argument("--out", type=Path, default=Path("bench_out/qagnn"))
     evaluate.add_argument("--checkpoint", type=Path, default=None,
                           help="model for squad/latency (default: train on both sentence sets)")
@@ -277,22 +282,26 @@ def _run_parts(root: Path, parts: set[str], args: argparse.Namespace) -> None:
                 "training": _timing(trained)}
         _save(args, "transfer", out)
     if "ablations" in parts:
-        train_name, test_name = names
-        variants: dict[str, dict[str, Any]] = {
-            "full (stage 1 frozen, query pooling, centre)": {},
-            "w/o query pooling (mean pool)": {"pooling": "mean"},
-            "w/o stage 1 (encoder trained in stage 2)": {"pretrain": False},
-            "end-to-end fine-tuning (§7.3)": {"end_to_end": True},
-            "paper fusion input [g; q] (no centre)": {"centre": False},
+        train_name = args.ablation_train
+        test_name = next(n for n in names if n != train_name)
+        variants: dict[str, tuple[str, dict[str, Any]]] = {
+            "full": ("full (stage 1 frozen, query pooling, centre)", {}),
+            "mean": ("w/o query pooling (mean pool)", {"pooling": "mean"}),
+            "no-stage1": ("w/o stage 1 (encoder trained in stage 2)", {"pretrain": False}),
+            "e2e": ("end-to-end fine-tuning (§7.3)", {"end_to_end": True}),
+            "no-centre": ("paper fusion input [g; q] (no centre)", {"centre": False}),
         }
-        out = {}
-        for label, overrides in variants.items():
-            trained = _train(sets[train_name], args, **overrides)
+        path = args.out / "ablations.json"
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+        out = saved.setdefault(f"{train_name} -> {test_name}", {})
+        for key in [v.strip() for v in args.variants.split(",") if v.strip()]:
+            label, overrides = variants[key]
+            trained = _train(sets[train_name], args, **dict(overrides))
             scores = _scores(trained, sets[test_name], extra_rankers=False)
             summary = _summary(sets[test_name], sets[test_name].examples, scores)
             out[label] = {"metrics": summary["metrics"], "tests": summary["tests"],
                           "training": _timing(trained)}
-        _save(args, "ablations", {f"{train_name} -> {test_name}": out})
+            _save(args, "ablations", saved)
     if "cv" in parts:
         out = {}
         for name in names:

@@ -56,14 +56,15 @@ def _bucket_table(runs: dict[str, Any]) -> list[str]:
 
 
 def _ablation_table(data: dict[str, Any]) -> list[str]:
-    lines = ["| setting | variant | GNN alone R@5 | fused R@5 | fused rel. vs dense | "
-             "fused PR@5 | training s |", "|---|---|---|---|---|---|---|"]
+    lines = ["| setting | variant | GNN alone R@5 | fused R@5 | fused rel. vs dense | paired p | "
+             "fused PR@5 | training s |", "|---|---|---|---|---|---|---|---|"]
     for setting, variants in data.items():
         for label, run in variants.items():
             m = run["metrics"]
             lines.append(f"| {setting} | {label} | {_pct(m['qa-gnn (gnn only)']['R@5'])} | "
                          f"{_pct(m['qa-gnn']['R@5'])} | "
                          f"{_rel(m['qa-gnn']['R@5'], m['dense']['R@5'])} | "
+                         f"{_p(run['tests'].get('qa-gnn'))} | "
                          f"{_pct(m['qa-gnn']['PR@5'])} | {run['training']['seconds']} |")
     return lines
 

@@ -31,7 +31,14 @@ import numpy as np
 from grapher_core.learned.qa_gnn import QAGNNNet, QAGNNSpec
 from grapher_core.learned.qa_gnn_checkpoint import FusionCoefficients, QAGNNConfig
 from grapher_core.learned.qa_gnn_graph import EgoBatch, TypedEdges
-from grapher_core.learned.train import Log, LoopConfig, fit, predict, split_examples
+from grapher_core.learned.train import (
+    Log,
+    LoopConfig,
+    fit,
+    predict,
+    seed_everything,
+    split_examples,
+)
 from grapher_core.seeds import minmax
 
 __all__ = [
@@ -304,6 +311,7 @@ def train_qa_gnn(examples: Sequence[QAExample], objects: np.ndarray, config: QAT
     started = time.perf_counter()
     split = split_examples(examples, config.val_fraction, config.seed)
     objects_t = torch.from_numpy(np.ascontiguousarray(objects, dtype=np.float32))
+    seed_everything(config.seed)  # the initial weights follow the seed, not earlier runs
     model = QAGNNNet(config.spec)
     stage1: dict[str, Any] = {"skipped": True}
     if config.pretrain:
