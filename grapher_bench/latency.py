@@ -274,8 +274,9 @@ def hub_memory(n: int) -> dict[str, float]:
 
 def run_hub_memory(args: argparse.Namespace) -> int:
     m = hub_memory(args.n)
-    text = (f"{m['n']:.0f} candidates sharing one entity, default settings: "
-            f"{m['seconds'] * 1e3:.0f} ms, {m['edges']:.0f} edges, peak allocations during "
+    text = (f"{m['n']:.0f} candidates sharing one entity, default settings: first call "
+            f"{m['seconds'] * 1e3:.0f} ms (entity parsing included, slowed by tracemalloc), "
+            f"{m['edges']:.0f} edges, peak allocations during "
             f"rerank {m['traced_peak_mb']:.1f} MB (tracemalloc), process peak RSS "
             f"{m['max_rss_mb']:.0f} MB (interpreter, numpy, scipy and the candidates included), "
             f"{m['warnings']:.0f} warning(s)")
@@ -284,7 +285,7 @@ def run_hub_memory(args: argparse.Namespace) -> int:
         section = ("## Memory with one hub entity\n\n"
                    f"Command: `grapher-bench hub-memory --n {args.n} --write {args.write}`  \n"
                    f"{text}. Before the default `edge_budget`, the same call built "
-                   "400 M edges: 12.6 GB peak and 32 s (issue 18).")
+                   "400 M edges: 12.6 GB peak and 32 s (issue 18); details in docs/speed.md.")
         write_section(Path(args.write), section, HUB_MARKERS)
         print(f"written to {args.write}")
     return 0
