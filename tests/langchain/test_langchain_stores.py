@@ -10,13 +10,13 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
+from test_langchain_embeddings_path import GraphRecorder, RecordingEmbeddings
 
 from grapher_core import SemanticKNN
 from grapher_core.conventions import RETRIEVAL_SCORE_KEY
 from langchain_grapher import GraphERReranker, GraphERRetriever
 from langchain_grapher.retriever import RERANK_EVENT
 from langchain_grapher.stores import relevance_scores, stored_vectors
-from tests.langchain.test_langchain_embeddings_path import GraphRecorder, RecordingEmbeddings
 
 TEXTS = [f"table {name}" for name in ("orders", "customers", "products", "stock", "suppliers",
                                       "invoices", "payments", "cities", "stores", "staff")]
