@@ -108,7 +108,7 @@ def _graph_of(links: str, task_type: str) -> str:
     return graphs[links][task_type]
 
 
-NEW_RULE: dict[str, str] = {"seed": "floor", "prune": "none"}
+NEW_RULE: dict[str, str] = {"seed": "calibrated", "prune": "none"}
 """The default expansion rule's settings (docs/expansion.md, "The rule")."""
 
 
