@@ -40,7 +40,8 @@ GRAPHER_SCORE_KEY = "grapher_score"
 ``relevance_score`` is the same on the documented scale of :mod:`grapher_core.calibration`."""
 EDGES_KEY = "grapher_edges"
 """The candidate graph's edge count per kind for this call, e.g. ``{"structural": 12}``
-(directed edges: a symmetric link counts twice); ``{}`` means the graph had no edge."""
+(directed edges: a symmetric link counts twice; a proximity that found none shows 0, so
+``{"contextual": 0}`` says relationships gave no edge)."""
 OUTPUT_KEYS: tuple[str, ...] = (RELEVANCE_SCORE_KEY, RETRIEVAL_SCORE_KEY, EXPLANATION_KEY,
                                 EXPANDED_KEY, GRAPHER_SCORE_KEY, EDGES_KEY)
 """Every key GraphER may add to an output's metadata (keep them out of embedding/LLM text)."""

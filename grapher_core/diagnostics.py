@@ -33,6 +33,9 @@ __all__ = [
     "proximity_fields",
 ]
 
+RESERVED_PREFIX = "_grapher"
+"""Fields the wrappers fill themselves when the data allows (e.g. LlamaIndex relationships):
+their absence is no mistake of the user's, so it is not reported."""
 logger = logging.getLogger("grapher")
 logger.addHandler(logging.NullHandler())  # a library: records go to the app's handlers
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -162,6 +165,8 @@ def check_graph(diagnostics: Diagnostics, candidates: Sequence[Candidate],
             explained = True
             continue
         fields = proximity_fields(proximity)
+        if fields and all(f.startswith(RESERVED_PREFIX) for f in fields):
+            continue  # a wrapper's own optional edges (LlamaIndex relationships): no field, fine
         absent = [f for f in fields if not _present(candidates, f)]
         if absent:
             explained = True

@@ -131,7 +131,9 @@ class GraphReranker:
         keys = frozenset(k for c in candidates for k in c.metadata)
         detected = self._detected.get(keys)
         if detected is None:
-            detected = tuple(detect_proximities(candidates))
+            taken = {getattr(p, "field", None) for p in self.proximities}
+            detected = tuple(p for p in detect_proximities(candidates)
+                             if getattr(p, "field", None) not in taken)
             if len(self._detected) < 64:
                 self._detected[keys] = detected
             self.diagnostics.info_once(("detected", describe(detected)),

@@ -12,7 +12,7 @@ metadata fields on the :class:`~grapher_core.Candidate` (never on the user's nod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from llama_index.core.schema import (
 )
 
 from grapher_core import Candidate, ForeignKeys, RankedCandidate
-from grapher_core.conventions import RETRIEVAL_SCORE_KEY
+from grapher_core.conventions import EDGES_KEY, GRAPHER_SCORE_KEY, RETRIEVAL_SCORE_KEY
 
 __all__ = [
     "ADJACENT_FIELD",
@@ -93,8 +93,14 @@ def candidates_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Candidate]:
 
 
 def node_from_ranked(ranked: RankedCandidate, original: NodeWithScore, *,
-                     keep_retrieval_score: bool = False) -> NodeWithScore:
+                     keep_retrieval_score: bool = False,
+                     edges: Mapping[str, int] | None = None) -> NodeWithScore:
     """A new ``NodeWithScore`` with the graph score, on a copy of the original node.
+
+    ``NodeWithScore.score`` is the relevance on the documented scale
+    (:mod:`grapher_core.calibration`), so ``similarity_cutoff`` thresholds keep their meaning;
+    the raw ranker score is ``metadata["grapher_score"]`` and, when given, the graph's edge
+    count per kind ``metadata["grapher_edges"]`` (both kept out of embedding/LLM text).
 
     The copy has its own metadata dict, relationship dict and excluded-key lists, so neither
     this postprocessor nor a later one can change the caller's nodes through it.
@@ -103,12 +109,22 @@ def node_from_ranked(ranked: RankedCandidate, original: NodeWithScore, *,
     metadata = dict(node.metadata)
     if keep_retrieval_score:
         metadata[RETRIEVAL_SCORE_KEY] = original.score
+    metadata[GRAPHER_SCORE_KEY] = ranked.score
+    added = [GRAPHER_SCORE_KEY]
+    if edges is not None:
+        metadata[EDGES_KEY] = dict(edges)
+        added.append(EDGES_KEY)
     copied = node.model_copy(
         update={
             "metadata": metadata,
             "relationships": dict(node.relationships),
-            "excluded_embed_metadata_keys": list(node.excluded_embed_metadata_keys),
-            "excluded_llm_metadata_keys": list(node.excluded_llm_metadata_keys),
+            "excluded_embed_metadata_keys": _with_keys(node.excluded_embed_metadata_keys, added),
+            "excluded_llm_metadata_keys": _with_keys(node.excluded_llm_metadata_keys, added),
         }
     )
-    return NodeWithScore(node=copied, score=ranked.score)
+    score = ranked.score if ranked.relevance is None else ranked.relevance
+    return NodeWithScore(node=copied, score=score)
+
+
+def _with_keys(keys: Sequence[str], added: Sequence[str]) -> list[str]:
+    return list(keys) + [k for k in added if k not in keys]

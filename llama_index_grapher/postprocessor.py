@@ -10,7 +10,7 @@ the ranking itself is :class:`grapher_core.GraphReranker`. This module only tran
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from grapher_core import GraphReranker, RankedCandidate
 from grapher_core.candidates import Candidate
 from grapher_core.conventions import EXPANDED_KEY, EXPLANATION_KEY, explanation_to_metadata
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
+from grapher_core.vectors import VectorCache
 from llama_index_grapher.convert import (
     candidates_from_nodes,
     node_from_ranked,
@@ -90,8 +91,16 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     prune_threshold: float | None = Field(
         default=None, description="Expansion: minimum query cosine of a fetched node.")
 
+    auto_proximities: bool = Field(
+        default=True, description="With no proximities given, detect metadata ones (foreign "
+        "keys, links, mentions, entities, doc_id + chunk_index) beside the relationships.")
+    strict: bool = Field(
+        default=False, description="Raise instead of warning once on silent no-ops (no "
+        "field, no edges, no vectors, fewer nodes than top_n * 2).")
+
     _reranker: GraphReranker | None = PrivateAttr(default=None)
     _reranker_key: tuple[Any, ...] | None = PrivateAttr(default=None)
+    _vectors: VectorCache = PrivateAttr(default_factory=VectorCache)
 
     def model_post_init(self, context: Any, /) -> None:
         """Build the core reranker now, so a bad ranker or proximity fails at construction."""
@@ -130,11 +139,14 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         ranker_key = self.ranker if isinstance(self.ranker, str) else id(self.ranker)
         key = (tuple(id(p) for p in proximities[: len(self.proximities)]),
                self.use_relationships, self.relationship_weight, ranker_key, self.alpha,
-               self.seed_transform, self.explain)
+               self.seed_transform, self.explain, self.strict, self.auto_proximities)
         if self._reranker is None or key != self._reranker_key:
+            # No metadata proximities given: detect them (foreign keys -> table_id for
+            # GraphERSchemaReader documents, mentions, entities...) beside the relationships.
             self._reranker = GraphReranker(
                 proximities, self.ranker, self.alpha, seed_transform=self.seed_transform,
-                explain=3 if self.explain else 0,
+                explain=3 if self.explain else 0, strict=self.strict,
+                auto_proximities=self.auto_proximities and not self.proximities,
             )
             self._reranker_key = key
         return self._reranker
@@ -176,9 +188,10 @@ class GraphERPostprocessor(BaseNodePostprocessor):
               query_embedding: np.ndarray | None) -> list[NodeWithScore]:
         query = None if query_bundle is None else query_bundle.query_str
         if self.neighbour_source is None:
-            ranked = self._core().rerank(candidates, query=query,
-                                         query_embedding=query_embedding, top_n=self.top_n)
-            return [self._to_node(r, nodes[r.original_rank - 1]) for r in ranked]
+            result = self._core().run(candidates, query=query, query_embedding=query_embedding,
+                                      top_n=self.top_n)
+            return [self._to_node(r, nodes[r.original_rank - 1], result.edges)
+                    for r in result.ranked]
         from llama_index_grapher.neighbours import as_node_source
 
         source = as_node_source(self.neighbour_source)
@@ -198,8 +211,10 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             out.append(fetched)
         return out
 
-    def _to_node(self, ranked: RankedCandidate, original: NodeWithScore) -> NodeWithScore:
-        out = node_from_ranked(ranked, original, keep_retrieval_score=self.keep_retrieval_score)
+    def _to_node(self, ranked: RankedCandidate, original: NodeWithScore,
+                 edges: Mapping[str, int] | None = None) -> NodeWithScore:
+        out = node_from_ranked(ranked, original, keep_retrieval_score=self.keep_retrieval_score,
+                               edges=edges)
         if self.explain:
             out.node.metadata[EXPLANATION_KEY] = explanation_to_metadata(ranked)
             for keys in (out.node.excluded_embed_metadata_keys,
@@ -218,13 +233,45 @@ class GraphERPostprocessor(BaseNodePostprocessor):
                      ) -> tuple[BaseEmbedding | None, str | None, list[int]]:
         """What the sync and async paths embed: (the model or None, the query text to embed or
         None, positions of candidates without a vector) -- only when the core needs vectors."""
-        if self.embed_model is None or not candidates or not self.needs_embeddings:
+        if not candidates or not self.needs_embeddings:
             return None, None, []
         query_text = None
         if query_embedding is None and query_bundle is not None and query_bundle.query_str:
             query_text = query_bundle.query_str
         missing = [i for i, c in enumerate(candidates) if c.embedding is None]
         return self.embed_model, query_text, missing
+
+    # -- vectors: the node's own > cached by content hash > embedded (missing ones only) ------
+    def _model_key(self) -> str:
+        source: Any = self.embed_model if self.embed_model is not None else \
+            getattr(self._core().ranker, "embedder", None)
+        name = getattr(source, "model_name", None) or getattr(source, "name", None) or ""
+        return f"{type(source).__module__}.{type(source).__qualname__}:{name}"
+
+    def _from_cache(self, candidates: list[Candidate], missing: list[int]
+                    ) -> tuple[list[Candidate], list[int]]:
+        if not missing:
+            return candidates, missing
+        found = self._vectors.get_many(self._model_key(), [candidates[i].text for i in missing])
+        hits = [(i, v) for i, v in zip(missing, found, strict=True) if v is not None]
+        if hits:
+            candidates = _with_embeddings(candidates, [i for i, _ in hits],
+                                          [list(v) for _, v in hits])
+        return candidates, [i for i, v in zip(missing, found, strict=True) if v is None]
+
+    def _embedded(self, candidates: list[Candidate], missing: list[int],
+                  vectors: Sequence[Sequence[float]]) -> list[Candidate]:
+        if len(vectors) != len(missing):
+            raise ValueError(f"the embedding model returned {len(vectors)} vectors for "
+                             f"{len(missing)} nodes")
+        self._vectors.put_many(self._model_key(), [candidates[i].text for i in missing],
+                               np.asarray(vectors, dtype=np.float32))
+        return _with_embeddings(candidates, missing, vectors)
+
+    def _ranker_embedder(self) -> Any:
+        """Without ``embed_model``: the learned ranker's own embedder, whose vectors are then
+        cached here instead of recomputed for every query."""
+        return getattr(self._core().ranker, "embedder", None)
 
     def _postprocess_nodes(self, nodes: list[NodeWithScore],
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
@@ -236,13 +283,17 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         ) as event:
             model, query_text, missing = self._vector_plan(candidates, query_bundle,
                                                            query_embedding)
+            candidates, missing = self._from_cache(candidates, missing)
             if model is not None:
                 if query_text is not None:
                     query_embedding = _array(model.get_query_embedding(query_text))
                 if missing:
                     vectors = model.get_text_embedding_batch([candidates[i].text
                                                               for i in missing])
-                    candidates = _with_embeddings(candidates, missing, vectors)
+                    candidates = self._embedded(candidates, missing, vectors)
+            elif missing and (embedder := self._ranker_embedder()) is not None:
+                vectors = embedder.embed_documents([candidates[i].text for i in missing])
+                candidates = self._embedded(candidates, missing, vectors)
             reranked = self._rank(nodes, candidates, query_bundle, query_embedding)
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))
@@ -260,13 +311,17 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         ) as event:
             model, query_text, missing = self._vector_plan(candidates, query_bundle,
                                                            query_embedding)
+            candidates, missing = self._from_cache(candidates, missing)
             if model is not None:
                 if query_text is not None:
                     query_embedding = _array(await model.aget_query_embedding(query_text))
                 if missing:
                     vectors = await model.aget_text_embedding_batch([candidates[i].text
                                                                      for i in missing])
-                    candidates = _with_embeddings(candidates, missing, vectors)
+                    candidates = self._embedded(candidates, missing, vectors)
+            elif missing and (embedder := self._ranker_embedder()) is not None:
+                vectors = embedder.embed_documents([candidates[i].text for i in missing])
+                candidates = self._embedded(candidates, missing, vectors)
             reranked = self._rank(nodes, candidates, query_bundle, query_embedding)
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))

@@ -137,7 +137,8 @@ def test_chunked_document_gets_contextual_edges_with_zero_configuration(chroma_i
     assert edges == chain | {(b, a) for a, b in chain}
     assert set(graph.by_kind) == {"contextual"} and len(position) == len(nodes)
 
-    reranked = GraphERPostprocessor(explain=True).postprocess_nodes(retrieved, query_str=QUESTION)
+    reranked = GraphERPostprocessor(explain=True, auto_proximities=False).postprocess_nodes(
+        retrieved, query_str=QUESTION)  # relationships alone (entities/links are detected too)
     base, after = ranks(retrieved), ranks(reranked)
     story_ids = {n.node_id for n in story}
     moved_up = {node_id for node_id in after if after[node_id] < base[node_id]}

@@ -147,11 +147,12 @@ def test_metadata_proximity_adds_conceptual_edges():
     nodes = [TextNode(id_=i, text=i, metadata={"entities": ents})
              for i, ents in [("p", ["Paris"]), ("q", []), ("r", ["paris", "France"])]]
     items = scored(nodes, [0.9, 0.5, 0.45])
-    plain = GraphERPostprocessor().postprocess_nodes(items, query_str="q")
+    plain = GraphERPostprocessor(auto_proximities=False).postprocess_nodes(items, query_str="q")
     graph = GraphERPostprocessor(proximities=[SharedEntities()]).postprocess_nodes(
         items, query_str="q")
+    detected = GraphERPostprocessor().postprocess_nodes(items, query_str="q")  # zero config
     assert ids(plain) == ["p", "q", "r"]
-    assert ids(graph) == ["p", "r", "q"]
+    assert ids(graph) == ids(detected) == ["p", "r", "q"]
 
 
 def test_named_rankers_and_alpha(retrieved):

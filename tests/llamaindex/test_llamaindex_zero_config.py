@@ -1,0 +1,87 @@
+"""LlamaIndex: schema documents rerank with zero configuration; one score scale; cached
+vectors; strict mode."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from grapher_core.diagnostics import GraphERDiagnosticError, GraphERWarning
+from llama_index_grapher import GraphERPostprocessor, GraphERSchemaReader
+
+SHOP = """
+CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE orders (order_id INTEGER PRIMARY KEY,
+    customer_id INTEGER REFERENCES customers(customer_id));
+CREATE TABLE items (item_id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(order_id));
+CREATE TABLE notes (note_id INTEGER PRIMARY KEY, body TEXT);
+"""
+
+
+def _schema_nodes(tmp_path: Path) -> list[NodeWithScore]:
+    pytest.importorskip("sqlalchemy")
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as connection:
+        connection.executescript(SHOP)
+    documents = GraphERSchemaReader().load_data(f"sqlite:///{path}")
+    scores = {"shop.orders": 0.8, "shop.notes": 0.5, "shop.items": 0.3, "shop.customers": 0.2}
+    # A splitter / vector store gives the nodes fresh UUIDs: links name table ids, not node ids.
+    nodes = [NodeWithScore(node=TextNode(id_=str(uuid.uuid4()), text=d.text,
+                                         metadata=dict(d.metadata)),
+                           score=scores[d.metadata["table_id"]]) for d in documents]
+    return sorted(nodes, key=lambda n: -(n.score or 0.0))
+
+
+def test_schema_reader_nodes_get_foreign_key_edges_with_zero_config(tmp_path: Path) -> None:
+    nodes = _schema_nodes(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = GraphERPostprocessor(strict=True).postprocess_nodes(nodes, query_str="q")
+    assert not [w for w in caught if issubclass(w.category, GraphERWarning)]
+    assert out[0].node.metadata["grapher_edges"] == {"structural": 4, "contextual": 0}
+    order = [n.node.metadata["table_id"] for n in out]
+    assert order.index("shop.items") < order.index("shop.notes")  # lifted by its order link
+
+
+def test_node_score_is_the_relevance_and_the_raw_score_is_kept(tmp_path: Path) -> None:
+    nodes = _schema_nodes(tmp_path)
+    out = GraphERPostprocessor(ranker="ppr").postprocess_nodes(nodes, query_str="q")
+    assert all(0.0 <= (n.score or 0.0) <= 1.0 for n in out)
+    raw = [n.node.metadata["grapher_score"] for n in out]
+    assert sum(raw) == pytest.approx(1.0)  # PPR mass, on its own key
+    assert "grapher_score" in out[0].node.excluded_llm_metadata_keys
+
+
+def test_strict_raises_on_a_misspelled_field(tmp_path: Path) -> None:
+    from grapher_core import ForeignKeys
+
+    nodes = _schema_nodes(tmp_path)
+    with pytest.raises(GraphERDiagnosticError, match="'foreign_key'"):
+        GraphERPostprocessor(proximities=[ForeignKeys("foreign_key")], strict=True,
+                             use_relationships=False).postprocess_nodes(nodes, query_str="q")
+
+
+def test_vectors_are_embedded_once_then_cached() -> None:
+    from llama_index.core.embeddings import MockEmbedding
+
+    from grapher_core import SemanticKNN
+
+    class Counting(MockEmbedding):
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            calls.append(len(texts))
+            return [list(np.random.default_rng(len(t)).normal(size=8)) for t in texts]
+
+    calls: list[int] = []
+    nodes = [NodeWithScore(node=TextNode(id_=f"n{i}", text=f"text {i}"), score=1 - i / 10)
+             for i in range(6)]
+    post = GraphERPostprocessor(proximities=[SemanticKNN(k=2, threshold=-1.0)],
+                                embed_model=Counting(embed_dim=8))
+    post.postprocess_nodes(nodes, query_str="q")
+    post.postprocess_nodes(nodes, query_str="q2")
+    assert calls == [6]
