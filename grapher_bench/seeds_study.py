@@ -78,8 +78,8 @@ def _measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[s
     return row
 
 
-def _cell(metrics: dict[str, float], k: int, all_multi: bool) -> str:
-    if all_multi:
+def _cell(metrics: dict[str, float], k: int, all_multi: bool, no_multi: bool = False) -> str:
+    if all_multi or no_multi:
         return f"{100 * metrics[f'PR@{k}']:.1f}"
     return f"{100 * metrics[f'PR@{k}>1']:.1f} ({100 * metrics[f'PR@{k}']:.1f})"
 
@@ -90,11 +90,10 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
              "baseline PR@10 | rank PR@10 | score PR@10 |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        all_multi = r["n_multi"] == r["n_queries"]
+        all_multi, none = r["n_multi"] == r["n_queries"], r["n_multi"] == 0
         cells = []
         for k in (5, 10):
-            cells += [_cell(r["baseline"], k, all_multi), _cell(r["rank"], k, all_multi),
-                      _cell(r["auto"], k, all_multi)]
+            cells += [_cell(r[key], k, all_multi, none) for key in ("baseline", "rank", "auto")]
         lines.append(f"| {r['dataset']} ({r['graph']}) | {r['retriever']} | {r['n_queries']} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
