@@ -17,6 +17,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "grapher_bench.learned_cli",
     "grapher_bench.qagnn_cli",
     "grapher_bench.seeds_study",
+    "grapher_bench.wrapper_latency",
     "grapher_bench.qa_eval.cli",
 )
 

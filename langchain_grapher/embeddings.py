@@ -6,6 +6,8 @@ Lets a vector store such as Chroma use the same model as the benchmarks without 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -24,8 +26,11 @@ class GraphEREmbeddings(Embeddings):
     >>> store = Chroma(embedding_function=embeddings)
     """
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    def __init__(self, embedder: Embedder | None = None, *, query_cache_size: int = 64) -> None:
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
+        self.query_cache_size = query_cache_size
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -34,7 +39,20 @@ class GraphEREmbeddings(Embeddings):
         return vectors.tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        return np.asarray(self.embedder.embed_query(text), dtype=np.float64).tolist()
+        """The query's vector; the last ``query_cache_size`` queries are remembered, so a
+        store's search and GraphER's reranking embed a query once, not twice."""
+        with self._lock:
+            known = self._queries.get(text)
+            if known is not None:
+                self._queries.move_to_end(text)
+                return list(known)
+        vector = np.asarray(self.embedder.embed_query(text), dtype=np.float64).tolist()
+        if self.query_cache_size > 0:
+            with self._lock:
+                self._queries[text] = vector
+                while len(self._queries) > self.query_cache_size:
+                    self._queries.popitem(last=False)
+        return vector
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         # The model is CPU-bound: run it in a thread so the event loop stays free.

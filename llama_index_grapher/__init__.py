@@ -14,6 +14,7 @@ from llama_index_grapher.convert import (
     candidates_from_nodes,
     relationship_proximity,
 )
+from llama_index_grapher.embeddings import GraphERLlamaEmbedding
 from llama_index_grapher.extractors import (
     GraphEREntityExtractor,
     GraphERLinkExtractor,
@@ -30,6 +31,7 @@ __all__ = [
     "TABLE_ID_FIELD",
     "GraphEREntityExtractor",
     "GraphERLinkExtractor",
+    "GraphERLlamaEmbedding",
     "GraphERMentionExtractor",
     "GraphERPostprocessor",
     "GraphERSchemaReader",

@@ -32,6 +32,7 @@ from llama_index_grapher.convert import (
     node_from_ranked,
     relationship_proximity,
 )
+from llama_index_grapher.stores import node_vectors
 
 __all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
 
@@ -91,6 +92,11 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     prune_threshold: float | None = Field(
         default=None, description="Expansion: minimum query cosine of a fetched node.")
 
+    vector_store: Any = Field(
+        default=None, description="The index's vector store (index.vector_store): the vectors "
+        "of nodes retrieved without their embedding are read from it (SimpleVectorStore, "
+        "Chroma) instead of embedded again; it must hold the embed_model's (or the learned "
+        "ranker's) vectors.")
     auto_proximities: bool = Field(
         default=True, description="With no proximities given, detect metadata ones (foreign "
         "keys, links, mentions, entities, doc_id + chunk_index) beside the relationships.")
@@ -250,6 +256,13 @@ class GraphERPostprocessor(BaseNodePostprocessor):
 
     def _from_cache(self, candidates: list[Candidate], missing: list[int]
                     ) -> tuple[list[Candidate], list[int]]:
+        if missing and self.vector_store is not None:
+            stored = node_vectors(self.vector_store, [candidates[i].id for i in missing])
+            hits = [(i, v) for i, v in zip(missing, stored, strict=True) if v is not None]
+            if hits:
+                candidates = _with_embeddings(candidates, [i for i, _ in hits],
+                                              [list(v) for _, v in hits])
+                missing = [i for i, v in zip(missing, stored, strict=True) if v is None]
         if not missing:
             return candidates, missing
         found = self._vectors.get_many(self._model_key(), [candidates[i].text for i in missing])

@@ -121,3 +121,28 @@ def test_rerank_event_reaches_callbacks() -> None:
     data = handler.seen[0][1]
     assert data["n_candidates"] == 10 and data["n_returned"] == 3
     assert data["edges"]["structural"] == 20
+
+
+def test_graph_er_embeddings_embed_a_repeated_query_once() -> None:
+    import numpy as np
+
+    from langchain_grapher import GraphEREmbeddings
+
+    class Counting:
+        name = "counting"
+        calls = 0
+
+        def embed_documents(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 4))
+
+        def embed_query(self, text: str) -> np.ndarray:
+            Counting.calls += 1
+            return np.full(4, float(len(text)))
+
+    embeddings = GraphEREmbeddings(Counting(), query_cache_size=2)
+    first = embeddings.embed_query("orders?")
+    assert embeddings.embed_query("orders?") == first and Counting.calls == 1
+    embeddings.embed_query("a")
+    embeddings.embed_query("b")  # "orders?" falls out of the two-query cache
+    embeddings.embed_query("orders?")
+    assert Counting.calls == 4

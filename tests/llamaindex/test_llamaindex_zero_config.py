@@ -85,3 +85,28 @@ def test_vectors_are_embedded_once_then_cached() -> None:
     post.postprocess_nodes(nodes, query_str="q")
     post.postprocess_nodes(nodes, query_str="q2")
     assert calls == [6]
+
+
+def test_vectors_are_read_from_the_index_vector_store() -> None:
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    from grapher_core import SemanticKNN
+    from llama_index_grapher import GraphERLlamaEmbedding
+
+    class Refusing(MockEmbedding):
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            raise AssertionError("stored vectors must be used")
+
+    rng = np.random.default_rng(0)
+    nodes = [TextNode(id_=f"n{i}", text=f"text {i}", embedding=list(rng.normal(size=8)))
+             for i in range(6)]
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+    retrieved = index.as_retriever(similarity_top_k=6).retrieve("q")
+    assert all(n.node.embedding is None for n in retrieved)  # the docstore has no vectors
+    post = GraphERPostprocessor(proximities=[SemanticKNN(k=2, threshold=-1.0)],
+                                embed_model=Refusing(embed_dim=8),
+                                vector_store=index.vector_store)
+    out = post.postprocess_nodes(retrieved, query_str="q")
+    assert out[0].node.metadata["grapher_edges"]["semantic"] >= 6
+    assert GraphERLlamaEmbedding.class_name() == "GraphERLlamaEmbedding"
