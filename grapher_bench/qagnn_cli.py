@@ -376,7 +376,7 @@ def _latency(root: Path, args: argparse.Namespace) -> None:
     from grapher_bench.data import load_dataset
     from grapher_bench.runner import prepare_candidates
     from grapher_core.learned.qa_gnn_ranker import QAGNNRanker
-    from grapher_core.proximity import AdjacentChunks
+    from grapher_core.proximity import AdjacentChunks, SemanticKNN
     from grapher_core.rerank import GraphReranker
 
     dataset = load_dataset(root / "hotpotqa_sentences", limit=40)
@@ -386,7 +386,7 @@ def _latency(root: Path, args: argparse.Namespace) -> None:
     for n in (100, 200):
         candidates, vectors = prepare_candidates(dataset, "dense", metadata, None, n, False)
         for label, reranker in (("qa-gnn", GraphReranker([AdjacentChunks()], ranker=ranker)),
-                                ("qa-adjust", GraphReranker([AdjacentChunks()],
+                                ("qa-adjust", GraphReranker([AdjacentChunks(), SemanticKNN.paper()],
                                                             ranker="qa-adjust"))):
             times = []
             for k, (cands, vector) in enumerate(zip(candidates, vectors, strict=True)):
