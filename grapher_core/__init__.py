@@ -4,7 +4,11 @@ Framework-free (numpy + scipy); the LangChain and LlamaIndex packages are thin l
 """
 
 from grapher_core.candidates import Candidate, Contribution, CorpusObject, RankedCandidate
+from grapher_core.embeddings import default_model_path
+from grapher_core.errors import GraphERError
 from grapher_core.graph import CandidateGraph, build_graph
+from grapher_core.metadata import encode_list, read_list
+from grapher_core.paths import cache_root
 from grapher_core.proximity import (
     AdjacentChunks,
     ForeignKeys,
@@ -36,6 +40,7 @@ __all__ = [
     "CorpusObject",
     "ForeignKeys",
     "GCSRanker",
+    "GraphERError",
     "GraphReranker",
     "PPRRanker",
     "Proximity",
@@ -45,8 +50,12 @@ __all__ = [
     "SemanticKNN",
     "SharedEntities",
     "build_graph",
+    "cache_root",
+    "default_model_path",
+    "encode_list",
     "gcs_scores",
     "make_ranker",
     "ppr_scores",
+    "read_list",
     "register_ranker",
 ]

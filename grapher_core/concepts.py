@@ -154,7 +154,7 @@ def penman_to_graph(text: str) -> ConceptGraph:
     try:
         import penman
     except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("reading AMR needs penman: pip install 'grapher[grag]'") from error
+        raise ImportError("reading AMR needs penman: pip install 'grapher-rerank[grag]'") from error
     try:
         amrs = penman.iterdecode(text)
         graph = ConceptGraph()
@@ -283,7 +283,7 @@ class SpacyConceptParser:
                         import spacy
                     except ImportError as error:  # pragma: no cover
                         raise ImportError("concept graphs need spaCy: pip install "
-                                          "'grapher[ner]'") from error
+                                          "'grapher-rerank[ner]'") from error
                     try:
                         nlp = spacy.load(self.model)
                     except OSError as error:

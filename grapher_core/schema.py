@@ -26,7 +26,7 @@ def read_schema(database: str | Engine, *, db_id: str | None = None,
     try:
         import sqlalchemy
     except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError("reading a schema needs: pip install 'grapher[sql]'") from error
+        raise ImportError("reading a schema needs: pip install 'grapher-rerank[sql]'") from error
 
     engine = sqlalchemy.create_engine(database) if isinstance(database, str) else database
     try:

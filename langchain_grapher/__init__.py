@@ -10,6 +10,7 @@
 A thin layer: types in, :mod:`grapher_core` does the work, types out.
 """
 
+from langchain_grapher.context import graph_context_formatter
 from langchain_grapher.convert import (
     EXPLANATION_KEY,
     RELEVANCE_SCORE_KEY,
@@ -17,6 +18,7 @@ from langchain_grapher.convert import (
     candidates_from_documents,
 )
 from langchain_grapher.embeddings import GraphEREmbeddings
+from langchain_grapher.neighbours import EXPANDED_KEY, VectorStoreSource
 from langchain_grapher.reranker import GraphERReranker
 from langchain_grapher.retriever import GraphERRetriever
 from langchain_grapher.schema_loader import SQLSchemaLoader
@@ -28,6 +30,7 @@ from langchain_grapher.transformers import (
 )
 
 __all__ = [
+    "EXPANDED_KEY",
     "EXPLANATION_KEY",
     "RELEVANCE_SCORE_KEY",
     "RETRIEVAL_SCORE_KEY",
@@ -39,5 +42,7 @@ __all__ = [
     "LinkTransformer",
     "MentionTransformer",
     "SQLSchemaLoader",
+    "VectorStoreSource",
     "candidates_from_documents",
+    "graph_context_formatter",
 ]

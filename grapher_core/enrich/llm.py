@@ -297,7 +297,7 @@ class OpenAIChatClient:
             import openai
         except ImportError as error:  # pragma: no cover - depends on the environment
             raise ImportError(
-                "the LLM extractor needs the openai client: pip install 'grapher[llm]'"
+                "the LLM extractor needs the openai client: pip install 'grapher-rerank[llm]'"
             ) from error
         return openai.AsyncOpenAI(
             api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout

@@ -131,7 +131,7 @@ def _load_pipeline(model: str) -> Any:
         import spacy
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "the spaCy extractor needs spacy and a model: pip install 'grapher[ner]'"
+            "the spaCy extractor needs spacy and a model: pip install 'grapher-rerank[ner]'"
         ) from error
     try:
         nlp = spacy.load(model, enable=["tok2vec", "ner"])

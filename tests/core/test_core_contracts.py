@@ -1,0 +1,121 @@
+"""The contract checks of grapher_core.testing, run against every built-in implementation, and
+shown failing on broken ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from grapher_core import AdjacentChunks, ForeignKeys, SemanticKNN, SharedEntities
+from grapher_core.expand.source import InMemorySource
+from grapher_core.rankers import make_ranker
+from grapher_core.testing import (
+    ContractError,
+    check_neighbour_source,
+    check_proximity,
+    check_ranker,
+    sample_candidates,
+)
+
+PROXIMITIES = [
+    ForeignKeys(),
+    ForeignKeys("links"),
+    ForeignKeys("mentions", target_field="title"),
+    SharedEntities(),
+    SharedEntities(max_share=0.5),
+    AdjacentChunks(),
+    SemanticKNN(k=2, threshold=-1.0),
+    SemanticKNN.paper(k=2, threshold=-1.0),
+]
+
+
+@pytest.mark.parametrize("proximity", PROXIMITIES, ids=repr)
+def test_builtin_proximities_keep_the_contract(proximity) -> None:
+    check_proximity(proximity)
+    assert proximity.adjacency(sample_candidates()).nnz > 0  # the sample exercises it
+
+
+def test_shared_concepts_keeps_the_contract() -> None:
+    from grapher_core.concept_proximity import SharedConcepts
+
+    check_proximity(SharedConcepts())
+
+
+@pytest.mark.parametrize("name", ["baseline", "gcs", "ppr", "qa-adjust"])
+def test_builtin_rankers_keep_the_contract(name: str) -> None:
+    check_ranker(make_ranker(name), [ForeignKeys(), SemanticKNN(k=2, threshold=-1.0)])
+
+
+@pytest.mark.parametrize("name", ["gat", "mlp"])
+def test_learned_rankers_keep_the_contract(name: str) -> None:
+    pytest.importorskip("torch")
+    candidates = sample_candidates(dim=384)
+    check_ranker(make_ranker(name), [ForeignKeys()], candidates)
+
+
+def test_in_memory_source_keeps_the_contract() -> None:
+    source = InMemorySource(sample_candidates())
+    check_neighbour_source(source, [((None, "c1"),), (("title", "title 2"),)])
+
+
+class _SelfLoops:
+    kind = "broken"
+    weight = 1.0
+
+    def adjacency(self, candidates):
+        return sp.identity(len(candidates), format="csr")
+
+
+class _Mutating:
+    kind = "mutating"
+    weight = 1.0
+
+    def adjacency(self, candidates):
+        for c in candidates:
+            c.metadata.setdefault("touched", True)  # type: ignore[attr-defined]
+        return sp.csr_matrix((len(candidates), len(candidates)))
+
+
+class _ShortRanker:
+    name = "short"
+
+    def rank(self, graph, seeds, context):
+        return np.asarray(seeds)[:-1]
+
+
+class _SeedEditor:
+    name = "editor"
+
+    def rank(self, graph, seeds, context):
+        seeds *= 2
+        return seeds
+
+
+def test_broken_implementations_are_named() -> None:
+    with pytest.raises(ContractError, match="self-loops"):
+        check_proximity(_SelfLoops())
+    with pytest.raises(ContractError, match="must not modify"):
+        check_proximity(_Mutating())
+    with pytest.raises(ContractError, match="scores, got shape"):
+        check_ranker(_ShortRanker())
+    with pytest.raises(ContractError, match="must not modify seeds"):
+        check_ranker(_SeedEditor())
+    with pytest.raises(ContractError, match="found nothing"):
+        check_neighbour_source(InMemorySource(sample_candidates()), [((None, "zz"),)])
+    with pytest.raises(AssertionError):  # what any test runner reports as a failure
+        check_proximity(object())
+
+
+def test_testing_does_not_import_pytest() -> None:
+    import ast
+    from pathlib import Path
+
+    import grapher_core.testing as testing
+
+    tree = ast.parse(Path(testing.__file__).read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+             for a in n.names}
+    names |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
+              if isinstance(n, ast.ImportFrom)}
+    assert "pytest" not in names and "unittest" not in names

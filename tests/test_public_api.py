@@ -1,0 +1,93 @@
+"""The public face, pinned: each package's ``__all__`` (a change here is an API change, made on
+purpose), the notebooks import only from package faces, and the README layout names every
+module of the tree."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FACES: dict[str, set[str]] = {
+    "grapher_core": {
+        "AdjacentChunks", "BaselineRanker", "Candidate", "CandidateGraph", "Contribution",
+        "CorpusObject", "ForeignKeys", "GCSRanker", "GraphERError", "GraphReranker", "PPRRanker",
+        "Proximity", "RankContext", "RankedCandidate", "Ranker", "SemanticKNN", "SharedEntities",
+        "build_graph", "cache_root", "default_model_path", "encode_list", "gcs_scores",
+        "make_ranker", "ppr_scores", "read_list", "register_ranker",
+    },
+    "grapher_core.learned": {"GATRanker", "MLPRanker"},
+    "grapher_core.conventions": {
+        "EDGES_KEY", "EXPANDED_KEY", "EXPLANATION_KEY", "GRAPHER_SCORE_KEY", "LIST_FORMATS",
+        "OUTPUT_KEYS", "RELEVANCE_SCORE_KEY", "RETRIEVAL_SCORE_KEY", "ListFormat",
+        "explanation_to_metadata",
+    },
+    "grapher_core.testing": {
+        "ContractError", "check_neighbour_source", "check_proximity", "check_ranker",
+        "sample_candidates",
+    },
+    "grapher_core.learned.train": {
+        "LOSSES", "Adapter", "FitResult", "GraphExample", "Log", "LoopConfig", "LossFn", "Metric",
+        "Targets", "fit", "pr_at_k", "predict", "ranking_loss", "resolve_device",
+        "seed_everything", "set_threads", "split_examples", "targets_for",
+    },
+    "langchain_grapher": {
+        "EXPANDED_KEY", "EXPLANATION_KEY", "RELEVANCE_SCORE_KEY", "RETRIEVAL_SCORE_KEY",
+        "ChunkLinkTransformer", "EntityTransformer", "GraphEREmbeddings", "GraphERReranker",
+        "GraphERRetriever", "LinkTransformer", "MentionTransformer", "SQLSchemaLoader",
+        "VectorStoreSource", "candidates_from_documents", "graph_context_formatter",
+    },
+    "llama_index_grapher": {
+        "ADJACENT_FIELD", "EXPLANATION_KEY", "RETRIEVAL_SCORE_KEY", "SOURCE_FIELD",
+        "TABLE_ID_FIELD", "GraphEREntityExtractor", "GraphERLinkExtractor",
+        "GraphERMentionExtractor", "GraphERPostprocessor", "GraphERSchemaReader",
+        "candidate_from_node", "candidates_from_nodes", "format_nodes_as_graph",
+        "relationship_proximity",
+    },
+}
+
+
+@pytest.mark.parametrize("module", sorted(FACES))
+def test_all_is_pinned_and_importable(module: str) -> None:
+    if module.split(".")[0] in ("langchain_grapher", "llama_index_grapher"):
+        pytest.importorskip("langchain_core" if module.startswith("lang") else "llama_index.core")
+    mod = importlib.import_module(module)
+    exported = set(mod.__all__)
+    assert exported == FACES[module], (
+        f"{module}.__all__ changed: added {sorted(exported - FACES[module])}, removed "
+        f"{sorted(FACES[module] - exported)}; update FACES here if that is intended")
+    for name in exported:
+        assert getattr(mod, name) is not None
+    assert not [n for n in exported if n.startswith("_")]
+
+
+def test_notebooks_import_from_package_faces() -> None:
+    reached = []
+    for notebook in sorted((ROOT / "cookbook").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text())["cells"]
+        source = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        for match in re.finditer(r"from ((?:grapher_core|langchain_grapher|llama_index_grapher)"
+                                 r"\.[\w.]+) import", source):
+            reached.append(f"{notebook.name}: {match.group(1)}")
+    assert not reached, f"notebooks reach into submodules: {reached}"
+
+
+def _modules(package: Path) -> set[str]:
+    return {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+
+
+def test_readme_layout_names_every_module() -> None:
+    readme = (ROOT / "README.md").read_text()
+    layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    words = set(re.findall(r"[\w]+", layout))
+    missing = []
+    for folder in ("grapher_core", "grapher_core/enrich", "grapher_core/expand",
+                   "grapher_core/learned", "grapher_bench", "grapher_bench/qa_eval",
+                   "langchain_grapher", "llama_index_grapher"):
+        missing += [f"{folder}/{m}.py" for m in sorted(_modules(ROOT / folder) - words)]
+    assert not missing, f"README's Layout section does not mention: {missing}"
