@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
 export GRAPHER_BENCHMARKS ?= $(abspath ../shared/benchmarks)
 
-.PHONY: demo test lint bench bench-latency tune clean reliability
+.PHONY: demo test test-fast lint bench bench-latency tune clean reliability
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: $(STAMP)
 # Every case of the hardening issue, with the count printed (docs/reliability.md).
 reliability: $(STAMP)
 	$(VENV)/bin/pytest -q tests/reliability
+
+# Unit tests only (no benchmark data, notebooks, packaged models or stores): for development.
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check grapher_core grapher_bench langchain_grapher llama_index_grapher tests
+	$(VENV)/bin/pytest -q -m "not integration"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,5 +1,5 @@
 """Retrieval metrics: perfect recall@K (the paper's PR@K), recall@K, first-gold reciprocal rank,
-and G-RAG's metrics (papers/g-rag.md 4.1.1): MRR and MHits@10 (means over the gold objects), and
+and G-RAG's metrics (the G-RAG paper 4.1.1): MRR and MHits@10 (means over the gold objects), and
 their tie-aware forms MTRR / TMHits@10 (eq. 11-12).
 
 Naming: ``MRR`` is G-RAG's -- the mean over the gold objects of 1/rank, averaged over queries.

@@ -1,4 +1,4 @@
-"""``SharedConcepts``: G-RAG's document graph (papers/g-rag.md 3.1, eq. 3) as proximities.
+"""``SharedConcepts``: G-RAG's document graph (the G-RAG paper 3.1, eq. 3) as proximities.
 
 Two documents are linked when their concept graphs share a concept; the edge carries the number
 of common concepts (kind ``concept_nodes``) or of common concept pairs (kind ``concept_edges``).

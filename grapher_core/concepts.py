@@ -1,4 +1,4 @@
-"""Concept graphs for G-RAG (papers/g-rag.md section 3): parse, store, read, combine, walk.
+"""Concept graphs for G-RAG (the G-RAG paper section 3): parse, store, read, combine, walk.
 
 G-RAG parses every "question: <q> <document>" into one AMR graph with AMRBART. No AMR parser
 can be installed here, so the default is an offline substitute: a concept graph per *document*

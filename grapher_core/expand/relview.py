@@ -1,4 +1,4 @@
-"""GRAG's hierarchical description with relation text on every edge (grag.md 4.2, A.1).
+"""GRAG's hierarchical description with relation text on every edge (GRAG paper 4.2, A.1).
 
 One ego-graph per seed (the best-ranked objects), rendered by pre-order traversal of its BFS
 tree; each edge carries the phrase of the metadata that made it

@@ -2,7 +2,7 @@
 
 The final objects are rendered as a hierarchy -- a breadth-first tree grown from the seeds (the
 best-ranked objects), each child indented under the object that links to it -- followed by the
-links the tree does not show ("extra edges"), so the conversion loses no edge (grag.md A.1)::
+links the tree does not show ("extra edges"), so the conversion loses no edge (GRAG paper A.1)::
 
     [1] Inception (film)
         Inception is a 2010 film directed by Christopher Nolan...

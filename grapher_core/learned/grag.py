@@ -1,4 +1,4 @@
-"""``GRAGRanker``: the concept-graph GCN reranker behind ``ranker="g-rag"`` (papers/g-rag.md).
+"""``GRAGRanker``: the concept-graph GCN reranker behind ``ranker="g-rag"`` (G-RAG paper).
 
 Per question: read each candidate's concept graph (metadata, written once at enrichment; parsed
 on the fly with a warning when absent), parse the question, build node features (encoder of the

@@ -1,4 +1,4 @@
-"""G-RAG's reranking network (papers/g-rag.md 3.2.3-3.2.4) and its MLP baseline.
+"""G-RAG's reranking network (the G-RAG paper 3.2.3-3.2.4) and its MLP baseline.
 
 Two layers of edge-weighted mean aggregation (eq. 4-5): a node's message from neighbour ``u``
 is ``sum_m e_uv(m) * x_u`` over the edge's feature dimensions (common nodes, common edges,

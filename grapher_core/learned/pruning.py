@@ -1,6 +1,6 @@
 """Learned soft pruning of fetched objects: ``alpha = sigmoid(MLP(|z_node - z_query|))``.
 
-GRAG's form (grag.md Eq. 7, element-wise distance between the node and query embeddings). GRAG
+GRAG's form (GRAG paper Eq. 7, element-wise distance between the node and query embeddings). GRAG
 trains it end to end through the LLM's answer loss; here it is trained on a *retrieval* label
 instead -- 1 when a fetched object is gold for the query, 0 otherwise -- with binary
 cross-entropy through the shared loop (:func:`grapher_core.learned.train.fit`). The result is a
