@@ -45,7 +45,8 @@ FACES: dict[str, set[str]] = {
     "llama_index_grapher": {
         "ADJACENT_FIELD", "EXPLANATION_KEY", "RETRIEVAL_SCORE_KEY", "SOURCE_FIELD",
         "TABLE_ID_FIELD", "GraphEREntityExtractor", "GraphERLinkExtractor",
-        "GraphERMentionExtractor", "GraphERPostprocessor", "GraphERSchemaReader",
+        "GraphERLlamaEmbedding", "GraphERMentionExtractor", "GraphERPostprocessor",
+        "GraphERSchemaReader",
         "candidate_from_node", "candidates_from_nodes", "format_nodes_as_graph",
         "relationship_proximity",
     },
