@@ -12,17 +12,19 @@ from grapher_core import Candidate, GraphReranker, SharedEntities
 from grapher_core.proximity import EDGE_BUDGET_FLOOR
 
 
-def hub_pool(n: int, field: str = "entities") -> list[Candidate]:
-    return [Candidate(f"c{i}", score=1 - i / n, metadata={field: ["hub", f"e{i % 50}"]})
+def hub_pool(n: int, field: str = "entities", groups: int = 50) -> list[Candidate]:
+    return [Candidate(f"c{i}", score=1 - i / n, metadata={field: ["hub", f"e{i % groups}"]})
             for i in range(n)]  # fmt: skip
 
 
 def test_default_graph_bounded_with_one_warning() -> None:
-    n = 3000  # 4.5 M hub pairs unbounded; a field of its own: the warning is once per process
+    # 4.5 M hub pairs unbounded; 1000 small entities of 3 holders (6 000 pairs) fit the budget.
+    # A field of its own: the warning is once per process.
+    n = 3000
     with pytest.warns(RuntimeWarning, match="edge_budget") as caught:
-        graph = GraphReranker([SharedEntities("rel_hub")]).graph(hub_pool(n, "rel_hub"))
+        graph = GraphReranker([SharedEntities("rel_hub")]).graph(hub_pool(n, "rel_hub", 1000))
     assert graph.n_edges <= max(EDGE_BUDGET_FLOOR, 32 * n)
-    assert graph.n_edges > 0  # the small entities still link their holders
+    assert graph.n_edges == 1000 * 3 * 2  # the hub is dropped; the small entities still link
     assert len([w for w in caught if "edge_budget" in str(w.message)]) == 1
 
 
