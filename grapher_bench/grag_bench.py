@@ -37,7 +37,7 @@ from grapher_bench.metrics import evaluate_query
 from grapher_bench.runner import prepare_candidates
 from grapher_core.candidates import Candidate
 from grapher_core.concepts import ConceptGraph
-from grapher_core.learned.grag_features import edge_arrays, node_texts
+from grapher_core.learned.grag_features import edge_arrays, node_texts, path_concepts
 from grapher_core.learned.grag_train import GRAGExample
 
 __all__ = [
@@ -124,6 +124,31 @@ def concept_features(qs: QuestionSet, embedder: CachedEmbedder,
     log(f"{qs.name}: {len(texts)} concept-text encodings in {time.perf_counter() - started:.1f}s")
 
 
+def fast_concept_features(qs: QuestionSet, embedder: CachedEmbedder,
+                          log: Callable[[str], None] = print) -> None:
+    """The ``text="fast"`` node features: cached document vector + mean vector of the concepts
+    along the paths (each distinct concept encoded once, cached on disk)."""
+    from grapher_core.learned.grag import fast_concepts, fast_features
+
+    if qs.concept_vectors:
+        return
+    started = time.perf_counter()
+    paths = [[fast_concepts(path_concepts(qs.question_graphs[k], qs.doc_graphs[c.id]))
+              for c in cands] for k, cands in enumerate(qs.candidates)]
+    distinct = sorted({c for per_query in paths for path in per_query for c in path})
+    vectors = embedder.embed_documents(distinct, desc=f"{qs.name} concepts")
+    row = {c: i for i, c in enumerate(distinct)}
+
+    def lookup(concepts: Sequence[str]) -> np.ndarray:
+        return vectors[[row[c] for c in concepts]]
+
+    for k, cands in enumerate(qs.candidates):
+        plain = np.stack([np.asarray(c.embedding, dtype=np.float32) for c in cands])
+        qs.concept_vectors[k] = fast_features(plain, paths[k], lookup)
+    log(f"{qs.name}: {len(distinct)} distinct path concepts encoded, fast features in "
+        f"{time.perf_counter() - started:.1f}s")
+
+
 def labels_for(qs: QuestionSet, k: int, mode: str) -> tuple[np.ndarray, int] | None:
     """``(labels, n_positive)`` of question ``k``, or None when the question is dropped."""
     cands = qs.candidates[k]
@@ -150,7 +175,7 @@ def examples_for(qs: QuestionSet, text: str, graph: str, mode: str) -> list[GRAG
         labels, n_pos = labelled
         docs = [qs.doc_graphs[c.id] for c in cands]
         edges = edge_arrays(len(cands), docs, qs.question_graphs[k], graph)
-        if text == "concepts":
+        if text in ("concepts", "fast"):  # whichever concept features were computed
             x = qs.concept_vectors[k]
         else:
             x = np.stack([np.asarray(c.embedding, dtype=np.float32) for c in cands])
@@ -206,18 +231,20 @@ def mcnemar(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
 
 
 def load_question_sets(names: Sequence[str], root: Path, top_n: int, limit: dict[str, int],
-                       embedder: CachedEmbedder, concepts: bool = True,
+                       embedder: CachedEmbedder, concepts: str = "fast",
                        log: Callable[[str], None] = print) -> dict[str, QuestionSet]:
     out = {}
     for name in names:
         dataset = load_dataset(root / name, limit=limit.get(name))
         qs = build_question_set(dataset, top_n, embedder, log)
-        if concepts:
+        if concepts == "concepts":
             concept_features(qs, embedder, log)
+        elif concepts == "fast":
+            fast_concept_features(qs, embedder, log)
         out[name] = qs
     return out
 
 
 def save_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, default=float) + "\n")
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")

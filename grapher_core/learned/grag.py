@@ -290,8 +290,8 @@ class GRAGRanker:
         if self.text == "plain":
             return plain
         assert documents is not None and question is not None
-        return fast_features(plain, [path_concepts(question, d) for d in documents],
-                             self._concept_vector)
+        return fast_features(plain, [fast_concepts(path_concepts(question, d))
+                                     for d in documents], self._concept_vector)
 
     def _concept_vector(self, concepts: Sequence[str]) -> np.ndarray:
         """Vectors of concepts, memoised (LRU): repeated concepts cost no encoding."""
@@ -345,13 +345,23 @@ class GRAGRanker:
         return out
 
 
+#: ``text="fast"`` reads the first concepts of ``a_i`` only: the paths are listed shortest first,
+#: so these are the concepts nearest the question (the paper's encoder truncates ``a_i`` too).
+FAST_MAX_CONCEPTS = 16
+
+
+def fast_concepts(concepts: Sequence[str]) -> list[str]:
+    """The concepts of ``a_i`` the fast variant averages (``question`` left out, capped)."""
+    return [c for c in concepts if c != "question"][:FAST_MAX_CONCEPTS]
+
+
 def fast_features(documents: np.ndarray, paths: Sequence[Sequence[str]],
                   concept_vectors: Any) -> np.ndarray:
-    """``normalise(v(p_i) + mean_c v(c))`` over the concepts ``c`` of ``a_i`` (the
-    ``question`` node left out): the fast stand-in for encoding ``concat(p_i, a_i)``."""
+    """``normalise(v(p_i) + mean_c v(c))`` over the first :data:`FAST_MAX_CONCEPTS` concepts
+    ``c`` of ``a_i``: the fast stand-in for encoding ``concat(p_i, a_i)``."""
     out = documents.astype(np.float32).copy()
     for i, concepts in enumerate(paths):
-        chosen = [c for c in concepts if c != "question"]
+        chosen = fast_concepts(concepts)
         if chosen:
             out[i] += concept_vectors(chosen).mean(axis=0)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
