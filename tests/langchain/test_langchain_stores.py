@@ -146,3 +146,15 @@ def test_graph_er_embeddings_embed_a_repeated_query_once() -> None:
     embeddings.embed_query("b")  # "orders?" falls out of the two-query cache
     embeddings.embed_query("orders?")
     assert Counting.calls == 4
+
+
+def test_retriever_seeds_from_rank_by_default_and_from_scores_when_asked() -> None:
+    store = _memory(RecordingEmbeddings())
+    by_rank = GraphERRetriever(base_retriever=store.as_retriever(), fetch_k=10, k=3,
+                               reranker=GraphERReranker(ranker="baseline")).invoke("orders?")
+    assert [d.metadata["relevance_score"] for d in by_rank] == pytest.approx([1, 1 / 2, 1 / 3])
+    by_score = GraphERRetriever(base_retriever=store.as_retriever(), fetch_k=10, k=3,
+                                seeds="score",
+                                reranker=GraphERReranker(ranker="baseline")).invoke("orders?")
+    assert [d.metadata["relevance_score"] for d in by_score] == pytest.approx(
+        [max(d.metadata[RETRIEVAL_SCORE_KEY], 0.0) for d in by_score])
