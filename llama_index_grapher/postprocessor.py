@@ -288,6 +288,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
 
     def _postprocess_nodes(self, nodes: list[NodeWithScore],
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        query_bundle = _bundle(query_bundle)
         candidates = candidates_from_nodes(nodes)  # type errors before any event
         self._start(nodes, query_bundle)
         query_embedding = self._query_vector(query_bundle)
@@ -316,6 +317,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
                                   query_bundle: QueryBundle | None = None
                                   ) -> list[NodeWithScore]:
         """Async path: embeddings are awaited; the ranking itself is CPU-bound and short."""
+        query_bundle = _bundle(query_bundle)
         candidates = candidates_from_nodes(nodes)  # type errors before any event
         self._start(nodes, query_bundle)
         query_embedding = self._query_vector(query_bundle)
@@ -339,6 +341,16 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
+
+
+def _bundle(query: Any) -> QueryBundle | None:
+    """``engine.retrieve("text")`` hands postprocessors a plain string: accept it as the query;
+    anything else that is not a ``QueryBundle`` is named, not an AttributeError deep inside."""
+    if query is None or isinstance(query, QueryBundle):
+        return query
+    if isinstance(query, str):
+        return QueryBundle(query)
+    raise TypeError(f"query_bundle must be a QueryBundle or a string, got {type(query).__name__}")
 
 
 def _array(vector: Sequence[float]) -> np.ndarray:

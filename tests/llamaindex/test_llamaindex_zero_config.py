@@ -110,3 +110,14 @@ def test_vectors_are_read_from_the_index_vector_store() -> None:
     out = post.postprocess_nodes(retrieved, query_str="q")
     assert out[0].node.metadata["grapher_edges"]["semantic"] >= 6
     assert GraphERLlamaEmbedding.class_name() == "GraphERLlamaEmbedding"
+
+
+def test_a_plain_string_query_is_accepted() -> None:
+    """``engine.retrieve("text")`` passes the string on to postprocessors."""
+    nodes = [NodeWithScore(node=TextNode(id_=f"n{i}", text=f"t{i}"), score=1 - i / 10)
+             for i in range(4)]
+    post = GraphERPostprocessor(top_n=2)
+    out = post._postprocess_nodes(nodes, "which one?")  # type: ignore[arg-type]
+    assert [n.node.node_id for n in out] == ["n0", "n1"]
+    with pytest.raises(TypeError, match="QueryBundle or a string"):
+        post._postprocess_nodes(nodes, 3)  # type: ignore[arg-type]
