@@ -283,13 +283,24 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _rl_vs_base(report: dict[str, Any]) -> str:
+    """How often G-RAG-RL beats the retriever's order on MRR (computed, not asserted)."""
+    pairs = [(run["metrics"].get("G-RAG-RL"), run["metrics"].get("w/o reranker"))
+             for run in report["runs"].values()]
+    pairs = [(a, b) for a, b in pairs if a and b]
+    wins = sum(a["MRR"] > b["MRR"] for a, b in pairs)
+    return f"G-RAG-RL beats the retriever's order on MRR in {wins} of {len(pairs)} set/label runs."
+
+
 def render_summary(report: dict[str, Any]) -> str:
     """One compact table per label mode: every ranker x set, MRR / MHits@10 / PR@5 / PR@10."""
     lines = ["## G-RAG (`ranker=\"g-rag\"`) and its baselines (`grapher-bench grag-study`)", "",
-             "Dense MiniLM top-30 candidates, models trained on another set (transfer); "
-             "MRR / MHits@10 are G-RAG's (means over a question's positives). Method, "
-             "substitutions, protocol, paired tests and training times: "
-             "[docs/grag.md](grag.md)."]
+             f"Dense MiniLM top-{report['protocol'].get('top_n')} candidates, models trained on "
+             "another set (transfer), G-RAG rows with the "
+             f"`{report['protocol'].get('concept_text', 'concepts')}` concept text; MRR / "
+             "MHits@10 are G-RAG's (means over a question's positives). "
+             f"{_rl_vs_base(report)} Method, substitutions, protocol, paired tests and "
+             "training times: [docs/grag.md](grag.md)."]
     modes = sorted({key.split("/")[0] for key in report["runs"]}, key=["gold", "has_answer"].index)
     for mode in modes:
         runs = {key.split("/")[1]: run for key, run in report["runs"].items()
