@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import (
+    Field,
+    PrivateAttr,
+    field_serializer,
+    field_validator,
+)
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
@@ -26,6 +31,7 @@ from grapher_core import GraphReranker, RankedCandidate
 from grapher_core.candidates import Candidate
 from grapher_core.conventions import EXPANDED_KEY, EXPLANATION_KEY, explanation_to_metadata
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
+from grapher_core.serialise import proximity_from_dict, proximity_to_dict
 from grapher_core.vectors import VectorCache
 from llama_index_grapher.convert import (
     candidates_from_nodes,
@@ -136,6 +142,18 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     @classmethod
     def class_name(cls) -> str:
         return "GraphERPostprocessor"
+
+    @field_serializer("proximities")
+    def _serialise_proximities(self, proximities: list[Any]) -> list[Any]:
+        """Each proximity with its class, so ``from_dict(to_dict())`` rebuilds it."""
+        return [proximity_to_dict(p) for p in proximities]
+
+    @field_validator("proximities", mode="before")
+    @classmethod
+    def _load_proximities(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [proximity_from_dict(p) if isinstance(p, dict) else p for p in value]
+        return value
 
     # -- the core reranker, rebuilt if a field was reassigned after construction ----------------
     def _core(self) -> GraphReranker:

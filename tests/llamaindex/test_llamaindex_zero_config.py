@@ -121,3 +121,16 @@ def test_a_plain_string_query_is_accepted() -> None:
     assert [n.node.node_id for n in out] == ["n0", "n1"]
     with pytest.raises(TypeError, match="QueryBundle or a string"):
         post._postprocess_nodes(nodes, 3)  # type: ignore[arg-type]
+
+
+def test_from_dict_of_to_dict_rebuilds_the_proximities() -> None:
+    from grapher_core import ForeignKeys, SharedEntities
+
+    post = GraphERPostprocessor(proximities=[ForeignKeys("links", target_field="url"),
+                                             SharedEntities(max_share=0.1)], top_n=3)
+    again = GraphERPostprocessor.from_dict(post.to_dict())
+    assert again.proximities == post.proximities and again.top_n == 3
+    data = post.to_dict()
+    data["proximities"] = [{"class": "os:system"}]
+    with pytest.raises(ValueError, match="refusing to import"):  # ConfigError, via pydantic
+        GraphERPostprocessor.from_dict(data)
