@@ -165,9 +165,10 @@ def run(args: argparse.Namespace) -> int:
     command = (f"grapher-bench wrapper-latency --queries {args.queries} --warmup {args.warmup} "
                f"--before {args.before}")
     body = (f"Per-query latency after {args.warmup} warm-up queries, {dataset.name} "
-            f"({len(corpus)} objects), measured with `{command}` on the shared 2-core machine "
-            f"under load (load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the "
-            "end: other people's jobs were running, so these are upper bounds).\n\n" + table)
+            f"({len(corpus)} objects), measured with `{command}` on {os.cpu_count()} cores, "
+            f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end"
+            + (": other jobs were running, so these are upper bounds" if load[0] > 1.0 else "")
+            + ".\n\n" + table)
     print(body)
     if args.write is not None:
         write_section(args.write, *MARKERS, body)
