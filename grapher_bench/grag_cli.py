@@ -139,7 +139,9 @@ def run_study(args: argparse.Namespace) -> int:
                 _log(f"grid {row}")
                 if best is None or row["val_MRR"] > best["val_MRR"]:
                     best = row
-        assert best is not None
+        if best is None:
+            raise ValueError("grag-study --grid: the grid is empty "
+                             "(no hidden size or learning rate)")
         hidden, lr = int(best["hidden"]), float(best["lr"])
         _log(f"grid choice: hidden {hidden}, lr {lr}")
     report["chosen"] = {"hidden": hidden, "lr": lr, "dropout": args.dropout}

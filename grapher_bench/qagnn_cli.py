@@ -26,7 +26,6 @@ __all__ = ["register"]
 
 EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-SECTION = ("<!-- qagnn:start -->", "<!-- qagnn:end -->")
 
 
 def _log(message: str) -> None:

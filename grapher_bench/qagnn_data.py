@@ -65,7 +65,8 @@ def build_qa_set(folder: str | Path, config: QAGNNConfig, *, top_n: int = 50,
     graphs: list[Any] = []
     proximity = [AdjacentChunks()]
     for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
-        assert vector is not None
+        if vector is None:
+            raise ValueError(f"query {query.id!r} has no vector: embed the queries first")
         for c in cands:
             if c.id not in rows:
                 rows[c.id] = len(vectors)

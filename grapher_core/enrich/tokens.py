@@ -2,7 +2,8 @@
 
 tiktoken downloads its BPE files on first use, which fails without network. llama-index-core
 ships cl100k_base and o200k_base in ``llama_index/core/_static/tiktoken_cache``; when
-``TIKTOKEN_CACHE_DIR`` is unset (or empty) we point it there. When no encoding loads at all,
+``TIKTOKEN_CACHE_DIR`` is unset (or empty) we point tiktoken there while it loads an encoding
+(the environment is restored afterwards). When no encoding loads at all,
 counts fall back to an approximation (about 4 characters per token) and say so (``exact`` is
 False) instead of failing the run.
 """
@@ -13,7 +14,8 @@ import contextlib
 import importlib.util
 import math
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -85,13 +87,35 @@ def offline_tiktoken_dir() -> Path | None:
     return None
 
 
-def _ensure_cache_dir() -> None:
-    # An empty TIKTOKEN_CACHE_DIR (e.g. ``export TIKTOKEN_CACHE_DIR ?=`` in a Makefile) means
-    # "no cache" to tiktoken, i.e. always download: offline, treat it as unset.
-    if not os.environ.get("TIKTOKEN_CACHE_DIR") and not os.environ.get("DATA_GYM_CACHE_DIR"):
-        found = offline_tiktoken_dir()
-        if found is not None:
-            os.environ["TIKTOKEN_CACHE_DIR"] = str(found)
+@contextlib.contextmanager
+def _offline_cache_dir() -> Iterator[None]:
+    """Point tiktoken at the shipped cache while an encoding loads, then put the environment back.
+
+    tiktoken reads ``TIKTOKEN_CACHE_DIR`` only while it loads an encoding (it keeps loaded ones),
+    so the variable is set for that call alone and the user's environment is left as it was. An
+    empty value (e.g. ``export TIKTOKEN_CACHE_DIR ?=`` in a Makefile) means "no cache" to tiktoken,
+    i.e. always download: offline, it is treated as unset.
+    """
+    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
+        yield
+        return
+    found = offline_tiktoken_dir()
+    if found is None:
+        yield
+        return
+    with _environ_lock:
+        before = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(found)
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = before
+
+
+_environ_lock = threading.Lock()
 
 
 @lru_cache(maxsize=16)
@@ -105,7 +129,6 @@ def get_token_counter(model: str | None = None, encoding: str | None = None) -> 
         import tiktoken
     except ImportError:
         return ApproximateCounter()
-    _ensure_cache_dir()
     names: list[str] = []
     if encoding:
         names.append(encoding)
@@ -115,7 +138,9 @@ def get_token_counter(model: str | None = None, encoding: str | None = None) -> 
     names += ["o200k_base", "cl100k_base"]
     for name in dict.fromkeys(names):
         try:
-            return TiktokenCounter(tiktoken.get_encoding(name))
+            with _offline_cache_dir():
+                loaded = tiktoken.get_encoding(name)
+            return TiktokenCounter(loaded)
         except Exception:  # a failed download surfaces as many error types
             continue
     return ApproximateCounter()

@@ -299,7 +299,8 @@ class ExpandingReranker:
             _warn_once("soft pruning needs the query embedding and the fetched objects' "
                        "vectors; fetched objects without them are kept unscaled")
             return {}
-        assert self.pruner is not None
+        if self.pruner is None:  # callers check first; a direct call is a programming error
+            raise RuntimeError("soft pruning scores asked for without a pruner")
         matrix = np.vstack([np.asarray(c.embedding, dtype=np.float64).ravel()
                             for c in fetched])
         values = np.asarray(self.pruner.alphas(np.asarray(query_embedding, dtype=np.float64)

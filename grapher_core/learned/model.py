@@ -153,7 +153,9 @@ class InferencePlan:
             for conv in convs:
                 if not self.message_passing:
                     continue
-                assert isinstance(conv.att, torch.Tensor)
+                if not isinstance(conv.att, torch.Tensor):
+                    raise TypeError("GATv2 layer without an attention tensor: "
+                                    f"{type(conv.att).__name__}")
                 lin_l, lin_r = conv.lin_l, conv.lin_r
                 weight = torch.cat([lin_l.weight, lin_r.weight]).t().contiguous()
                 bias = torch.cat([lin_l.bias, lin_r.bias]).clone()
@@ -196,7 +198,8 @@ class InferencePlan:
                          edge_attr: torch.Tensor) -> torch.Tensor:
         n, heads, hidden = h.shape[0], self.heads, self.hidden
         source, target = edge_index[0], edge_index[1]
-        assert self.edge_weight is not None
+        if self.edge_weight is None:
+            raise RuntimeError("message passing asked for on a plan built without edge weights")
         edges = (edge_attr @ self.edge_weight).view(-1, len(self.layers), heads, hidden)
         target_heads = target.unsqueeze(-1).expand(-1, heads)
         target_features = target.view(-1, 1, 1).expand(-1, heads, hidden)

@@ -154,7 +154,8 @@ class QAGNNRanker:
         inputs = prepare_inputs(graph, seeds, candidates, self.config, query, objects)
         if self.output == "adjusted":
             return inputs.adjusted
-        assert query is not None
+        if query is None:  # only the 'adjusted' output runs without a query vector
+            raise RuntimeError("qa-gnn: no query vector for the GNN output")
         gnn = self.gnn_logits(inputs.ego, objects, query)
         if self.output == "gnn":
             return gnn

@@ -52,6 +52,24 @@ def test_degrades_when_no_encoding_loads(monkeypatch: pytest.MonkeyPatch) -> Non
         get_token_counter.cache_clear()
 
 
+def test_the_users_environment_is_left_as_it_was() -> None:
+    """The shipped cache is used while an encoding loads; TIKTOKEN_CACHE_DIR is not left set."""
+    if offline_tiktoken_dir() is None:
+        pytest.skip("llama-index-core's bundled tiktoken cache is not installed")
+    code = (
+        "import os; from grapher_core.enrich.tokens import get_token_counter as g;"
+        "c = g(encoding='cl100k_base'); print(c.name, c.exact, "
+        "os.environ.get('TIKTOKEN_CACHE_DIR', 'unset'))"
+    )
+    env = {"PATH": "", "HOME": "/nonexistent",
+           "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["cl100k_base", "True", "unset"]
+
+
 def test_degrades_in_a_fresh_process_with_an_empty_cache(tmp_path: Path) -> None:
     """A real interpreter, tiktoken pointed at an empty cache and no network: no crash."""
     code = (
