@@ -81,8 +81,9 @@ class GraphERReranker(BaseDocumentCompressor):
     prune_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
     """Expansion: drop fetched documents whose query cosine is below this (needs vectors)."""
 
-    _core: GraphReranker | None = PrivateAttr(default=None)
-    _expanding: ExpandingReranker | None = PrivateAttr(default=None)
+    # The core and its expansion wrapper, replaced together in one assignment, so a query on
+    # another thread never pairs a new core with an old expansion object.
+    _engines: tuple[GraphReranker, ExpandingReranker | None] | None = PrivateAttr(default=None)
     _vectors: VectorCache = PrivateAttr(default_factory=VectorCache)
 
     @model_validator(mode="after")
@@ -90,16 +91,17 @@ class GraphERReranker(BaseDocumentCompressor):
         """Build the core reranker from the fields: at construction (so a bad field fails
         there) and again after any field assignment (``validate_assignment`` re-runs this), so
         per-query calls reuse it -- a learned ranker loads its checkpoint once, not per query."""
-        self._core = GraphReranker(self.proximities or None, self.ranker, self.alpha,
-                                   seed_transform=self.seed_transform,
-                                   explain=3 if self.explain else 0, strict=self.strict)
-        self._expanding = None
+        core = GraphReranker(self.proximities or None, self.ranker, self.alpha,
+                             seed_transform=self.seed_transform,
+                             explain=3 if self.explain else 0, strict=self.strict)
+        expanding = None
         if self.neighbour_source is not None:
-            self._expanding = ExpandingReranker(
-                self._core, as_neighbour_source(self.neighbour_source), seeds=self.expand_seeds,
+            expanding = ExpandingReranker(
+                core, as_neighbour_source(self.neighbour_source), seeds=self.expand_seeds,
                 hops=self.expand_hops, budget=self.expand_budget,
                 prune_threshold=self.prune_threshold,
                 embedder=None if self.embeddings is None else _Vectors(self.embeddings))
+        self._engines = (core, expanding)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -112,21 +114,26 @@ class GraphERReranker(BaseDocumentCompressor):
         trial = type(self)(**{**fields, name: value})  # raises here, before any change
         self.__dict__[name] = trial.__dict__[name]
         self.__pydantic_fields_set__.add(name)
-        self._core, self._expanding = trial._core, trial._expanding
+        self._engines = trial._engines
 
     @property
     def core(self) -> GraphReranker:
         """The :class:`grapher_core.GraphReranker` for the current fields."""
-        if self._core is None:  # set by the validator at construction
+        return self._engine_pair()[0]
+
+    def _engine_pair(self) -> tuple[GraphReranker, ExpandingReranker | None]:
+        """The core and the expansion wrapper of the same fields, read in one step."""
+        engines = self._engines
+        if engines is None:  # set by the validator at construction
             raise RuntimeError("GraphERReranker was not validated (built without __init__?)")
-        return self._core
+        return engines
 
     @property
     def needs_embeddings(self) -> bool:
         """Whether the core reads vectors for these fields (``SemanticKNN``, GAT/MLP, expansion):
         only then are ``embeddings`` called."""
-        engine = self._expanding if self._expanding is not None else self.core
-        return engine.needs_embeddings
+        core, expanding = self._engine_pair()
+        return (expanding if expanding is not None else core).needs_embeddings
 
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Callbacks | None = None) -> Sequence[Document]:
@@ -255,20 +262,21 @@ class GraphERReranker(BaseDocumentCompressor):
                 top_n: int | Literal["default"] | None, query_embedding: np.ndarray | None,
                 document_embeddings: np.ndarray | None,
                 extra_metadata: Sequence[Mapping[str, Any]] | None) -> list[Document]:
+        core, expanding = self._engine_pair()
         candidates = candidates_from_documents(documents, score_key=self.score_key,
                                                scores=scores, embeddings=document_embeddings)
         if scores is None and self.score_key is not None and documents and \
                 all(c.score is None for c in candidates):
-            check_score_key(self.core.diagnostics, self.score_key,
+            check_score_key(core.diagnostics, self.score_key,
                             [d.metadata for d in documents])
         limit = self.top_n if top_n == "default" else top_n
         edges: Mapping[str, int] | None = None
-        if self._expanding is not None:
-            ranked = self._expanding.rerank(candidates, query=query,
-                                            query_embedding=query_embedding, top_n=limit)
+        if expanding is not None:
+            ranked = expanding.rerank(candidates, query=query,
+                                      query_embedding=query_embedding, top_n=limit)
         else:
-            result = self.core.run(candidates, query=query, query_embedding=query_embedding,
-                                   top_n=limit)
+            result = core.run(candidates, query=query, query_embedding=query_embedding,
+                              top_n=limit)
             ranked, edges = result.ranked, result.edges
         out = []
         for item in ranked:

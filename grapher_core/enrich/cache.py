@@ -79,10 +79,15 @@ class CacheKey:
 
 @dataclass(frozen=True)
 class CacheStats:
-    """Row counts of one extractor configuration."""
+    """Row counts of one extractor configuration.
+
+    ``invalid`` rows are not what ``put_many`` writes (a damaged or foreign file): reads treat
+    them as missing, so they count as neither succeeded nor failed.
+    """
 
     succeeded: int
     failed: int
+    invalid: int = 0
 
 
 class EntityCache:
@@ -259,14 +264,23 @@ class EntityCache:
         return {digest: error for digest, error in rows}
 
     def stats(self, key: CacheKey) -> CacheStats:
-        """How many rows of this configuration succeeded and failed."""
+        """How many rows of this configuration succeeded, failed, or are unreadable."""
         with self._lock, self._guard("read"):
-            ok, bad = self._conn.execute(
-                "SELECT COALESCE(SUM(entities IS NOT NULL), 0), COALESCE(SUM(entities IS NULL), 0) "
-                "FROM entity_results WHERE extractor=? AND model=? AND version=?",
+            rows = self._conn.execute(
+                "SELECT entities, error, flags FROM entity_results "
+                "WHERE extractor=? AND model=? AND version=?",
                 (key.extractor, key.model, key.version),
-            ).fetchone()
-        return CacheStats(int(ok), int(bad))
+            ).fetchall()
+        ok = bad = invalid = 0
+        for entities, error, flags in rows:
+            result = _row_to_result(entities, error, flags)
+            if result is None:
+                invalid += 1
+            elif result.entities is None:
+                bad += 1
+            else:
+                ok += 1
+        return CacheStats(ok, bad, invalid)
 
     def __len__(self) -> int:
         with self._lock, self._guard("read"):

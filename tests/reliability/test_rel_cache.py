@@ -13,7 +13,7 @@ from enrich_fault_server import FaultServer
 
 from grapher_core.cli import main
 from grapher_core.enrich import CacheKey, EntityCache, ExtractionResult, content_hash
-from grapher_core.enrich.cache import CacheError
+from grapher_core.enrich.cache import CacheError, CacheStats
 from grapher_core.enrich.cli import EXIT_CACHE_UNUSABLE
 
 KEY = CacheKey("x", "m", "1")
@@ -76,6 +76,8 @@ def test_invalid_row_is_missing(tmp_path: Path, column: str, value: str) -> None
         with pytest.warns(UserWarning, match=r"1 cached rows are not valid results"):
             found = cache.get_many(KEY, ["good", "bad"])
     assert found == {"good": ExtractionResult(["a"])}
+    with EntityCache(tmp_path / "c.sqlite") as cache:
+        assert cache.stats(KEY) == CacheStats(succeeded=1, failed=0, invalid=1)
 
 
 def test_failed_row_without_error_text_is_missing(tmp_path: Path) -> None:

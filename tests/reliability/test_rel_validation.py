@@ -213,3 +213,27 @@ async def test_concurrent_async_calls_equal_sync() -> None:
     results = await asyncio.gather(*(reranker.acompress_documents(_documents(), "q")
                                      for _ in range(200)))  # fmt: skip
     assert all([d.id for d in result] == expected for result in results)
+
+
+def test_langchain_assignment_swaps_core_and_expansion_together() -> None:
+    """A query on another thread reads a core and an expansion object built from the same
+    fields: while one thread reassigns ``alpha``, every pair read wraps its own core."""
+    from grapher_core import ForeignKeys
+    from grapher_core.expand import InMemorySource
+
+    reranker = _langchain()(proximities=[ForeignKeys()], neighbour_source=InMemorySource([]))
+    stop = False
+
+    def assign() -> int:
+        count = 0
+        while not stop:
+            reranker.alpha = 0.1 if count % 2 else 0.5
+            count += 1
+        return count
+
+    with ThreadPoolExecutor(2) as executor:
+        writer = executor.submit(assign)
+        pairs = [reranker._engine_pair() for _ in range(20000)]
+        stop = True
+        assert writer.result() > 1
+    assert all(expanding is not None and expanding.reranker is core for core, expanding in pairs)
