@@ -17,12 +17,25 @@ def write_section(path: Path, start: str, end: str, body: str) -> None:
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     section = f"{start}\n{body.strip()}\n{end}"
-    if start in text and end in text:
-        if text.index(start) > text.index(end):
-            raise ValueError(f"{path}: {end} comes before {start}")
-        before, rest = text.split(start, 1)
-        _, after = rest.split(end, 1)
-        text = before + section + after
+    first = _marker(text, start)
+    if first >= 0 and _marker(text, end, first) >= 0:
+        last = _marker(text, end, first)
+        text = text[:first] + section + text[last + len(end):]
+    elif start in text and end in text:
+        raise ValueError(f"{path}: {end} comes before {start}")
     else:
         text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + section + "\n"
     path.write_text(text, encoding="utf-8")
+
+
+def _marker(text: str, marker: str, after: int = 0) -> int:
+    """Where ``marker`` stands on a line of its own (from ``after``), else its first occurrence
+    there, else -1: a doc that quotes its markers in prose keeps the prose intact."""
+    position = text.find(marker, after)
+    while position >= 0:
+        line_start = position == 0 or text[position - 1] == "\n"
+        stop = position + len(marker)
+        if line_start and (stop == len(text) or text[stop] == "\n"):
+            return position
+        position = text.find(marker, stop)
+    return text.find(marker, after)

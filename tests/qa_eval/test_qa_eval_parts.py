@@ -107,3 +107,16 @@ def test_system_specs() -> None:
     assert ranker_spec("gcs[mentions]", "passages").graph == "mentions"
     with pytest.raises(ValueError):
         ranker_spec("gcs[nonsense]", "passages")
+
+
+def test_doc_section_skips_markers_quoted_in_prose(tmp_path) -> None:
+    from grapher_bench.qa_eval.report import END, START, write_doc_section
+
+    doc = tmp_path / "qa.md"
+    prose = f"`--write-doc` rewrites `{START}` ... `{END}`.\n"
+    doc.write_text(f"{prose}\n{START}\nold table\n{END}\n\ntail\n", encoding="utf-8")
+    write_doc_section(doc, "new table")
+    assert doc.read_text(encoding="utf-8") == f"{prose}\n{START}\nnew table\n{END}\n\ntail\n"
+    doc.write_text(f"{END}\n{START}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="comes before"):
+        write_doc_section(doc, "x")
