@@ -10,7 +10,10 @@ The paper fills ``{retrieved_objects}`` with the top-10 objects but does not say
 (multi-hop passages start with their title line, so the title is there). The ``graph`` layout
 is :func:`grapher_core.expand.format_graph_context` over the same objects: a breadth-first tree
 from the three best objects along the system's graph, then the links the tree does not show.
-Texts are never truncated in either layout, so the two differ in shape only.
+The ``relation`` layout is :func:`grapher_core.expand.format_relation_context` (GRAG's
+hierarchical description): the same trees with the phrase of each edge written on it
+("mentions", "shares <entity>", join columns). Texts are never truncated in any layout, so
+they differ in shape only.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 from collections.abc import Sequence
 
 from grapher_core.candidates import Candidate
-from grapher_core.expand import format_graph_context
+from grapher_core.expand import format_graph_context, format_relation_context
 from grapher_core.proximity import Proximity
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "flat_context",
     "graph_context",
     "judge_prompt",
+    "relation_context",
 ]
 
 #: Part of the answer cache key: bump when A12_TEMPLATE or a context layout changes.
@@ -40,7 +44,7 @@ ANSWER_VERSION = "a12-v1"
 #: Part of the judge cache key: bump when A13_TEMPLATE changes.
 JUDGE_VERSION = "a13-v1"
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
-CONTEXT_STYLES: tuple[str, ...] = ("flat", "graph")
+CONTEXT_STYLES: tuple[str, ...] = ("flat", "graph", "relation")
 
 REFUSAL = "I don't have enough information in the provided context to answer this."
 
@@ -112,6 +116,12 @@ def graph_context(objects: Sequence[Candidate], proximities: Sequence[Proximity]
                   seeds: int = 3) -> str:
     """The top-K objects as GraphER's graph-shaped text view (the ``graph`` layout)."""
     return format_graph_context(objects, proximities, seeds=seeds, max_chars=None)
+
+
+def relation_context(objects: Sequence[Candidate], proximities: Sequence[Proximity],
+                     seeds: int = 3) -> str:
+    """The top-K objects as GRAG-style trees with relation text (the ``relation`` layout)."""
+    return format_relation_context(objects, proximities, seeds=seeds, max_chars=None)
 
 
 def answer_prompt(query: str, context: str) -> str:

@@ -55,12 +55,13 @@ def summary(records: Sequence[QARecord]) -> dict[str, Any]:
 
 
 def comparisons(run: QARun) -> list[tuple[str, str]]:
-    """Pairs to test: every system against the first; each graph layout against its flat one."""
+    """Pairs to test: every system against the first; each graph or relation layout against
+    the flat one of the same ranker."""
     labels = [s.label for s in run.systems]
     pairs = [(labels[0], label) for label in labels[1:]]
     flat = {s.ranker: s.label for s in run.systems if s.style == "flat"}
     for system in run.systems:
-        if system.style == "graph" and system.ranker in flat:
+        if system.style != "flat" and system.ranker in flat:
             pair = (flat[system.ranker], system.label)
             if pair not in pairs:
                 pairs.append(pair)

@@ -2,8 +2,9 @@
 
 A system is written ``RANKER[:STYLE]``: ``RANKER`` is any row label of ``grapher-bench bench``
 (``baseline``, ``gcs[mentions]``, ``gat[entities-capped]``, ``expand-gcs``, ...), ``STYLE`` is
-``flat`` (default) or ``graph``. Retrieval goes through :func:`grapher_bench.runner.run_dataset`,
-so the top K here is exactly the top K the retrieval tables measure.
+``flat`` (default), ``graph`` or ``relation``. Retrieval goes through
+:func:`grapher_bench.runner.run_dataset`, so the top K here is exactly the top K the retrieval
+tables measure.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from typing import Any
 from grapher_bench.data import Dataset
 from grapher_bench.enrichment import LINK_GRAPH, proximities_for
 from grapher_bench.peers import is_peer, peer_graph
-from grapher_bench.qa_eval.prompts import CONTEXT_STYLES, flat_context, graph_context
+from grapher_bench.qa_eval.prompts import (
+    CONTEXT_STYLES,
+    flat_context,
+    graph_context,
+    relation_context,
+)
 from grapher_bench.runner import GRAPH_FREE_RANKERS, RankerSpec, _enriched_metadata, run_dataset
 from grapher_core.candidates import Candidate
 
@@ -35,7 +41,7 @@ class System:
 
     @property
     def label(self) -> str:
-        return self.ranker if self.style == "flat" else f"{self.ranker} + graph context"
+        return self.ranker if self.style == "flat" else f"{self.ranker} + {self.style} context"
 
     @property
     def spec_text(self) -> str:
@@ -117,10 +123,11 @@ def render_context(ids: Sequence[str], objects: dict[str, Candidate], style: str
     items = [objects[i] for i in ids]
     if style == "flat":
         return flat_context([c.text for c in items])
-    if style == "graph":
+    if style in ("graph", "relation"):
         if graph is None:
-            raise ValueError("the graph layout needs a graph name")
-        return graph_context(items, proximities_for(graph))
+            raise ValueError(f"the {style} layout needs a graph name")
+        render = graph_context if style == "graph" else relation_context
+        return render(items, proximities_for(graph))
     raise ValueError(f"unknown context style {style!r}; known: {CONTEXT_STYLES}")
 
 

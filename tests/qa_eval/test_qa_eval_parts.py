@@ -97,6 +97,7 @@ def test_system_specs() -> None:
     system = parse_system("gat[entities-capped]:graph")
     assert (system.ranker, system.style) == ("gat[entities-capped]", "graph")
     assert parse_system("baseline").style == "flat"
+    assert parse_system("gcs[mentions]:relation").label == "gcs[mentions] + relation context"
     with pytest.raises(ValueError, match="context style"):
         parse_system("gcs:tree")
     with pytest.raises(ValueError, match="expected RANKER"):

@@ -52,6 +52,12 @@ def test_pipeline_fills_prompts_parses_both_answers_and_hits_the_cache(
         graph_ctx = render_context(retrieved.top["gcs[mentions]"][0], retrieved.objects,
                                    "graph", "mentions")
         assert answer_prompt(q1.text, graph_ctx) in seen
+        # the relation layout: the same objects, each tree edge carrying its phrase
+        relation_ctx = render_context(retrieved.top["gcs[mentions]"][0], retrieved.objects,
+                                      "relation", "mentions")
+        assert "mentions" in relation_ctx and relation_ctx != graph_ctx
+        assert all(retrieved.objects[i].text.splitlines()[1] in relation_ctx
+                   for i in retrieved.top["gcs[mentions]"][0])
         # both answers parsed: every answer exists, verdicts follow the fake judge's rule
         records = run.records["baseline"]
         assert all(r.answer for r in records)
@@ -110,7 +116,7 @@ def test_cli_writes_tables_per_query_rows_and_the_doc_section(
     doc.write_text(f"# QA\n\nkept\n\n{START}\nSTALE-ROWS\n<!-- qa-eval:end -->\n\ntail\n")
     out = tmp_path / "out"
     argv = ["qa-eval", "--data", str(qa_set), "--retriever", "bm25", "--k", "3",
-            "--systems", "baseline,gcs[mentions],gcs[mentions]:graph",
+            "--systems", "baseline,gcs[mentions],gcs[mentions]:graph,gcs[mentions]:relation",
             "--base-url", server.base_url, "--model", "fake", "--cache",
             str(tmp_path / "c.sqlite"), "--out", str(out), "--write-doc", str(doc),
             "--no-progress"]
@@ -118,16 +124,18 @@ def test_cli_writes_tables_per_query_rows_and_the_doc_section(
     table = capsys.readouterr().out
     assert "| baseline → gcs[mentions] + graph context |" in table
     assert "| gcs[mentions] → gcs[mentions] + graph context |" in table
+    assert "| gcs[mentions] → gcs[mentions] + relation context |" in table
     text = doc.read_text()
     assert text.startswith("# QA\n\nkept\n") and text.endswith("\n\ntail\n")
     assert "STALE-ROWS" not in text
     assert "#### tinyqa (4 questions, top 3)" in text
     summary_json = json.loads((out / "tinyqa" / "summary.json").read_text())
     assert set(summary_json["systems"]) == {"baseline", "gcs[mentions]",
-                                            "gcs[mentions] + graph context"}
-    assert len(summary_json["paired"]) == 3
+                                            "gcs[mentions] + graph context",
+                                            "gcs[mentions] + relation context"}
+    assert len(summary_json["paired"]) == 5
     rows = (out / "tinyqa" / "per_query.jsonl").read_text().splitlines()
-    assert len(rows) == 12 and all(json.loads(r)["answer"] for r in rows)
+    assert len(rows) == 16 and all(json.loads(r)["answer"] for r in rows)
     requests = server.stats.requests
     assert bench_main(argv) == 0  # resumed from the cache: no new request
     assert server.stats.requests == requests
