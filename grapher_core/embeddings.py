@@ -87,16 +87,10 @@ class SentenceTransformerEmbedder:
         cores, ``grapher-bench wrapper-latency``)."""
         if self.device not in (None, "cpu"):
             return self.embed_documents([text])[0]
-        import torch
+        from grapher_core.learned.inputs import torch_threads
 
-        previous = torch.get_num_threads()
-        if previous == 1:
+        with torch_threads(1, "cpu"):
             return self.embed_documents([text])[0]
-        torch.set_num_threads(1)
-        try:
-            return self.embed_documents([text])[0]
-        finally:
-            torch.set_num_threads(previous)
 
 
 _DEFAULT: SentenceTransformerEmbedder | None = None

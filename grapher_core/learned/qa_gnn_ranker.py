@@ -24,6 +24,13 @@ import numpy as np
 from grapher_core.candidates import Candidate
 from grapher_core.embeddings import Embedder
 from grapher_core.graph import CandidateGraph
+from grapher_core.learned.inputs import (
+    check_rank_inputs,
+    default_embedder_checked,
+    object_vectors,
+    query_vector,
+    torch_threads,
+)
 from grapher_core.learned.qa_gnn_checkpoint import (
     QAGNNConfig,
     default_qa_gnn_checkpoint,
@@ -131,19 +138,14 @@ class QAGNNRanker:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from grapher_core.embeddings import default_embedder
-
-            embedder = default_embedder()
-            self.config.check_embeddings(self.config.embedding_dim, embedder.name)
-            self._embedder = embedder
+            dim = self.config.embedding_dim
+            self._embedder = default_embedder_checked(
+                lambda name: self.config.check_embeddings(dim, name))
         return self._embedder
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         """One score per candidate (fusion: a probability; gnn: a logit)."""
-        n = graph.n
-        if len(context.candidates) != n or np.asarray(seeds).size != n:
-            raise ValueError(f"graph has {n} nodes but got {len(context.candidates)} candidates "
-                             f"and {np.asarray(seeds).size} seeds")
+        n = check_rank_inputs(graph, seeds, context)
         if n == 0:
             return np.zeros(0)
         objects = self._object_vectors(context.candidates)
@@ -165,62 +167,24 @@ class QAGNNRanker:
         """The network's logit for every ego-subgraph of one query."""
         import torch
 
-        previous = torch.get_num_threads()
-        limit = self.threads is not None and self.device == "cpu" and previous != self.threads
-        if limit:
-            torch.set_num_threads(int(self.threads))  # type: ignore[arg-type]
-        try:
-            with torch.inference_mode():
-                def t(array: np.ndarray) -> Any:
-                    return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+        with torch_threads(self.threads, self.device), torch.inference_mode():
+            def t(array: np.ndarray) -> Any:
+                return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
 
-                q = t(query.astype(np.float32)).reshape(1, -1).expand(ego.n_graphs, -1)
-                logits = self.model(t(objects[ego.node]), t(ego.edge_index), t(ego.edge_type),
-                                    t(ego.edge_weight), t(ego.batch), q, t(ego.centre))
-        finally:
-            if limit:
-                torch.set_num_threads(previous)
+            q = t(query.astype(np.float32)).reshape(1, -1).expand(ego.n_graphs, -1)
+            logits = self.model(t(objects[ego.node]), t(ego.edge_index), t(ego.edge_type),
+                                t(ego.edge_weight), t(ego.batch), q, t(ego.centre))
         return logits.detach().cpu().numpy().astype(np.float64)
 
+    def _check_dimension(self, size: int) -> None:
+        self.config.check_embeddings(size)
+
     def _query_vector(self, context: RankContext) -> np.ndarray:
-        if context.query_embedding is not None:
-            vector = np.asarray(context.query_embedding, dtype=np.float32).ravel()
-        elif context.query:
-            vector = np.asarray(self.embedder.embed_query(context.query), dtype=np.float32).ravel()
-        else:
-            raise ValueError("the qa-gnn ranker needs the query: pass query= (text) or "
-                             "query_embedding= to rerank()")
-        self.config.check_embeddings(vector.size)
-        if not np.all(np.isfinite(vector)):
-            raise ValueError("query_embedding contains NaN or inf")
-        return vector
+        return query_vector(context, lambda: self.embedder, self._check_dimension, "qa-gnn")
 
     def _object_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
-        dim = self.config.embedding_dim
-        out = np.empty((len(candidates), dim), dtype=np.float32)
-        missing: list[int] = []
-        for i, candidate in enumerate(candidates):
-            if candidate.embedding is None:
-                missing.append(i)
-                continue
-            vector = np.asarray(candidate.embedding, dtype=np.float32).ravel()
-            if vector.size != dim:
-                self.config.check_embeddings(vector.size)  # raises, naming the dimensions
-            out[i] = vector
-        if missing:
-            empty = [candidates[i].id for i in missing if not candidates[i].text]
-            if empty:
-                raise ValueError(f"candidates without embedding and without text: {empty[:5]}")
-            vectors = np.asarray(self.embedder.embed_documents(
-                [candidates[i].text for i in missing]), dtype=np.float32)
-            if vectors.ndim != 2 or vectors.shape[1] != dim:
-                self.config.check_embeddings(int(vectors.shape[-1]))
-            out[missing] = vectors
-        if not np.all(np.isfinite(out)):
-            bad = [c.id for c, row in zip(candidates, out, strict=True)
-                   if not np.all(np.isfinite(row))]
-            raise ValueError(f"candidate embeddings contain NaN or inf: {bad[:5]}")
-        return out
+        return object_vectors(candidates, self.config.embedding_dim, lambda: self.embedder,
+                              self._check_dimension)
 
     def describe(self) -> dict[str, Any]:
         """The checkpoint's config (what it was trained on, its validation metrics)."""

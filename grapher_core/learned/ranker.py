@@ -23,6 +23,13 @@ from grapher_core.learned.checkpoint import (
     load_checkpoint,
 )
 from grapher_core.learned.features import graph_arrays
+from grapher_core.learned.inputs import (
+    check_rank_inputs,
+    default_embedder_checked,
+    object_vectors,
+    query_vector,
+    torch_threads,
+)
 from grapher_core.learned.model import InferencePlan
 from grapher_core.rankers import RankContext
 
@@ -76,37 +83,23 @@ class LearnedRanker:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from grapher_core.embeddings import default_embedder
-
-            embedder = default_embedder()
-            check_embeddings(self.config, self.config.embedding_dim, embedder.name)
-            self._embedder = embedder
+            dim = self.config.embedding_dim
+            self._embedder = default_embedder_checked(
+                lambda name: check_embeddings(self.config, dim, name))
         return self._embedder
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         """One score (a logit: higher = more relevant) per candidate, in their order."""
-        import torch
 
-        n = graph.n
-        if len(context.candidates) != n or np.asarray(seeds).size != n:
-            raise ValueError(f"graph has {n} nodes but got {len(context.candidates)} candidates "
-                             f"and {np.asarray(seeds).size} seeds")
+        n = check_rank_inputs(graph, seeds, context)
         if n == 0:
             return np.zeros(0)
         query = self._query_vector(context)
         objects = self._object_vectors(context.candidates)
         arrays = graph_arrays(graph, seeds, self.alpha)
-        previous, threads = torch.get_num_threads(), self.threads
-        limit = threads is not None and self.device == "cpu" and previous != threads
-        if threads is not None and limit:
-            torch.set_num_threads(threads)  # restored below; costs under a microsecond
-        try:
-            logits = self._forward(arrays.scalars, objects, query, arrays.edge_index,
-                                   arrays.edge_attr)
-        finally:
-            if limit:
-                torch.set_num_threads(previous)
-        return logits
+        with torch_threads(self.threads, self.device):
+            return self._forward(arrays.scalars, objects, query, arrays.edge_index,
+                                 arrays.edge_attr)
 
     def _forward(self, scalars: np.ndarray, objects: np.ndarray, query: np.ndarray,
                  edge_index: np.ndarray, edge_attr: np.ndarray) -> np.ndarray:
@@ -120,54 +113,15 @@ class LearnedRanker:
                 torch.from_numpy(edge_attr).to(device))
         return logits.detach().cpu().numpy().astype(np.float64)
 
+    def _check_dimension(self, size: int) -> None:
+        check_embeddings(self.config, size)
+
     def _query_vector(self, context: RankContext) -> np.ndarray:
-        if context.query_embedding is not None:
-            vector = np.asarray(context.query_embedding, dtype=np.float32).ravel()
-        elif context.query:
-            vector = np.asarray(self.embedder.embed_query(context.query), dtype=np.float32).ravel()
-        else:
-            raise ValueError(f"the {self.name} ranker needs the query: pass query= (text) or "
-                             "query_embedding= to rerank()")
-        check_embeddings(self.config, vector.size)
-        if not np.all(np.isfinite(vector)):
-            raise ValueError("query_embedding contains NaN or inf")
-        return vector
+        return query_vector(context, lambda: self.embedder, self._check_dimension, self.name)
 
     def _object_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
-        dim = self.config.embedding_dim
-        given = [c.embedding for c in candidates]
-        if all(v is not None for v in given):  # the common case, in one numpy call
-            try:
-                stacked = np.asarray(np.stack(given), dtype=np.float32)  # type: ignore[arg-type]
-            except ValueError:  # ragged: fall through to the per-candidate checks
-                stacked = None
-            if stacked is not None and stacked.shape == (len(candidates), dim) \
-                    and np.all(np.isfinite(stacked)):
-                return stacked
-        out = np.empty((len(candidates), dim), dtype=np.float32)
-        missing: list[int] = []
-        for i, candidate in enumerate(candidates):
-            if candidate.embedding is None:
-                missing.append(i)
-                continue
-            vector = np.asarray(candidate.embedding, dtype=np.float32).ravel()
-            if vector.size != dim:
-                check_embeddings(self.config, vector.size)  # raises, naming the dimensions
-            out[i] = vector
-        if missing:
-            texts = [candidates[i].text for i in missing]
-            empty = [candidates[i].id for i in missing if not candidates[i].text]
-            if empty:
-                raise ValueError(f"candidates without embedding and without text: {empty[:5]}")
-            vectors = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
-            if vectors.ndim != 2 or vectors.shape[1] != dim:
-                check_embeddings(self.config, int(vectors.shape[-1]))
-            out[missing] = vectors
-        if not np.all(np.isfinite(out)):
-            bad = [c.id for c, row in zip(candidates, out, strict=True)
-                   if not np.all(np.isfinite(row))]
-            raise ValueError(f"candidate embeddings contain NaN or inf: {bad[:5]}")
-        return out
+        return object_vectors(candidates, self.config.embedding_dim, lambda: self.embedder,
+                              self._check_dimension)
 
     def describe(self) -> dict[str, Any]:
         """The checkpoint's config (what it was trained on, its validation metrics)."""
