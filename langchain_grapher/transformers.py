@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.documents import BaseDocumentTransformer, Document
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from grapher_core.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
 from grapher_core.conventions import ListFormat
@@ -218,9 +218,11 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
     Links are read from the text (HTML ``<a href>`` and/or Markdown, ``fmt``) and resolved to
     ``Document.id`` values: through ``id_by_target`` (link target -> id, e.g. URL -> id) when
     given, else through the documents of the same call, each reachable by its id and by the
-    values of ``url_keys`` in its metadata (``source``, ``url``). Relative links are resolved
-    against the linking document's own URL. Links to unknown targets are dropped. Rank with
-    ``ForeignKeys(field="links")``.
+    values of ``url_keys`` in its metadata (``source``, ``url``; one key may be given as a
+    string). Relative links are resolved against the linking document's own URL (the first
+    ``url_keys`` value present). Links to unknown targets are dropped. Rank with
+    ``ForeignKeys(field="links")``. LlamaIndex's ``GraphERLinkExtractor`` takes the same
+    ``url_keys``.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -230,6 +232,11 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
     id_by_target: dict[str, str] | None = None
     url_keys: tuple[str, ...] = ("source", "url")
     list_format: ListFormat = "list"
+
+    @field_validator("url_keys", mode="before")
+    @classmethod
+    def _one_key(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any
                             ) -> Sequence[Document]:

@@ -13,22 +13,38 @@ Each extractor writes one list field that a core proximity reads at query time:
 Both keep their field out of the text that is embedded or sent to an LLM, never rewrite the
 node's ``text_template``, and by default work on copies (``in_place=False``).
 
-Vector stores differ in what they keep: Chroma (``flat_metadata=False``) takes non-empty lists
-of strings, flat stores take scalars only. ``list_format="list"`` writes lists and omits empty
-ones; ``list_format="json"`` writes JSON strings, which every store keeps, and ``"delimited"``
-``"a|b"`` strings; :func:`grapher_core.metadata.read_list` reads all three back. The names are
-the LangChain wrapper's too (:data:`grapher_core.conventions.LIST_FORMATS`); ``"native"``, this
+Vector stores differ in what they keep. LlamaIndex's Chroma store (and others) validates flat
+metadata by default -- str, int, float or None -- and rejects a list at ingest, so the default
+here is ``list_format="json"``: a JSON string that every LlamaIndex vector store keeps, read back
+by :func:`grapher_core.metadata.read_list` like a list. ``"list"`` writes native lists (empty
+ones omitted) for stores that keep them (Chroma with ``store.flat_metadata = False``, Qdrant,
+the in-memory ``SimpleVectorStore``), ``"delimited"`` ``"a|b"`` strings. The names are the
+LangChain wrapper's too (:data:`grapher_core.conventions.LIST_FORMATS`); ``"native"``, this
 package's former name for ``"list"``, is still accepted with a ``DeprecationWarning``.
+
+Parameter names are the LangChain wrapper's for the same meaning: ``url_keys`` (a document's
+own URL; ``base_field`` is its deprecated former name here), ``cache`` (the entity cache;
+``cache_path`` is deprecated).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+import pydantic
+from llama_index.core.bridge.pydantic import (
+    Field,
+    PrivateAttr,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from llama_index.core.extractors.interface import BaseExtractor
 from llama_index.core.schema import BaseNode, MetadataMode
 
@@ -74,6 +90,38 @@ def encode_list(values: Sequence[Any], list_format: ListFormat) -> Any:
     return core_encode_list(values, list_format_name(list_format))
 
 
+_FRAMEWORK_PREFIXES = tuple(
+    os.path.dirname(os.path.abspath(module.__file__ or "")) + os.sep
+    for module in (pydantic, sys.modules["llama_index.core"], sys.modules[__name__.split(".")[0]])
+)
+
+
+def _caller_level() -> int:
+    """``stacklevel`` of the first frame outside this package, pydantic and LlamaIndex (a
+    deprecation raised inside a pydantic validator should point at the user's constructor)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_FRAMEWORK_PREFIXES):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def renamed(data: Any, old: str, new: str, convert: Any = None) -> Any:
+    """Constructor data with the deprecated keyword ``old`` moved to ``new`` (warned once per
+    call, naming ``new``); both given is an error. ``convert`` maps the old value to the new."""
+    if not isinstance(data, dict) or old not in data:
+        return data
+    if new in data:
+        raise ValueError(f"give {new}= only ({old}= is its deprecated former name)")
+    data = dict(data)
+    value = data.pop(old)
+    warnings.warn(f"{old}= is deprecated: use {new}= (the name both GraphER wrappers use)",
+                  DeprecationWarning, stacklevel=_caller_level())
+    data[new] = convert(value) if convert is not None else value
+    return data
+
+
 def exclude_from_text(node: BaseNode, keys: Sequence[str]) -> None:
     """Keep ``keys`` out of the node's embedding and LLM text (edge fields are not content)."""
     for excluded in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
@@ -87,8 +135,10 @@ class _GraphERExtractor(BaseExtractor):
 
     field: str = Field(description="Metadata key written.")
     list_format: ListFormat = Field(
-        default="list",
-        description="'list' (native lists), 'json' or 'delimited' strings for flat stores.",
+        default="json",
+        description="'json' (default: a string every LlamaIndex vector store keeps, Chroma's "
+                    "flat default included), 'list' (native lists: Chroma with "
+                    "flat_metadata=False, Qdrant, in-memory) or 'delimited' ('a|b').",
     )
     disable_template_rewrite: bool = Field(
         default=True, description="GraphER fields are edges, not text: keep the node template."
@@ -117,16 +167,45 @@ class GraphEREntityExtractor(_GraphERExtractor):
 
     ``extractor`` is any ``grapher_core.enrich`` entity extractor; the default is the offline
     ``SpacyEntityExtractor()``. Use ``OpenAIEntityExtractor(model, base_url=...)`` for the paper's
-    LLM prompt. ``cache_path`` keeps results in an ``EntityCache`` so re-ingestion is free.
-    Texts whose extraction failed get no field (and are counted in a warning).
+    LLM prompt. ``cache`` (an ``EntityCache`` or the path of one, as in LangChain's
+    ``EntityTransformer``; ``cache_path=`` is its deprecated former name) keeps results so
+    re-ingestion is free. Texts whose extraction failed get no field (and are counted in a
+    warning).
     """
 
     field: str = Field(default="entities", description="Metadata key written.")
     extractor: Any = Field(default=None, description="grapher_core.enrich entity extractor.")
-    cache_path: str | None = Field(default=None, description="EntityCache file (SQLite).")
+    cache: Any = Field(default=None,
+                       description="EntityCache, or the path of its SQLite file (created).")
 
     _cache: Any = PrivateAttr(default=None)
     _default_extractor: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_names(cls, data: Any) -> Any:
+        return renamed(data, "cache_path", "cache")
+
+    @field_validator("cache")
+    @classmethod
+    def _cache_kind(cls, value: Any) -> Any:
+        if value is None or isinstance(value, (str, Path)) or hasattr(value, "get_many"):
+            return value
+        raise ValueError(f"cache must be an EntityCache or a path, got {type(value).__name__}")
+
+    @field_serializer("cache")
+    def _serialise_cache(self, value: Any) -> str | None:
+        """A path in ``to_dict()`` (and in the ingestion cache's transformation hash)."""
+        if value is None:
+            return None
+        return str(getattr(value, "path", value))
+
+    @property
+    def cache_path(self) -> str | None:
+        """Deprecated: the entity cache's path (use ``cache``)."""
+        warnings.warn("cache_path is deprecated: use cache (the name both GraphER wrappers "
+                      "use)", DeprecationWarning, stacklevel=2)
+        return self._serialise_cache(self.cache)
 
     @classmethod
     def class_name(cls) -> str:
@@ -140,8 +219,9 @@ class GraphEREntityExtractor(_GraphERExtractor):
             if self._default_extractor is None:
                 self._default_extractor = SpacyEntityExtractor()
             extractor = self._default_extractor
-        if self.cache_path is not None and self._cache is None:
-            self._cache = EntityCache(self.cache_path)
+        if self.cache is not None and self._cache is None:
+            self._cache = (EntityCache(self.cache) if isinstance(self.cache, (str, Path))
+                           else self.cache)
         return extractor, self._cache
 
     async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
@@ -183,8 +263,10 @@ class GraphERLinkExtractor(_GraphERExtractor):
     resolved to object ids and unknown targets dropped; without it the normalised targets are
     kept as they are. Either way, pair the field with a metadata field holding each object's own
     id or URL: ``ForeignKeys("links", target_field="url")`` -- node ids are regenerated by
-    LlamaIndex's splitters, so matching on them would break. ``base_field`` names the metadata
-    key with a node's own URL (for relative links, and to drop links to itself).
+    LlamaIndex's splitters, so matching on them would break. ``url_keys`` are the metadata keys
+    of a node's own URL, the first one present wins (for relative links, and to drop links to
+    itself); the name and default are LangChain's ``LinkTransformer``'s (``base_field=``, a
+    single key, is its deprecated former name here).
     """
 
     field: str = Field(default="links", description="Metadata key written.")
@@ -192,9 +274,29 @@ class GraphERLinkExtractor(_GraphERExtractor):
     id_by_target: dict[str, str] | None = Field(
         default=None, description="Normalised link target -> object id."
     )
-    base_field: str | None = Field(
-        default=None, description="Metadata key of the node's own URL (resolves relative links)."
+    url_keys: tuple[str, ...] = Field(
+        default=("source", "url"),
+        description="Metadata keys of the node's own URL, first present wins (relative links, "
+                    "self-links dropped).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_names(cls, data: Any) -> Any:
+        return renamed(data, "base_field", "url_keys",
+                       lambda value: () if value is None else (value,))
+
+    @field_validator("url_keys", mode="before")
+    @classmethod
+    def _one_key(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @property
+    def base_field(self) -> str | None:
+        """Deprecated: the first of ``url_keys``."""
+        warnings.warn("base_field is deprecated: use url_keys (the name both GraphER wrappers "
+                      "use)", DeprecationWarning, stacklevel=2)
+        return self.url_keys[0] if self.url_keys else None
 
     @classmethod
     def class_name(cls) -> str:
@@ -203,8 +305,8 @@ class GraphERLinkExtractor(_GraphERExtractor):
     def _links(self, text: str, metadata: Mapping[str, Any]) -> list[str]:
         from grapher_core.links import extract_links, normalise_target, resolve_links
 
-        base = metadata.get(self.base_field) if self.base_field else None
-        base = base if isinstance(base, str) and base else None
+        base = next((value.strip() for key in self.url_keys
+                     if isinstance(value := metadata.get(key), str) and value.strip()), None)
         targets = extract_links(text, fmt=self.fmt)
         own = normalise_target(base) if base else None
         if self.id_by_target is not None:

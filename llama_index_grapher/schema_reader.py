@@ -35,12 +35,14 @@ LIST_FIELDS = ("foreign_keys", "columns", "column_types", "primary_keys", "fk_pa
 class GraphERSchemaReader(BaseReader):
     """``load_data(database)`` -> one ``Document`` per table (id ``"<db_id>.<table>"``).
 
-    ``list_format="json"`` writes list fields as JSON strings for vector stores that keep flat
-    metadata only; ``"list"`` writes lists (empty lists omitted, nested ``fk_pairs`` as JSON),
-    ``"delimited"`` ``"a|b"`` strings (``"native"``: deprecated name of ``"list"``).
+    ``list_format="json"`` (default, like the extractors) writes list fields as JSON strings,
+    which every LlamaIndex vector store keeps (Chroma's flat-metadata default rejects lists);
+    ``"list"`` writes lists (empty lists omitted, nested ``fk_pairs`` as JSON) for stores that
+    keep them, ``"delimited"`` ``"a|b"`` strings (``"native"``: deprecated name of ``"list"``).
+    The core reads every shape.
     """
 
-    def __init__(self, list_format: ListFormat = "list") -> None:
+    def __init__(self, list_format: ListFormat = "json") -> None:
         self.list_format: ListFormat = cast(ListFormat, list_format_name(list_format))
 
     def lazy_load_data(self, database: str | Engine, *, db_id: str | None = None,

@@ -12,6 +12,7 @@ import pytest
 from grapher_core import Candidate, ForeignKeys, GraphReranker
 from grapher_core.candidates import CorpusObject
 from grapher_core.enrich.mentions import add_mentions, find_mentions
+from grapher_core.metadata import read_list
 
 LANGUAGES = [
     ("Fortran", "Fortran was developed at IBM in the 1950s for scientific computing."),
@@ -112,7 +113,13 @@ def test_llamaindex_extractor() -> None:
 
     nodes = [TextNode(id_=f"l{i}", text=f"{t}\n{b}") for i, (t, b) in enumerate(LANGUAGES)]
     out = GraphERMentionExtractor().process_nodes(nodes)
-    assert out[1].metadata["mentions"] == ["Pascal (programming language)", "Fortran"]
+    # LlamaIndex default: a JSON string (what every LlamaIndex vector store keeps), read back
+    # as the list by the core.
+    assert isinstance(out[1].metadata["mentions"], str)
+    assert read_list(out[1].metadata["mentions"]) == ["Pascal (programming language)",
+                                                      "Fortran"]
+    native = GraphERMentionExtractor(list_format="list").process_nodes(nodes)
+    assert native[1].metadata["mentions"] == ["Pascal (programming language)", "Fortran"]
     assert out[1].metadata["title"] == "ALGOL"
     assert "mentions" in out[1].excluded_embed_metadata_keys
     assert nodes[1].metadata == {}

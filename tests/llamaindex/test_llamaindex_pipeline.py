@@ -65,9 +65,9 @@ def pipeline(store: ChromaVectorStore, embed_model, tmp_path, list_format="list"
     return IngestionPipeline(
         transformations=[
             SentenceSplitter(chunk_size=48, chunk_overlap=0),
-            GraphEREntityExtractor(cache_path=str(tmp_path / "entities.sqlite"),
+            GraphEREntityExtractor(cache=str(tmp_path / "entities.sqlite"),
                                    list_format=list_format),
-            GraphERLinkExtractor(id_by_target=index, base_field="url", list_format=list_format),
+            GraphERLinkExtractor(id_by_target=index, url_keys="url", list_format=list_format),
             embed_model,
         ],
         vector_store=store,
@@ -112,10 +112,10 @@ def test_entity_cache_makes_reingestion_reuse_results(chroma_index, hf_embed_mod
     from grapher_core.enrich import EntityCache
 
     path = tmp_path / "entities.sqlite"
-    extractor = GraphEREntityExtractor(cache_path=str(path))
+    extractor = GraphEREntityExtractor(cache=str(path))
     nodes = [TextNode(text=t) for t in STORY[:3]]
     first = extractor(nodes)
-    second = GraphEREntityExtractor(cache_path=str(path))(nodes)
+    second = GraphEREntityExtractor(cache=str(path))(nodes)
     assert [n.metadata for n in first] == [n.metadata for n in second]
     assert len(EntityCache(path)) >= 3
     assert all(n.metadata == {} for n in nodes)  # in_place=False: inputs untouched

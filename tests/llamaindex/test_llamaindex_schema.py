@@ -31,7 +31,8 @@ def shop_db(tmp_path) -> str:
 
 
 def test_one_document_per_table_with_foreign_keys(shop_db):
-    docs = {d.doc_id: d for d in GraphERSchemaReader().load_data(shop_db, db_id="shop")}
+    reader = GraphERSchemaReader(list_format="list")
+    docs = {d.doc_id: d for d in reader.load_data(shop_db, db_id="shop")}
     assert set(docs) == {"shop.customers", "shop.products", "shop.orders", "shop.audit_log"}
     orders = docs["shop.orders"]
     assert sorted(orders.metadata["foreign_keys"]) == ["shop.customers", "shop.products"]
@@ -43,8 +44,10 @@ def test_one_document_per_table_with_foreign_keys(shop_db):
     assert "shop.customers" not in embed_text and "fk_pairs" not in embed_text
 
 
-def test_json_list_format_is_flat_and_readable(shop_db):
-    docs = GraphERSchemaReader(list_format="json").load_data(shop_db, db_id="shop")
+def test_json_list_format_is_the_default_flat_and_readable(shop_db):
+    docs = GraphERSchemaReader().load_data(shop_db, db_id="shop")
+    explicit = GraphERSchemaReader(list_format="json").load_data(shop_db, db_id="shop")
+    assert [d.metadata for d in docs] == [d.metadata for d in explicit]
     for doc in docs:
         assert all(isinstance(v, (str, int, float)) for v in doc.metadata.values())
     orders = next(d for d in docs if d.doc_id == "shop.orders")
