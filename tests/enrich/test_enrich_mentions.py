@@ -123,3 +123,56 @@ def test_llamaindex_extractor() -> None:
     assert out[1].metadata["title"] == "ALGOL"
     assert "mentions" in out[1].excluded_embed_metadata_keys
     assert nodes[1].metadata == {}
+
+
+# docs/first_pipeline.md's worked example, exactly as printed there (both frameworks).
+PAGES = {"Fortran": "Fortran was developed at IBM in the 1950s for scientific computing.",
+         "ALGOL": "ALGOL was designed in 1958 by a committee; it introduced block structure "
+                  "and influenced Pascal.",
+         "Pascal (programming language)": "Pascal was created by Niklaus Wirth around 1970 "
+                                          "for teaching structured programming.",
+         "Niklaus Wirth": "Niklaus Wirth was a Swiss computer scientist who received the "
+                          "Turing Award in 1984.",
+         "COBOL": "COBOL is a business language designed in 1959.",
+         "Lisp": "Lisp was specified by John McCarthy in 1958."}
+SCORES = {"ALGOL": 0.61, "Fortran": 0.42, "COBOL": 0.37, "Lisp": 0.36,
+          "Pascal (programming language)": 0.35, "Niklaus Wirth": 0.30}
+QUESTION = "Which award did the designer of the language ALGOL influenced receive?"
+EXPECTED_TOP = [("ALGOL", 0.61), ("Fortran", 0.42), ("Pascal (programming language)", 0.40)]
+
+
+def test_first_pipeline_doc_example_langchain() -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+
+    from langchain_grapher import GraphERReranker, MentionTransformer
+
+    docs = MentionTransformer().transform_documents(
+        [Document(id=t, page_content=f"{t}\n{b}") for t, b in PAGES.items()])
+    mentions = {d.id: d.metadata.get("mentions", []) for d in docs}
+    assert mentions == {"Fortran": [], "ALGOL": ["Pascal (programming language)"],
+                        "Pascal (programming language)": ["Niklaus Wirth"],
+                        "Niklaus Wirth": [], "COBOL": [], "Lisp": []}
+    pool = sorted((Document(id=d.id, page_content=d.page_content,
+                            metadata={**d.metadata, "score": SCORES[str(d.id)]}) for d in docs),
+                  key=lambda d: -d.metadata["score"])
+    out = GraphERReranker(top_n=3, score_key="score", explain=True).compress_documents(
+        pool, QUESTION)
+    assert [(d.id, round(d.metadata["relevance_score"], 2)) for d in out] == EXPECTED_TOP
+    assert out[0].metadata["grapher_edges"] == {"structural": 4}
+
+
+def test_first_pipeline_doc_example_llamaindex() -> None:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from llama_index_grapher import GraphERMentionExtractor, GraphERPostprocessor
+
+    nodes = GraphERMentionExtractor().process_nodes(
+        [TextNode(id_=t, text=f"{t}\n{b}") for t, b in PAGES.items()])
+    assert read_list(nodes[1].metadata["mentions"]) == ["Pascal (programming language)"]
+    pool = sorted((NodeWithScore(node=n, score=SCORES[n.node_id]) for n in nodes),
+                  key=lambda n: -(n.score or 0.0))
+    out = GraphERPostprocessor(top_n=3).postprocess_nodes(pool, query_str=QUESTION)
+    assert [(n.node.node_id, round(n.score or 0.0, 2)) for n in out] == EXPECTED_TOP
+    assert out[0].node.metadata["grapher_edges"] == {"structural": 4, "contextual": 0}
