@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -144,13 +145,21 @@ def run_seeds(args: argparse.Namespace) -> int:
     print(text)
     print(summary)
     if args.write_doc is not None:
-        limit = "all queries" if args.limit is None else f"the first {args.limit} queries"
+        limit = ("all queries of each shared set" if args.limit is None else
+                 f"the first {args.limit} queries of each shared set (all of them where a set "
+                 "has fewer)")
         body = ("### Seeds: rank vs score, per retriever\n\n"
-                f"GCS (default alpha) on {limit} of each set, {args.top_n} candidates; cells are "
-                "PR@K of multi-gold queries (all queries in parentheses when some are single-"
-                "gold). Graph per task: foreign keys, title mentions, adjacent chunks.\n"
+                f"GCS (default alpha) on {limit}, {args.top_n} candidates, the same "
+                "candidates for both columns; cells are PR@K of multi-gold queries (all queries "
+                "in parentheses when some are single-gold). Graph per task: foreign keys "
+                "(tables), title mentions (passages), adjacent chunks (chunks). *rank* = seeds "
+                "`1/rank` in the retriever's order (what `ContextualCompressionRetriever` + "
+                "`GraphERReranker` gets, and `GraphERRetriever`'s default); *score* = the "
+                "retriever's scores under the current seed policy (`seed_transform=\"auto\"`: "
+                "negative scores raised to 0, min-max only when no score is positive).\n"
                 f"Reproduce: `grapher-bench seeds --limit {args.limit} --write-doc "
-                f"docs/benchmarks.md` ({elapsed:.0f}s on the shared 2-core machine).\n\n"
-                + text + "\n" + summary + "\n")
+                f"docs/benchmarks.md` ({elapsed / 60:.0f} min on the shared 2-core machine, "
+                f"load average {os.getloadavg()[0]:.1f} at the end).\n\n"
+                + text + "\nPR@10 (multi-gold) winner per set: " + summary + ".\n")
         _write_doc(args.write_doc, body)
     return 0
