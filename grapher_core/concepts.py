@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from grapher_core.enrich.base import ExtractionResult
+from grapher_core.enrich.base import ExtractionResult, check_texts
 from grapher_core.metadata import read_list
 
 __all__ = [
@@ -297,11 +297,7 @@ class SpacyConceptParser:
 
     def parse(self, texts: Sequence[str]) -> list[ConceptGraph]:
         """One concept graph per text, in order."""
-        if isinstance(texts, str):
-            raise TypeError("parse expects a sequence of texts, not a single string")
-        for position, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"text at position {position} is {type(text).__name__}, not str")
+        texts = check_texts(texts, "parse")
         if not texts:
             return []
         nlp = self.nlp

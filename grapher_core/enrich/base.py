@@ -66,3 +66,14 @@ def extractor_model(extractor: object) -> str:
     """The model part of the cache key: ``extractor.model`` when it has one, else ``""``."""
     model = getattr(extractor, "model", "")
     return model if isinstance(model, str) else str(model)
+
+
+def check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
+    """The texts as a list; a single string or a non-string item is refused by position."""
+    if isinstance(texts, str):
+        raise TypeError(f"{what} expects a sequence of texts, not a single string")
+    out = list(texts)
+    for position, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(f"text at position {position} is {type(text).__name__}, not str")
+    return out

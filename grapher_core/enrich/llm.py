@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from grapher_core.enrich.base import ExtractionResult, dedupe_entities
+from grapher_core.enrich.base import ExtractionResult, check_texts, dedupe_entities
 from grapher_core.enrich.parsing import EntityParseError, parse_entity_list
 from grapher_core.enrich.tokens import CostEstimate, TokenCounter, estimate_cost, get_token_counter
 from grapher_core.errors import ConfigError
@@ -256,11 +256,7 @@ class OpenAIChatClient:
         self, texts: Sequence[str]
     ) -> AsyncGenerator[tuple[int, ExtractionResult], None]:
         """Yield ``(index, result)`` as each request completes, ``concurrency`` at a time."""
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not a single string")
-        for position, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"text at position {position} is {type(text).__name__}, not str")
+        texts = check_texts(texts, "aiter_extract")
         if not texts:
             return
         client = self._async_client()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from grapher_core.candidates import CorpusObject
-from grapher_core.enrich.base import EntityExtractor, ExtractionResult, extractor_model
+from grapher_core.enrich.base import EntityExtractor, ExtractionResult, check_texts, extractor_model
 from grapher_core.enrich.cache import CacheKey, EntityCache, content_hash
 from grapher_core.progress import progress_bar
 
@@ -85,14 +85,6 @@ _log = logging.getLogger(__name__)
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError("texts must be a sequence of strings, not a single string")
-    out = list(texts)
-    for position, text in enumerate(out):
-        if not isinstance(text, str):
-            raise TypeError(f"text at position {position} is {type(text).__name__}, not str")
-    return out
 
 
 def _extractable(texts: list[str], names: Sequence[str] | None) -> list[str]:
@@ -239,7 +231,7 @@ def run_extraction(
     per text, e.g. object ids) name the texts in warnings. A text holding lone surrogates is
     extracted with each replaced by U+FFFD, and a warning names it.
     """
-    plan = _Plan(_check_texts(texts), extractor, cache, retry_failed, progress, names)
+    plan = _Plan(check_texts(texts), extractor, cache, retry_failed, progress, names)
     try:
         if isinstance(extractor, StreamingEntityExtractor):
             _run_sync(lambda: _run_stream(plan, extractor))
@@ -260,7 +252,7 @@ async def arun_extraction(
     names: Sequence[str] | None = None,
 ) -> ExtractionRun:
     """Async ``run_extraction``: streams LLM results, runs batch extractors in a thread."""
-    plan = _Plan(_check_texts(texts), extractor, cache, retry_failed, progress, names)
+    plan = _Plan(check_texts(texts), extractor, cache, retry_failed, progress, names)
     try:
         if isinstance(extractor, StreamingEntityExtractor):
             await _run_stream(plan, extractor)

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from grapher_core.enrich.base import ExtractionResult, dedupe_entities
+from grapher_core.enrich.base import ExtractionResult, check_texts, dedupe_entities
 
 #: Labels kept by default: things that name something. Numeric and temporal labels (CARDINAL,
 #: ORDINAL, QUANTITY, PERCENT, MONEY, TIME, DATE) are left out because values like "two" or
@@ -109,11 +109,7 @@ class SpacyEntityExtractor:
 
     def extract_batch(self, texts: Sequence[str]) -> list[ExtractionResult]:
         """Entities of each text, in input order (a pure function of the batch)."""
-        if isinstance(texts, str):
-            raise TypeError("extract_batch expects a sequence of texts, not a single string")
-        for position, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"text at position {position} is {type(text).__name__}, not str")
+        texts = check_texts(texts, "extract_batch")
         if not texts:
             return []
         nlp = self.nlp

@@ -29,9 +29,8 @@ import numpy as np
 
 from grapher_core.candidates import Candidate, RankedCandidate
 from grapher_core.expand.relations import relations_between
-from grapher_core.graph import build_graph
+from grapher_core.expand.textview import view_inputs
 from grapher_core.proximity import Proximity
-from grapher_core.rerank import validate_candidates
 
 __all__ = ["RelationView", "format_relation_context", "relation_view"]
 
@@ -55,24 +54,11 @@ def relation_view(objects: Sequence[Candidate | RankedCandidate],
                   title: Callable[[Candidate], str] | None = None) -> RelationView:
     """Ego-graph trees from the seeds with relation text; objects no seed reaches (or beyond
     ``max_children``) become roots of their own, in rank order."""
-    items = validate_candidates([o.candidate if isinstance(o, RankedCandidate) else o
-                                 for o in objects])
     if max_children is not None and max_children < 0:
         raise ValueError(f"max_children must be >= 0, got {max_children}")
+    items, roots, _, undirected = view_inputs(objects, proximities, seeds)
     n = len(items)
-    position = {c.id: i for i, c in enumerate(items)}
-    if isinstance(seeds, int):
-        if seeds < 0:
-            raise ValueError(f"seeds must be >= 0, got {seeds}")
-        roots = list(range(min(seeds, n)))
-    else:
-        unknown = [s for s in seeds if s not in position]
-        if unknown:
-            raise ValueError(f"seed ids not among the objects: {unknown[:5]}")
-        roots = [position[s] for s in dict.fromkeys(seeds)]
     name = title or _title
-    graph = build_graph(items, proximities)
-    undirected = (graph.adjacency + graph.adjacency.T).tocsr()
     similarity = _similarities(items, query_embedding)
 
     def neighbours(i: int) -> list[int]:

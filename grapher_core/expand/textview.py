@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate, RankedCandidate
-from grapher_core.graph import build_graph
+from grapher_core.graph import CandidateGraph, build_graph
 from grapher_core.proximity import Proximity
 from grapher_core.rerank import validate_candidates
 
@@ -70,6 +70,28 @@ class TextView:
         return "\n".join(lines)
 
 
+def view_inputs(objects: Sequence[Candidate | RankedCandidate], proximities: Sequence[Proximity],
+                seeds: int | Sequence[str]
+                ) -> tuple[list[Candidate], list[int], CandidateGraph, sp.csr_matrix]:
+    """What every text view starts from: the objects (checked), the positions of the seeds
+    (the first ``seeds`` objects, or the given ids), their graph and its undirected form (a link
+    either way connects two objects in a prompt)."""
+    items = validate_candidates([o.candidate if isinstance(o, RankedCandidate) else o
+                                 for o in objects])
+    position = {c.id: i for i, c in enumerate(items)}
+    if isinstance(seeds, int):
+        if seeds < 0:
+            raise ValueError(f"seeds must be >= 0, got {seeds}")
+        roots = list(range(min(seeds, len(items))))
+    else:
+        unknown = [s for s in seeds if s not in position]
+        if unknown:
+            raise ValueError(f"seed ids not among the objects: {unknown[:5]}")
+        roots = [position[s] for s in dict.fromkeys(seeds)]
+    graph = build_graph(items, proximities)
+    return items, roots, graph, (graph.adjacency + graph.adjacency.T).tocsr()
+
+
 def text_view(objects: Sequence[Candidate | RankedCandidate], proximities: Sequence[Proximity],
               *, seeds: int | Sequence[str] = 3, max_depth: int | None = None) -> TextView:
     """Split the objects' graph into a BFS tree from the seeds plus the remaining edges.
@@ -78,21 +100,8 @@ def text_view(objects: Sequence[Candidate | RankedCandidate], proximities: Seque
     the tree, or their ids. Edges are taken undirected (a link either way connects two
     objects in the prompt). ``max_depth`` caps the tree depth; deeper objects become roots.
     """
-    items = validate_candidates([o.candidate if isinstance(o, RankedCandidate) else o
-                                 for o in objects])
+    items, roots, graph, undirected = view_inputs(objects, proximities, seeds)
     n = len(items)
-    position = {c.id: i for i, c in enumerate(items)}
-    if isinstance(seeds, int):
-        if seeds < 0:
-            raise ValueError(f"seeds must be >= 0, got {seeds}")
-        roots = list(range(min(seeds, n)))
-    else:
-        unknown = [s for s in seeds if s not in position]
-        if unknown:
-            raise ValueError(f"seed ids not among the objects: {unknown[:5]}")
-        roots = [position[s] for s in dict.fromkeys(seeds)]
-    graph = build_graph(items, proximities)
-    undirected = (graph.adjacency + graph.adjacency.T).tocsr()
     kinds_of = {kind: (m + m.T).tocsr() for kind, m in graph.by_kind.items()}
 
     def kinds(i: int, j: int) -> tuple[str, ...]:
