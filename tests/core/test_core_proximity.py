@@ -197,8 +197,11 @@ def _sparse_product_reference(candidates: list[Candidate], limit: float | None) 
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_shared_entities_dense_and_sparse_paths_equal_the_product(
+def test_shared_entities_counting_paths_equal_the_product(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled sparse product (default), numpy's dense bincount and numpy's sorted runs
+    (the fallbacks without scipy's private kernels) all give ``B diag(1/|E|) B^T``, canonical,
+    int32 indices, and bit for bit the same data."""
     import grapher_core.proximity as proximity
 
     rng = np.random.default_rng(seed)
@@ -212,16 +215,42 @@ def test_shared_entities_dense_and_sparse_paths_equal_the_product(
     ]
     caps: list[dict[str, Any]] = [{}, {"max_holders": 3}, {"max_share": 0.2}]
     limits = [None, 3, 0.2 * n]
+    compiled = [SharedEntities(**cap).adjacency(candidates) for cap in caps]
+    monkeypatch.setattr(proximity, "_csr_matmat", None)
     dense = [SharedEntities(**cap).adjacency(candidates) for cap in caps]
     monkeypatch.setattr(proximity, "DENSE_COUNTS_MAX_N", 0)
     sparse = [SharedEntities(**cap).adjacency(candidates) for cap in caps]
-    for a, b, limit in zip(dense, sparse, limits, strict=True):
+    for c, a, b, limit in zip(compiled, dense, sparse, limits, strict=True):
         expected = _sparse_product_reference(candidates, limit)
-        assert a.shape == b.shape == (n, n)
-        assert a.nnz == b.nnz == np.count_nonzero(expected)
-        np.testing.assert_allclose(a.toarray(), expected, atol=1e-12)
-        np.testing.assert_allclose(b.toarray(), expected, atol=1e-12)
-        assert a.has_canonical_format and b.has_canonical_format
+        for matrix in (c, a, b):
+            assert matrix.shape == (n, n)
+            assert matrix.nnz == np.count_nonzero(expected)
+            np.testing.assert_allclose(matrix.toarray(), expected, atol=1e-12)
+            assert matrix.has_canonical_format
+        if c.nnz:
+            assert c.indices.dtype == c.indptr.dtype == np.int32
+            for other in (a, b):
+                np.testing.assert_array_equal(c.indptr, other.indptr)
+                np.testing.assert_array_equal(c.indices, other.indices)
+                np.testing.assert_array_equal(c.data, other.data)
+
+
+def test_shared_entities_hub_dense_pool_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A nearly complete graph (the bench's Zipf pool): the compiled product and numpy agree."""
+    import grapher_core.proximity as proximity
+
+    rng = np.random.default_rng(3)
+    weights = 1.0 / np.arange(1, 401)
+    picks = rng.choice(400, size=(200, 8), p=weights / weights.sum())
+    candidates = [Candidate(id=str(i), metadata={"entities": [f"z{e}" for e in row]})
+                  for i, row in enumerate(picks)]
+    compiled = SharedEntities().adjacency(candidates)
+    monkeypatch.setattr(proximity, "_csr_matmat", None)
+    numpy_path = SharedEntities().adjacency(candidates)
+    assert compiled.nnz == numpy_path.nnz > 20_000
+    assert (compiled != numpy_path).nnz == 0
+    np.testing.assert_allclose(compiled.toarray(), _sparse_product_reference(candidates, None),
+                               atol=1e-12)
 
 
 class TestHubRules:
