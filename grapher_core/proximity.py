@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -270,7 +270,7 @@ def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
         return _pairs_to_matrix_numpy(owner, sizes, lengths, n)
     groups, entries = sizes.size, owner.size
     pairs = int(np.dot(sizes, sizes))  # sum h^2 >= the product's entries, diagonal included
-    index = np.int32 if max(pairs, n + 1) < np.iinfo(np.int32).max else np.int64
+    index: Any = np.int32 if max(pairs, n + 1) < np.iinfo(np.int32).max else np.int64
     # B^T as csr (one row per entity, its holders), then B (one row per candidate, its
     # entities) by the compiled transpose; both carry ones, the product carries counts.
     t_indptr = np.zeros(groups + 1, dtype=index)
