@@ -73,10 +73,14 @@ def _checked(proximity: Proximity, matrix: sp.spmatrix | sp.sparray, n: int) -> 
     csr = matrix if isinstance(matrix, sp.csr_matrix) and matrix.dtype == np.float64 \
         else sp.csr_matrix(matrix, dtype=np.float64)
     if csr.nnz:
-        if not np.all(np.isfinite(csr.data)) or csr.data.min() < 0:
+        # min catches negatives and NaN (it propagates), max catches inf: no mask array
+        low = csr.data.min()
+        if not (low >= 0 and csr.data.max() < np.inf):
             raise ValueError(f"proximity {name} returned negative or non-finite edge weights")
         diagonal = csr.diagonal()
         if np.any(diagonal):
             csr = (csr - sp.diags(diagonal)).tocsr()
-        csr.eliminate_zeros()
+            low = 0.0
+        if low == 0:  # explicit zeros (or a removed diagonal) are no edges
+            csr.eliminate_zeros()
     return csr

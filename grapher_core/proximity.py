@@ -154,6 +154,23 @@ def _cached_entity_keys(value: tuple[object, ...] | str) -> np.ndarray:
     return keys
 
 
+def _keys_of(candidates: Sequence[Candidate], field: str) -> list[np.ndarray]:
+    """:func:`entity_keys` of every candidate's ``field``: one loop, the common list case
+    straight to the cache (this runs once per candidate per query)."""
+    cached = _cached_entity_keys
+    keys = []
+    for candidate in candidates:
+        value = candidate.metadata.get(field)
+        if type(value) is list:
+            try:
+                keys.append(cached(tuple(value)))
+                continue
+            except TypeError:  # unhashable items: parsed without the cache below
+                pass
+        keys.append(entity_keys(value))
+    return keys
+
+
 def _index_by(values: Iterable[tuple[int, Hashable]]) -> dict[Hashable, list[int]]:
     index: dict[Hashable, list[int]] = defaultdict(list)
     for position, value in values:
@@ -276,15 +293,19 @@ def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
     t_indptr = np.zeros(groups + 1, dtype=index)
     np.cumsum(sizes, out=t_indptr[1:])
     t_indices = owner.astype(index)
-    ones = np.ones(entries, dtype=np.int32)
+    # A count is at most the smaller entity list: the narrowest integer that holds it keeps
+    # the count buffers (as many entries as the pairs) small.
+    longest = int(lengths.max())
+    count = np.int8 if longest <= 127 else np.int16 if longest <= 32767 else np.int32
+    ones = np.ones(entries, dtype=count)
     b_indptr = np.empty(n + 1, dtype=index)
     b_indices = np.empty(entries, dtype=index)
-    b_data = np.empty(entries, dtype=np.int32)
+    b_data = np.empty(entries, dtype=count)
     _csr_tocsc(groups, n, t_indptr, t_indices, ones, b_indptr, b_indices, b_data)
     # C = B B^T into buffers of the upper bound (no counting pass); rows come out unsorted.
     c_indptr = np.empty(n + 1, dtype=index)
     c_indices = np.empty(pairs, dtype=index)
-    c_counts = np.empty(pairs, dtype=np.int32)
+    c_counts = np.empty(pairs, dtype=count)
     _csr_matmat(n, n, b_indptr, b_indices, b_data, t_indptr, t_indices, ones,
                 c_indptr, c_indices, c_counts)
     # The diagonal (|E_i| over kept entities) out, in place.
@@ -298,7 +319,7 @@ def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
     # canonical csr.
     indptr = np.empty(n + 1, dtype=index)
     indices = np.empty(nnz, dtype=index)
-    counts = np.empty(nnz, dtype=np.int32)
+    counts = np.empty(nnz, dtype=count)
     _csr_tocsc(n, n, c_indptr, c_indices[:nnz], c_counts[:nnz], indptr, indices, counts)
     del c_indices, c_counts
     data = np.take(1.0 / np.maximum(lengths, 1), indices)  # 1 / |E_j|
@@ -406,9 +427,8 @@ class SharedEntities:
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         n = len(candidates)
-        field = self.field
-        keys = [entity_keys(c.metadata.get(field)) for c in candidates]
-        lengths = np.fromiter((k.size for k in keys), dtype=np.int64, count=n)
+        keys = _keys_of(candidates, self.field)
+        lengths = np.array(list(map(len, keys)), dtype=np.int64)
         if n < 2 or not lengths.any():
             return sp.csr_matrix((n, n))
         owner, sizes = _entity_groups(np.concatenate(keys), lengths)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -245,9 +246,18 @@ def _validated(candidates: Sequence[Candidate]) -> tuple[list[Candidate], np.nda
     if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Sequence):
         candidates = list(candidates)
     items = list(candidates)
+    # The common case checked in bulk (C-level map/set passes, no per-item Python frame):
+    # only Candidates, non-empty string ids, all distinct, all scores floats.
+    if set(map(type, items)) == {Candidate}:
+        ids = list(map(_ID, items))
+        if set(map(type, ids)) == {str} and all(ids) and len(set(ids)) == len(ids):
+            scores = list(map(_SCORE, items))
+            if set(map(type, scores)) == {float}:
+                array = np.array(scores, dtype=np.float64)
+                if np.isfinite(array.sum()) or np.all(np.isfinite(array)):
+                    return items, array
+            return items, original_scores(items)
     for position, candidate in enumerate(items):
-        if type(candidate) is Candidate and type(candidate.id) is str and candidate.id:
-            continue
         if not isinstance(candidate, Candidate):
             raise TypeError(
                 f"candidate at position {position} is a {type(candidate).__name__}, "
@@ -259,6 +269,10 @@ def _validated(candidates: Sequence[Candidate]) -> tuple[list[Candidate], np.nda
         duplicates = [i for i, count in Counter(c.id for c in items).items() if count > 1]
         raise ValueError(f"duplicate candidate ids: {_names(duplicates)}")
     return items, original_scores(items)  # raises on partial, NaN, inf or non-numeric scores
+
+
+_ID = attrgetter("id")
+_SCORE = attrgetter("score")
 
 
 def _graph_with_counts(candidates: Sequence[Candidate], proximities: Sequence[Any]
@@ -276,24 +290,28 @@ def _ranked(candidates: Sequence[Candidate], graph: CandidateGraph, scores: np.n
             top_n: int | None, explain: int,
             relevance: np.ndarray | None = None) -> list[RankedCandidate]:
     n = len(candidates)
-    positions = np.arange(n)
-    order = np.lexsort((positions, -scores))  # best score first; ties keep the input order
+    order = np.lexsort((np.arange(n), -scores))  # best score first; ties keep the input order
     if top_n is not None:
         order = order[:top_n]
     explanations = _explanations(graph, scores, order, explain) if explain else {}
-    return [
-        RankedCandidate(
-            id=candidates[i].id,
-            score=float(scores[i]),
-            original_score=None if candidates[i].score is None else float(candidates[i].score),
+    # Python floats and ints in one conversion each, not one numpy scalar per field.
+    new_scores = scores[order].tolist()
+    new_relevance = new_scores if relevance is None else relevance[order].tolist()
+    ranked = []
+    for new_rank, (i, score, relevant) in enumerate(zip(order.tolist(), new_scores,
+                                                        new_relevance, strict=True)):
+        candidate = candidates[i]
+        ranked.append(RankedCandidate(
+            id=candidate.id,
+            score=score,
+            original_score=None if candidate.score is None else float(candidate.score),
             rank=new_rank + 1,
-            original_rank=int(i) + 1,
-            candidate=candidates[i],
-            explanation=explanations.get(int(i), ()),
-            relevance=float(scores[i] if relevance is None else relevance[i]),
-        )
-        for new_rank, i in enumerate(order)
-    ]
+            original_rank=i + 1,
+            candidate=candidate,
+            explanation=explanations.get(i, ()),
+            relevance=relevant,
+        ))
+    return ranked
 
 
 def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
@@ -310,10 +328,10 @@ def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
     adjacency = graph.adjacency
     kinds = list(graph.by_kind.items())
     # All returned rows at once: their csr segments, one share per edge, then per row the
-    # ``limit`` largest (ties: column order) from one lexsort.
+    # ``limit`` largest (ties: column order) from one stable lexsort.
     indptr = adjacency.indptr
-    starts, ends = indptr[rows], indptr[rows + 1]
-    lengths = ends - starts
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
     total = int(lengths.sum())
     if total == 0:
         return {}
@@ -324,9 +342,11 @@ def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
     weights = adjacency.data[entries]
     row_sums = np.bincount(segment, weights=weights, minlength=rows.size)
     shares = weights * scores[neighbours] / row_sums[segment]
-    order = np.lexsort((position, -shares, segment))
-    rank_in_row = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    picked = order[rank_in_row < limit]
+    # Stable: within a row, equal shares keep their column order. Rows are contiguous and
+    # keep their lengths, so the k-th entry of a row in the sorted order sits at the k-th
+    # position of that row's segment: ``position`` is each sorted entry's rank in its row.
+    order = np.lexsort((-shares, segment))
+    picked = order[position < limit]
     ids = graph.ids
     out: dict[int, tuple[Contribution, ...]] = {}
     single_kind: tuple[str, ...] | None = (kinds[0][0],) if len(kinds) == 1 else None

@@ -333,3 +333,18 @@ class TestHubRules:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert SharedEntities().adjacency(c).nnz == 200 * 199
+
+
+@pytest.mark.parametrize("shared", [127, 128, 40_000])
+def test_shared_entities_counts_past_narrow_integers(shared: int) -> None:
+    """Counts are kept in the narrowest integer that holds the longest entity list: two
+    candidates sharing 127, 128 (past int8) or 40 000 (past int16) entities count them all."""
+    common = [f"e{k}" for k in range(shared)]
+    c = cands({"entities": [*common, "own a"]}, {"entities": common},
+              {"entities": [*common[:3], "own c"]})
+    a = SharedEntities(edge_budget=None).adjacency(c).toarray()
+    assert a[1, 0] == pytest.approx(shared / (shared + 1))
+    assert a[0, 1] == pytest.approx(1.0)
+    assert a[2, 0] == pytest.approx(3 / (shared + 1))
+    assert a[0, 2] == pytest.approx(3 / 4)
+    np.testing.assert_allclose(a, _sparse_product_reference(c, None), atol=1e-12)
