@@ -260,6 +260,9 @@ class Ranker(Protocol):
     A ranker that reads embeddings (``candidate.embedding``, ``context.query_embedding``)
     declares it with a class attribute ``needs_embeddings = True`` (optional, default False;
     read by :func:`needs_embeddings`), so wrappers embed only when something uses the vectors.
+    A ranker that builds its own graph from the candidates (G-RAG's concept graph) declares
+    ``builds_own_graph = True`` (read by :func:`builds_own_graph`), so an empty proximity graph
+    is not reported as "the order is the retriever's".
     """
 
     @property
@@ -274,6 +277,12 @@ def needs_embeddings(component: object) -> bool:
     """Whether a ranker or proximity declared that it reads embeddings (``needs_embeddings``
     attribute, default False)."""
     return bool(getattr(component, "needs_embeddings", False))
+
+
+def builds_own_graph(component: object) -> bool:
+    """Whether a ranker declared that it builds its own graph (``builds_own_graph`` attribute,
+    default False): the proximities' graph is then not all it sees."""
+    return bool(getattr(component, "builds_own_graph", False))
 
 
 @dataclass(frozen=True)

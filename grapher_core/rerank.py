@@ -17,7 +17,13 @@ from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
 from grapher_core.errors import ConfigError, InputTypeError
 from grapher_core.graph import CandidateGraph, build_graph
 from grapher_core.proximity import Proximity
-from grapher_core.rankers import RankContext, Ranker, make_ranker, needs_embeddings
+from grapher_core.rankers import (
+    RankContext,
+    Ranker,
+    builds_own_graph,
+    make_ranker,
+    needs_embeddings,
+)
 from grapher_core.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
 
 
@@ -207,7 +213,8 @@ class GraphReranker:
         explained = check_graph(self.diagnostics, candidates, proximities,
                                 dict(enumerate(counts)))
         if not explained and graph.n_edges == 0 and \
-                getattr(self.ranker, "name", "") != "baseline":
+                getattr(self.ranker, "name", "") != "baseline" and \
+                not builds_own_graph(self.ranker):
             if not proximities:
                 self.diagnostics.report(("no-proximities",),
                                         "no proximities given and none detected from the "

@@ -152,6 +152,9 @@ class GRAGRanker:
     """
 
     name: ClassVar[str] = "g-rag"
+    #: the concept graph comes from the candidates' metadata, not from the proximities: an
+    #: empty proximity graph does not leave the retriever's order (see ``rankers.builds_own_graph``)
+    builds_own_graph: ClassVar[bool] = True
 
     def __init__(self, checkpoint: str | Path | None = None, *, text: str | None = None,
                  graph: str | None = None, concept_field: str = "concepts",

@@ -109,3 +109,26 @@ def test_grapher_enrich_concepts_extractor(tmp_path: Path,
     assert "titanic" in graph.nodes and graph.edges
     assert main(args) == 0
     assert "4 unique texts from cache" in capsys.readouterr().err
+
+
+def test_no_retriever_order_warning_when_g_rag_builds_its_own_graph(
+        recwarn: pytest.WarningsRecorder) -> None:
+    """g-rag builds its concept graph itself: with no proximities (the wrapper's auto-detection
+    finds none in ``concepts``) the diagnostics must not say the order is the retriever's."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+
+    from langchain_grapher import GraphERReranker
+    from langchain_grapher.transformers import ConceptGraphTransformer
+
+    documents = [Document(id=k, page_content=t, metadata={"source": k})
+                 for k, t in TEXTS.items()]
+    enriched = ConceptGraphTransformer().transform_documents(documents)
+    reranker = GraphERReranker(ranker="g-rag", top_n=2)
+    out = reranker.compress_documents(enriched, QUESTION)
+    assert len(out) == 2 and "bread" not in {d.id for d in out}
+    messages = [str(w.message) for w in recwarn]
+    assert not any("order is the retriever's" in m for m in messages), messages
+    # strict mode would raise on that warning: it must run too
+    strict = GraphERReranker(ranker="g-rag", top_n=2, strict=True)
+    assert len(strict.compress_documents(enriched, QUESTION)) == 2
