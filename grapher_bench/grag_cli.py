@@ -25,7 +25,9 @@ VARIANTS: dict[str, tuple[str, str, str, str]] = {
 TRAIN_ON = {"hotpotqa": "2wikimultihopqa", "2wikimultihopqa": "hotpotqa",
             "musique": "hotpotqa", "squad_chunks": "hotpotqa"}
 METRICS = ("PR@5", "PR@10", "MRR", "MHits@10", "MTRR", "TMHits@10")
-START, END = "<!-- grag:start -->", "<!-- grag:end -->"
+#: the untrained network's score on the concept features: ``x_L = x_0`` (residual, zero second
+#: layer), so ``s_i = y . x_i`` -- the starting point every G-RAG row is trained from
+UNTRAINED = "G-RAG untrained (y·x)"
 
 
 def _log(message: str) -> None:
@@ -63,7 +65,22 @@ def register(subparsers: Any) -> None:
                        help="also train G-RAG-RL on all of hotpotqa (gold) and save it here")
     study.add_argument("--report-from", type=Path, default=None,
                        help="only re-render a saved grag_study.json into --docs/--bench-doc")
+    study.add_argument("--in-domain", type=float, default=None, metavar="FRACTION",
+                       help="instead of transfer: train on this fraction of each set's own "
+                            "questions (seeded shuffle) and evaluate on the rest")
+    study.add_argument("--markers", default="grag",
+                       help="write between <!-- NAME:start --> and <!-- NAME:end -->")
     study.set_defaults(func=run_study)
+    compare = subparsers.add_parser("grag-compare", help="paired tests between the same rows "
+                                    "of two grag-study runs (e.g. concept text vs fast)")
+    compare.add_argument("a", type=Path, help="grag_per_query.json of the first run")
+    compare.add_argument("b", type=Path, help="grag_per_query.json of the second run")
+    compare.add_argument("--names", default="a,b", help="what the two runs are, e.g. "
+                         "concepts,fast")
+    compare.add_argument("--rows", default="G-RAG,G-RAG-RL")
+    compare.add_argument("--docs", type=Path, default=None)
+    compare.add_argument("--markers", default="grag-compare")
+    compare.set_defaults(func=run_compare)
     latency = subparsers.add_parser("grag-latency", help="g-rag rerank latency (concept text "
                                     "vs fast vs plain) at 100 and 200 candidates")
     latency.add_argument("--benchmarks", type=Path, default=None)
@@ -104,7 +121,7 @@ def run_study(args: argparse.Namespace) -> int:
         saved = json.loads(args.report_from.read_text())
         print(render(saved))
         if args.docs:
-            _write_markers(args.docs, render(saved))
+            _write_markers(args.docs, render(saved), args.markers)
         if args.bench_doc:
             _write_markers(args.bench_doc, render_summary(saved))
         return 0
@@ -152,18 +169,25 @@ def run_study(args: argparse.Namespace) -> int:
             source = TRAIN_ON[test]
             if source not in sets:  # smoke runs on fewer sets: any other set
                 source = next((s for s in names if s != test), test)
+            held = None if args.in_domain is None else \
+                held_out(sets[test].query_ids, args.in_domain)
+            if held is not None:
+                source = test
+
             rows: dict[str, list[dict[str, float]]] = {}
-            base_examples = examples_for(sets[test], "plain", "documents", mode)
+            base_examples = _kept(examples_for(sets[test], "plain", "documents", mode), held)
             rows["w/o reranker"] = query_metrics(
                 sets[test], base_examples,
                 [np.asarray([c.score for c in sets[test].candidates[
                     sets[test].query_ids.index(e.query_id)]]) for e in base_examples])
             rows["GCS (concept graph)"] = _gcs_rows(sets[test], base_examples)
+            concept = _kept(examples_for(sets[test], args.concept_text, "question", mode), held)
+            rows[UNTRAINED] = query_metrics(sets[test], concept, [e.x @ e.query for e in concept])
             for variant, (text, graph, loss, arch) in VARIANTS.items():
                 text = args.concept_text if text == "concept" else text
                 key = (variant, source)
                 if key not in models:
-                    train = examples_for(sets[source], text, graph, mode)
+                    train = _kept(examples_for(sets[source], text, graph, mode), held, False)
                     spec = GRAGSpec(variant=arch, hidden=hidden, dropout=args.dropout)
                     started = time.perf_counter()
                     result = train_grag(train, spec, _loop_config(loss, args, lr))
@@ -175,7 +199,7 @@ def run_study(args: argparse.Namespace) -> int:
                     _log(f"[{mode}] trained {variant} on {source}: val MRR "
                          f"{result.best_metrics['MRR']:.3f} "
                          f"in {time.perf_counter() - started:.1f}s")
-                examples = examples_for(sets[test], text, graph, mode)
+                examples = _kept(examples_for(sets[test], text, graph, mode), held)
                 scores = predict(models[key], GRAGAdapter(), examples, "cpu")
                 rows[variant] = query_metrics(sets[test], examples, scores)
             per_query.setdefault(mode, {})[test] = rows
@@ -190,7 +214,7 @@ def run_study(args: argparse.Namespace) -> int:
     text = render(report)
     print(text)
     if args.docs:
-        _write_markers(args.docs, text)
+        _write_markers(args.docs, text, args.markers)
     if args.bench_doc:
         _write_markers(args.bench_doc, render_summary(report))
     if args.ship:
@@ -223,7 +247,8 @@ def _gcs_rows(qs: Any, examples: Any) -> list[dict[str, float]]:
 def _orderings(rows: dict[str, dict[str, list[dict[str, float]]]], bootstrap: Any,
                mcnemar: Any) -> list[dict[str, Any]]:
     """The paper's orderings, one paired test per set and metric."""
-    pairs = [("G-RAG-RL", "w/o reranker"), ("GCN", "MLP"), ("G-RAG", "GCN"),
+    pairs = [("G-RAG-RL", "w/o reranker"), (UNTRAINED, "w/o reranker"), ("G-RAG", UNTRAINED),
+             ("G-RAG-RL", UNTRAINED), ("GCN", "MLP"), ("G-RAG", "GCN"),
              ("G-RAG-RL", "G-RAG"), ("G-RAG-RL", "G-RAG-RL (question-free graph)"),
              ("G-RAG-RL", "GCS (concept graph)")]
     out = []
@@ -320,13 +345,71 @@ def render_summary(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_markers(doc: Path, body: str) -> None:
+def _kept(examples: list[Any], held: set[str] | None, test_side: bool = True) -> list[Any]:
+    """All examples (transfer), or those of the held-out (``test_side``) / training questions."""
+    if held is None:
+        return examples
+    return [e for e in examples if (e.query_id in held) == test_side]
+
+
+def held_out(query_ids: list[str], train_fraction: float, seed: int = 0) -> set[str]:
+    """The questions an in-domain run evaluates on: a seeded shuffle of the set's question ids,
+    the first ``train_fraction`` for training, the rest returned (held out by question)."""
+    import random
+
+    if not 0.0 < train_fraction < 1.0:
+        raise ValueError(f"--in-domain must be a fraction in (0, 1), got {train_fraction!r}")
+    order = list(query_ids)
+    random.Random(seed).shuffle(order)
+    return set(order[int(train_fraction * len(order)):])
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Paired bootstrap (MRR, MHits@10) and McNemar (PR@10) of the same rows of two runs on
+    the same questions (runs with the same sets, limits and labels)."""
+    import json
+
+    from grapher_bench.grag_bench import mcnemar, paired_bootstrap
+
+    first, second = (json.loads(p.read_text()) for p in (args.a, args.b))
+    name_a, name_b = args.names.split(",")
+    lines = [f"| labels | set | row | metric | {name_a} | {name_b} | diff | 95% CI | p |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for mode, tests in first.items():
+        for test, by_label in tests.items():
+            other = second.get(mode, {}).get(test, {})
+            for row in [r for r in args.rows.split(",") if r in by_label and r in other]:
+                a, b = by_label[row], other[row]
+                if len(a) != len(b):
+                    raise ValueError(f"{mode}/{test}/{row}: {len(a)} vs {len(b)} questions; "
+                                     "the runs must use the same questions")
+                for metric in ("MRR", "MHits@10"):
+                    x, y = [r[metric] for r in a], [r[metric] for r in b]
+                    t = paired_bootstrap(x, y)
+                    lines.append(f"| {mode} | {test} | {row} | {metric} | "
+                                 f"{100 * np.mean(x):.1f} | {100 * np.mean(y):.1f} | "
+                                 f"{100 * t['diff']:+.1f} | [{100 * t['low']:+.1f}, "
+                                 f"{100 * t['high']:+.1f}] | {t['p']:.3f} |")
+                hits = mcnemar([r["PR@10"] for r in a], [r["PR@10"] for r in b])
+                lines.append(f"| {mode} | {test} | {row} | PR@10 McNemar | "
+                             f"{100 * np.mean([r['PR@10'] for r in a]):.1f} | "
+                             f"{100 * np.mean([r['PR@10'] for r in b]):.1f} | "
+                             f"{hits['only_a'] - hits['only_b']:+d} q | | {hits['p']:.3f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.docs:
+        _write_markers(args.docs, text, args.markers)
+    return 0
+
+
+def _write_markers(doc: Path, body: str, name: str = "grag") -> None:
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     text = doc.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise ValueError(f"{doc} lacks the markers {START} ... {END}")
-    before, rest = text.split(START, 1)
-    _, after = rest.split(END, 1)
-    doc.write_text(f"{before}{START}\n{body.strip()}\n{END}{after}", encoding="utf-8")
+    if start not in text or end not in text:
+        raise ValueError(f"{doc} lacks the markers {start} ... {end}")
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    doc.write_text(f"{before}{start}\n{body.strip()}\n{end}{after}", encoding="utf-8")
 
 
 def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:

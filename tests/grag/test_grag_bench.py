@@ -32,3 +32,52 @@ def test_paired_bootstrap_and_mcnemar_detect_a_real_difference_only() -> None:
     assert (test["only_a"], test["only_b"]) == (10, 0)
     assert test["p"] == pytest.approx(2 * 0.5 ** 10)
     assert mcnemar(a, a)["p"] == 1.0
+
+
+def test_in_domain_split_is_seeded_and_disjoint() -> None:
+    from grapher_bench.grag_cli import _kept, held_out
+
+    ids = [f"q{i}" for i in range(50)]
+    held = held_out(ids, 0.7)
+    assert len(held) == 15 and held == held_out(list(ids), 0.7) and held <= set(ids)
+    assert held != held_out(ids, 0.7, seed=1)
+
+    class E:
+        def __init__(self, query_id: str) -> None:
+            self.query_id = query_id
+
+    examples = [E(q) for q in ids]
+    test, train = _kept(examples, held), _kept(examples, held, False)
+    assert {e.query_id for e in test} == held and len(train) == 35
+    assert not {e.query_id for e in train} & held
+    assert _kept(examples, None) == examples
+    with pytest.raises(ValueError, match="fraction"):
+        held_out(ids, 1.0)
+
+
+def test_grag_compare_pairs_the_same_rows_and_writes_its_section(tmp_path) -> None:
+    import argparse
+    import json
+
+    from grapher_bench.grag_cli import run_compare
+
+    def rows(mrr: list[float]) -> list[dict[str, float]]:
+        return [{"MRR": m, "MHits@10": m, "PR@10": float(m > 0.5)} for m in mrr]
+
+    better = {"gold": {"hotpotqa": {"G-RAG": rows([1.0] * 30), "MLP": rows([0.0] * 30)}}}
+    worse = {"gold": {"hotpotqa": {"G-RAG": rows([0.0] * 30)}}}
+    a, b, doc = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "doc.md"
+    a.write_text(json.dumps(better))
+    b.write_text(json.dumps(worse))
+    doc.write_text("x\n<!-- cmp:start -->\nstale\n<!-- cmp:end -->\ny\n")
+    args = argparse.Namespace(a=a, b=b, names="concepts,fast", rows="G-RAG,G-RAG-RL,MLP",
+                              docs=doc, markers="cmp")
+    assert run_compare(args) == 0
+    text = doc.read_text()
+    assert "stale" not in text and text.startswith("x\n") and text.endswith("y\n")
+    assert "| gold | hotpotqa | G-RAG | MRR | 100.0 | 0.0 | +100.0 |" in text
+    assert "+30 q" in text and "MLP" not in text  # rows absent from one run are skipped
+    worse["gold"]["hotpotqa"]["G-RAG"] = rows([0.0] * 29)
+    b.write_text(json.dumps(worse))
+    with pytest.raises(ValueError, match="same questions"):
+        run_compare(args)
