@@ -65,6 +65,9 @@ def register(subparsers: Any) -> None:
                        help="also train G-RAG-RL on all of hotpotqa (gold) and save it here")
     study.add_argument("--report-from", type=Path, default=None,
                        help="only re-render a saved grag_study.json into --docs/--bench-doc")
+    study.add_argument("--summary-extra", type=Path, nargs="*", default=[],
+                       help="with --report-from: other runs' grag_study.json (e.g. another "
+                            "concept text) whose G-RAG rows join the --bench-doc summary")
     study.add_argument("--in-domain", type=float, default=None, metavar="FRACTION",
                        help="instead of transfer: train on this fraction of each set's own "
                             "questions (seeded shuffle) and evaluate on the rest")
@@ -123,7 +126,8 @@ def run_study(args: argparse.Namespace) -> int:
         if args.docs:
             _write_markers(args.docs, render(saved), args.markers)
         if args.bench_doc:
-            _write_markers(args.bench_doc, render_summary(saved))
+            extra = [json.loads(p.read_text()) for p in args.summary_extra]
+            _write_markers(args.bench_doc, render_summary(saved, extra))
         return 0
     root = args.benchmarks or default_benchmarks_root()
     names = [s for s in args.sets.split(",") if s]
@@ -319,14 +323,42 @@ def _rl_vs_base(report: dict[str, Any]) -> str:
     return f"G-RAG-RL beats the retriever's order on MRR in {wins} of {len(pairs)} set/label runs."
 
 
-def render_summary(report: dict[str, Any]) -> str:
-    """One compact table per label mode: every ranker x set, MRR / MHits@10 / PR@5 / PR@10."""
+#: rows whose numbers depend on the concept text (the others are shared by every run)
+CONCEPT_ROWS = (UNTRAINED, "G-RAG", "G-RAG-RL", "G-RAG-RL (question-free graph)")
+
+
+def _merged(report: dict[str, Any], extra: list[dict[str, Any]]) -> dict[str, Any]:
+    """``report`` with the concept-text rows of ``extra`` runs added, each row named with its
+    run's concept text (``G-RAG [concepts]``); the first report's rows get theirs too."""
+    if not extra:
+        return report
+    merged = {**report, "runs": {}}
+    for key, run in report["runs"].items():
+        text = report["protocol"].get("concept_text")
+        metrics = {(f"{label} [{text}]" if label in CONCEPT_ROWS else label): m
+                   for label, m in run["metrics"].items()}
+        for other in extra:
+            other_text = other["protocol"].get("concept_text")
+            for label, m in other["runs"].get(key, {}).get("metrics", {}).items():
+                if label in CONCEPT_ROWS:
+                    metrics[f"{label} [{other_text}]"] = m
+        merged["runs"][key] = {**run, "metrics": metrics}
+    return merged
+
+
+def render_summary(report: dict[str, Any], extra: list[dict[str, Any]] | None = None) -> str:
+    """One compact table per label mode: every ranker x set, MRR / MHits@10 / PR@5 / PR@10;
+    ``extra`` runs add their concept-text rows (:func:`_merged`)."""
+    texts = ", ".join(f"`{r['protocol'].get('concept_text', 'concepts')}`"
+                      for r in [report, *(extra or [])])
+    wins = " ".join(f"[{r['protocol'].get('concept_text')}] {_rl_vs_base(r)}"
+                    if extra else _rl_vs_base(r) for r in [report, *(extra or [])])
+    report = _merged(report, extra or [])
     lines = ["## G-RAG (`ranker=\"g-rag\"`) and its baselines (`grapher-bench grag-study`)", "",
              f"Dense MiniLM top-{report['protocol'].get('top_n')} candidates, models trained on "
-             "another set (transfer), G-RAG rows with the "
-             f"`{report['protocol'].get('concept_text', 'concepts')}` concept text; MRR / "
+             f"another set (transfer), G-RAG rows with the {texts} concept text; MRR / "
              "MHits@10 are G-RAG's (means over a question's positives). "
-             f"{_rl_vs_base(report)} Method, substitutions, protocol, paired tests and "
+             f"{wins} Method, substitutions, protocol, paired tests and "
              "training times: [docs/grag.md](grag.md)."]
     modes = sorted({key.split("/")[0] for key in report["runs"]}, key=["gold", "has_answer"].index)
     for mode in modes:

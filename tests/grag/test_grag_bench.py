@@ -81,3 +81,20 @@ def test_grag_compare_pairs_the_same_rows_and_writes_its_section(tmp_path) -> No
     b.write_text(json.dumps(worse))
     with pytest.raises(ValueError, match="same questions"):
         run_compare(args)
+
+
+def test_summary_names_concept_rows_by_their_run_and_keeps_shared_rows_once() -> None:
+    from grapher_bench.grag_cli import render_summary
+
+    def run(text: str, value: float) -> dict:
+        m = {k: value for k in ("MRR", "MHits@10", "PR@5", "PR@10")}
+        return {"protocol": {"concept_text": text, "top_n": 20},
+                "runs": {"gold/hotpotqa": {"trained_on": "x", "metrics": {
+                    "w/o reranker": {**m, "MRR": 0.5}, "G-RAG-RL": m}}}}
+
+    text = render_summary(run("fast", 0.4), [run("concepts", 0.6)])
+    assert "| G-RAG-RL [fast] | 40.0 /" in text and "| G-RAG-RL [concepts] | 60.0 /" in text
+    assert text.count("| w/o reranker |") == 1
+    assert "[fast] G-RAG-RL beats the retriever's order on MRR in 0 of 1" in text
+    assert "[concepts] G-RAG-RL beats the retriever's order on MRR in 1 of 1" in text
+    assert "| G-RAG-RL | 40.0" in render_summary(run("fast", 0.4))  # one run: plain names
