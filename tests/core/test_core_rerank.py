@@ -200,3 +200,31 @@ def test_needs_embeddings_comes_from_declared_capabilities() -> None:
     assert not GraphReranker([ForeignKeys()], ranker="ppr").needs_embeddings
     assert GraphReranker([ForeignKeys(), SemanticKNN()]).needs_embeddings
     assert GraphReranker([ForeignKeys()], ranker=VectorRanker()).needs_embeddings
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("shape", ["short", "long"])
+def test_top_per_row_equals_a_stable_sort_of_each_row(seed: int, shape: str) -> None:
+    """The explanations' neighbour choice (argmax rounds on long rows, one lexsort on short
+    ones) picks what a stable sort of each row picks: the ``limit`` largest shares, ties in
+    column order, rows shorter than ``limit`` whole."""
+    from grapher_core.rerank import _top_per_row
+
+    rng = np.random.default_rng(seed)
+    if shape == "short":
+        lengths = rng.integers(0, 12, size=int(rng.integers(1, 15)))
+        lengths[0] = max(int(lengths[0]), 1)
+    else:  # long rows, a few short or empty ones: the argmax grid
+        lengths = rng.integers(80, 160, size=10)
+        lengths[rng.choice(10, 3, replace=False)] = [0, 1, 2]
+    total = int(lengths.sum())
+    shares = rng.integers(0, 4, size=total).astype(float) / 4  # many exact ties
+    segment = np.repeat(np.arange(lengths.size), lengths)
+    offsets = np.cumsum(lengths) - lengths
+    position = np.arange(total) - np.repeat(offsets, lengths)
+    for limit in (1, 3, 5, 20):
+        expected = [offsets[r] + np.argsort(-shares[offsets[r]:offsets[r] + lengths[r]],
+                                            kind="stable")[:limit]
+                    for r in range(lengths.size)]
+        got = _top_per_row(shares, segment, position, offsets, lengths, limit)
+        np.testing.assert_array_equal(got, np.concatenate(expected))
