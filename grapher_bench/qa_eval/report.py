@@ -11,11 +11,13 @@ from typing import Any
 
 from grapher_bench import sections
 from grapher_bench.qa_eval.pipeline import QARecord, QARun
+from grapher_bench.qa_eval.scoring import normalize_answer
 from grapher_bench.qa_eval.stats import PairedResult, paired_compare
 
 __all__ = [
     "END",
     "START",
+    "answers_differ",
     "comparisons",
     "markdown",
     "summary",
@@ -69,9 +71,18 @@ def comparisons(run: QARun) -> list[tuple[str, str]]:
 
 
 def paired(run: QARun, a: str, b: str, measure: str) -> PairedResult:
-    """McNemar over one per-question yes/no measure (``judged_correct`` or ``gold_in_answer``)."""
+    """McNemar over one per-question yes/no measure (``judged_correct``, ``gold_in_answer``,
+    ``answer_in_context``)."""
     return paired_compare([getattr(r, measure) for r in run.records[a]],
                           [getattr(r, measure) for r in run.records[b]])
+
+
+def answers_differ(run: QARun, a: str, b: str) -> tuple[int, int]:
+    """Questions both systems answered whose SQuAD-normalised answers differ, and how many both
+    answered: did the change of context change the answer at all, right or wrong?"""
+    both = [(x.answer, y.answer) for x, y in zip(run.records[a], run.records[b], strict=True)
+            if x.answer is not None and y.answer is not None]
+    return sum(normalize_answer(x) != normalize_answer(y) for x, y in both), len(both)
 
 
 def _pct(value: float | None) -> str:
@@ -98,15 +109,19 @@ def markdown(runs: Sequence[QARun], model: str, judge_model: str | None, k: int)
                 f"| {_pct(s['exact_match'])} | {_pct(s['f1'])} | {_pct(s['gold_in_answer'])} "
                 f"| {_pct(s['refused'])} |")
         out.append("")
-        out.append("| A → B | judge: n | Δ (points) | A only / B only | p (McNemar) "
-                   "| gold in answer: Δ | A only / B only | p |")
-        out.append("|---|---|---|---|---|---|---|---|")
+        out.append("| A → B | answers differ | answer in context: Δ | A only / B only | p "
+                   "| gold in answer: Δ | A only / B only | p (McNemar) "
+                   "| judge: n | Δ | A only / B only | p |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for a, b in comparisons(run):
-            j = paired(run, a, b, "judged_correct")
+            differ, both = answers_differ(run, a, b)
+            c = paired(run, a, b, "answer_in_context")
             g = paired(run, a, b, "gold_in_answer")
-            out.append(f"| {a} → {b} | {j.n} | {j.delta:+.1f} | {j.a_only} / {j.b_only} "
-                       f"| {_p(j.p_value)} | {g.delta:+.1f} | {g.a_only} / {g.b_only} "
-                       f"| {_p(g.p_value)} |")
+            j = paired(run, a, b, "judged_correct")
+            out.append(f"| {a} → {b} | {differ} / {both} | {c.delta:+.1f} "
+                       f"| {c.a_only} / {c.b_only} | {_p(c.p_value)} | {g.delta:+.1f} "
+                       f"| {g.a_only} / {g.b_only} | {_p(g.p_value)} | {j.n} | {j.delta:+.1f} "
+                       f"| {j.a_only} / {j.b_only} | {_p(j.p_value)} |")
         out.append("")
     judge = judge_model or "none (LLM-free measures only)"
     out.append(f"Answer model: `{model}`; judge model: `{judge}`. Percentages over answered "
@@ -127,7 +142,9 @@ def write_outputs(run: QARun, folder: Path) -> None:
         "systems": {s.label: {"spec": s.spec_text, **summary(run.records[s.label])}
                     for s in run.systems},
         "paired": [
-            {"a": a, "b": b,
+            {"a": a, "b": b, "answers_differ": answers_differ(run, a, b)[0],
+             **{f"context_{k}": v
+                for k, v in vars(paired(run, a, b, "answer_in_context")).items()},
              **{f"judge_{k}": v for k, v in vars(paired(run, a, b, "judged_correct")).items()},
              **{f"gold_{k}": v for k, v in vars(paired(run, a, b, "gold_in_answer")).items()}}
             for a, b in comparisons(run)],

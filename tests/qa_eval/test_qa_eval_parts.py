@@ -121,3 +121,23 @@ def test_doc_section_skips_markers_quoted_in_prose(tmp_path) -> None:
     doc.write_text(f"{END}\n{START}\n", encoding="utf-8")
     with pytest.raises(ValueError, match="comes before"):
         write_doc_section(doc, "x")
+
+
+def test_paired_rows_count_changed_answers_and_test_the_context() -> None:
+    from grapher_bench.qa_eval.pipeline import QARecord, QARun
+    from grapher_bench.qa_eval.report import answers_differ, markdown
+
+    def record(system: str, answer: str | None, in_context: bool) -> QARecord:
+        return QARecord("q", system, [], 0.0, answer, None, None, None, None, None, False,
+                        in_context, False)
+
+    a = [record("a", "The Mantua.", False), record("a", "Paris", False),
+         record("a", None, True), record("a", "Rome", False)]
+    b = [record("b", "mantua", True), record("b", "Lyon", True),
+         record("b", "Oslo", True), record("b", "Rome", True)]
+    run = QARun("tiny", [parse_system("a"), parse_system("b")], [], {"a": a, "b": b}, 0, 0, 0, 0)
+    # normalised "the mantua" == "mantua"; the unanswered question is left out
+    assert answers_differ(run, "a", "b") == (1, 3)
+    table = markdown([run], "m", None, 10)
+    # 3 questions gained the answer in context, none lost it: p = 2 / 2**3
+    assert "| a → b | 1 / 3 | +75.0 | 0 / 3 | 0.250 |" in table
