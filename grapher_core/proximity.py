@@ -30,9 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 try:  # scipy's compiled sparse kernels, called without scipy's per-call dispatch and checks
-    from scipy.sparse._sparsetools import csr_eliminate_zeros as _csr_eliminate_zeros
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
-    from scipy.sparse._sparsetools import csr_sample_offsets as _csr_sample_offsets
     from scipy.sparse._sparsetools import csr_tocsc as _csr_tocsc
 except ImportError:  # pragma: no cover
     _csr_matmat = None
@@ -288,32 +286,35 @@ def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
     groups, entries = sizes.size, owner.size
     pairs = int(np.dot(sizes, sizes))  # sum h^2 >= the product's entries, diagonal included
     index: Any = np.int32 if max(pairs, n + 1) < np.iinfo(np.int32).max else np.int64
-    # B^T as csr (one row per entity, its holders), then B (one row per candidate, its
-    # entities) by the compiled transpose; both carry ones, the product carries counts.
-    t_indptr = np.zeros(groups + 1, dtype=index)
-    np.cumsum(sizes, out=t_indptr[1:])
-    t_indices = owner.astype(index)
     # A count is at most the smaller entity list: the narrowest integer that holds it keeps
     # the count buffers (as many entries as the pairs) small.
     longest = int(lengths.max())
     count = np.int8 if longest <= 127 else np.int16 if longest <= 32767 else np.int32
-    ones = np.ones(entries, dtype=count)
+    # B^T as csr: one row per entity (its holders, value 1), then one row per candidate i
+    # holding only i, with value -d_i (d_i = i's shared entities): in B B^T that cancels the
+    # diagonal count exactly, and the product drops entries that sum to 0, so no edge i -> i
+    # is ever written. B (one row per candidate, its entities, value 1) by the compiled
+    # transpose.
+    held = np.bincount(owner, minlength=n)
+    t_indptr = np.empty(groups + n + 1, dtype=index)
+    t_indptr[0] = 0
+    np.cumsum(sizes, out=t_indptr[1:groups + 1])
+    t_indptr[groups + 1:] = np.arange(entries + 1, entries + n + 1)
+    t_indices = np.concatenate([owner, np.arange(n)]).astype(index)
+    t_data = np.ones(entries + n, dtype=count)
+    np.negative(held, out=t_data[entries:], casting="unsafe")
+    ones = np.ones(entries + n, dtype=count)
     b_indptr = np.empty(n + 1, dtype=index)
-    b_indices = np.empty(entries, dtype=index)
-    b_data = np.empty(entries, dtype=count)
-    _csr_tocsc(groups, n, t_indptr, t_indices, ones, b_indptr, b_indices, b_data)
-    # C = B B^T into buffers of the upper bound (no counting pass); rows come out unsorted.
+    b_indices = np.empty(entries + n, dtype=index)
+    b_data = np.empty(entries + n, dtype=count)
+    _csr_tocsc(groups + n, n, t_indptr, t_indices, ones, b_indptr, b_indices, b_data)
+    # C = B B^T (off the diagonal) into buffers of the upper bound (no counting pass); rows
+    # come out unsorted.
     c_indptr = np.empty(n + 1, dtype=index)
-    c_indices = np.empty(pairs, dtype=index)
-    c_counts = np.empty(pairs, dtype=count)
-    _csr_matmat(n, n, b_indptr, b_indices, b_data, t_indptr, t_indices, ones,
+    c_indices = np.empty(pairs + n, dtype=index)
+    c_counts = np.empty(pairs + n, dtype=count)
+    _csr_matmat(n, n, b_indptr, b_indices, b_data, t_indptr, t_indices, t_data,
                 c_indptr, c_indices, c_counts)
-    # The diagonal (|E_i| over kept entities) out, in place.
-    diagonal = np.arange(n, dtype=index)
-    offsets = np.empty(n, dtype=index)
-    _csr_sample_offsets(n, n, c_indptr, c_indices, n, diagonal, diagonal, offsets)
-    c_counts[offsets[offsets >= 0]] = 0
-    _csr_eliminate_zeros(n, n, c_indptr, c_indices, c_counts)
     nnz = int(c_indptr[-1])
     # C is symmetric, so its compiled transpose is C again with every row's columns sorted:
     # canonical csr.
