@@ -139,7 +139,7 @@ def _iterate_affine(transition: sp.csr_matrix | tuple[np.ndarray, np.ndarray, np
 
         kernel = _fallback
 
-    copyto, subtract, absolute = np.copyto, np.subtract, np.absolute
+    copyto, subtract, absolute, total = np.copyto, np.subtract, np.absolute, np.add.reduce
     p, nxt, step = start.copy(), np.empty(n), np.empty(n)
     if damping:
         copyto(nxt, base)
@@ -154,13 +154,13 @@ def _iterate_affine(transition: sp.csr_matrix | tuple[np.ndarray, np.ndarray, np
         kernel(n, n, indptr, indices, data, p, nxt)
         copyto(p, base)
         kernel(n, n, indptr, indices, data, nxt, p)
-        if float(absolute(subtract(p, nxt, out=step), out=step).sum()) < tol:
+        if total(absolute(subtract(p, nxt, out=step), out=step)) < tol:  # ||p - nxt||_1
             return p
     if max_iter % 2:  # the odd last step, tested as well
         copyto(nxt, base)
         kernel(n, n, indptr, indices, data, p, nxt)
         p, nxt = nxt, p
-        if float(absolute(subtract(p, nxt, out=step), out=step).sum()) < tol:
+        if total(absolute(subtract(p, nxt, out=step), out=step)) < tol:
             return p
     warnings.warn(f"{name} did not converge in {max_iter} iterations (tol={tol})", stacklevel=3)
     return p
