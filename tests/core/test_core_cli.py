@@ -50,6 +50,20 @@ def test_latency_rows_and_section_writing(tmp_path: Path) -> None:
     assert "STALE ROW" not in text and "keep me" in text
     assert "| 50 | entities | gcs |" in text
     assert "`grapher-bench bench-latency --sizes 50`" in text
+    assert "clock: wall (elapsed)" in text
+
+
+def test_latency_cpu_clock_is_used_and_named(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("<!-- latency:start -->\n<!-- latency:end -->\n")
+    assert bench_main(["bench-latency", "--sizes", "30", "--workloads", "zipf", "--repeats", "3",
+                       "--no-reference", "--clock", "cpu", "--write", str(doc)]) == 0
+    text = doc.read_text()
+    assert "clock: CPU time of the process per call" in text
+    assert "--clock cpu --write" in text
+    assert "| 30 | zipf | gcs |" in text
+    assert "n=    30 zipf" in capsys.readouterr().out
 
 
 def test_alpha_argument_names_bad_values() -> None:
