@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 try:  # scipy's compiled sparse kernels, called without scipy's per-call dispatch and checks
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
+    from scipy.sparse._sparsetools import csr_scale_columns as _csr_scale_columns
     from scipy.sparse._sparsetools import csr_tocsc as _csr_tocsc
 except ImportError:  # pragma: no cover
     _csr_matmat = None
@@ -323,8 +324,10 @@ def _pairs_to_matrix(owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
     counts = np.empty(nnz, dtype=count)
     _csr_tocsc(n, n, c_indptr, c_indices[:nnz], c_counts[:nnz], indptr, indices, counts)
     del c_indices, c_counts
-    data = np.take(1.0 / np.maximum(lengths, 1), indices)  # 1 / |E_j|
-    data *= counts
+    data = counts.astype(np.float64)
+    del counts
+    # times 1 / |E_j| in place (a take would first copy the int32 indices to int64)
+    _csr_scale_columns(n, n, indptr, indices, data, 1.0 / np.maximum(lengths, 1))
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
 
