@@ -22,12 +22,17 @@ def test_report_compares_with_best_gcs_graph(tmp_path: Path) -> None:
     _run(tmp_path / "musique", "musique", {
         "baseline": [0, 0, 1, 0], "gcs[mentions]": [1, 0, 1, 0],
         "gcs[entities-capped]": [1, 1, 1, 0], "expand-gcs": [1, 0, 1, 1],
+        "gat[mentions]": [0, 1, 1, 1], "gat[entities-capped]": [0, 0, 1, 0],
+        "graph-retriever-tuned": [0, 0, 1, 1],
         "ego-gcs[k=2,n=10]": [0, 0, 0, 0], "ego-gcs[k=1,n=5]": [1, 1, 1, 1]})
     runs = load_runs(tmp_path)
     text = markdown(runs)
     assert "| best candidate-only graph | `gcs[entities-capped]` |" in text
     assert "| gcs* | 75.0 (0.0) |" in text
     assert "| expand-gcs | 75.0 (0.0) +1/−1 |" in text  # fixes q3, breaks q1
+    assert "| best GAT graph (`gat*`) | `gat[mentions]` |" in text
+    assert "| gat* | 75.0 (0.0) +1/−1 |" in text
+    assert "| graph-retriever-tuned | 50.0 (0.0) +1/−2 |" in text
     ego = [line for line in text.splitlines() if line.startswith("| K=")]
     assert ego == ["| K=1, N=5 | 100.0 (0.0) +1/−0 |", "| K=2, N=10 | 0.0 (0.0) +0/−3 |"]
     doc = tmp_path / "bench.md"
