@@ -57,7 +57,8 @@ LINK_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions", "chunks": 
 
 FULL_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions+entities-capped",
                               "chunks": "adjacent+mentions"}
-"""Every link kind a task type has: what the default expansion follows and ranks with."""
+"""Every link kind a task type has: what ``links=all`` follows and ranks with (the default
+expansion uses the best candidate-only graph, ``grapher_bench.peers.BEST_GRAPH``)."""
 
 def mention_lists(corpus: Sequence[CorpusObject], *, skip_stopword_titles: bool = True,
                   strip_parentheses: bool = True, max_share: float | None = 0.02
