@@ -252,7 +252,8 @@ def _orderings(rows: dict[str, dict[str, list[dict[str, float]]]], bootstrap: An
                mcnemar: Any) -> list[dict[str, Any]]:
     """The paper's orderings, one paired test per set and metric."""
     pairs = [("G-RAG-RL", "w/o reranker"), (UNTRAINED, "w/o reranker"), ("G-RAG", UNTRAINED),
-             ("G-RAG-RL", UNTRAINED), ("GCN", "MLP"), ("G-RAG", "GCN"),
+             ("G-RAG-RL", UNTRAINED), ("MLP", "w/o reranker"), ("GCN", "w/o reranker"),
+             ("GCN", "MLP"), ("G-RAG", "GCN"),
              ("G-RAG-RL", "G-RAG"), ("G-RAG-RL", "G-RAG-RL (question-free graph)"),
              ("G-RAG-RL", "GCS (concept graph)")]
     out = []
@@ -284,8 +285,11 @@ def render(report: dict[str, Any]) -> str:
     for key, run in report["runs"].items():
         mode, test = key.split("/")
         first = next(iter(run["metrics"].values()))
-        lines += ["", f"**{test}**, labels `{mode}`, models trained on {run['trained_on']} "
-                      f"({first['n']} questions)", "",
+        fraction = report.get("protocol", {}).get("in_domain")
+        where = (f"models trained in-domain on {100 * fraction:.0f}% of its questions, "
+                 f"evaluated on the other {first['n']}") if fraction else \
+            f"models trained on {run['trained_on']} ({first['n']} questions)"
+        lines += ["", f"**{test}**, labels `{mode}`, {where}", "",
                   "| ranker | " + " | ".join(METRICS) + " |", "|---|" + "---|" * len(METRICS)]
         best = {m: max(v[m] for v in run["metrics"].values()) for m in METRICS}
         for label, m in run["metrics"].items():
