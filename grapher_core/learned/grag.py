@@ -34,6 +34,13 @@ from grapher_core.learned.grag_features import (
     path_concepts,
 )
 from grapher_core.learned.grag_model import GRAGNet, GRAGSpec
+from grapher_core.learned.inputs import (
+    check_rank_inputs,
+    default_embedder_checked,
+    object_vectors,
+    query_vector,
+    torch_threads,
+)
 from grapher_core.rankers import RankContext
 
 __all__ = [
@@ -190,11 +197,9 @@ class GRAGRanker:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from grapher_core.embeddings import default_embedder
-
-            embedder = default_embedder()
-            check_grag_embeddings(self.config, self.config.embedding_dim, embedder.name)
-            self._embedder = embedder
+            dim = self.config.embedding_dim
+            self._embedder = default_embedder_checked(
+                lambda name: check_grag_embeddings(self.config, dim, name))
         return self._embedder
 
     @property
@@ -212,10 +217,7 @@ class GRAGRanker:
         import torch
 
         candidates = context.candidates
-        n = graph.n
-        if len(candidates) != n or np.asarray(seeds).size != n:
-            raise ValueError(f"graph has {n} nodes but got {len(candidates)} candidates "
-                             f"and {np.asarray(seeds).size} seeds")
+        n = check_rank_inputs(graph, seeds, context)
         if n == 0:
             return np.zeros(0)
         needs_question = self.text != "plain" or self.graph == "question"
@@ -231,21 +233,13 @@ class GRAGRanker:
             documents = self.document_graphs(candidates)
         edges = edge_arrays(n, documents, question, self.graph, graph.by_kind)
         x = self.node_features(candidates, documents, question)
-        previous = torch.get_num_threads()
-        limit = self.threads is not None and self.device == "cpu" and previous != self.threads
-        if limit and self.threads is not None:
-            torch.set_num_threads(self.threads)
-        try:
-            with torch.inference_mode():
-                scores = self.model(
-                    torch.from_numpy(x).to(self.device),
-                    torch.from_numpy(edges.edge_index).to(self.device),
-                    torch.from_numpy(edges.edge_weight).to(self.device),
-                    torch.from_numpy(query).to(self.device).reshape(1, -1),
-                    torch.zeros(n, dtype=torch.long, device=self.device))
-        finally:
-            if limit:
-                torch.set_num_threads(previous)
+        with torch_threads(self.threads, self.device), torch.inference_mode():
+            scores = self.model(
+                torch.from_numpy(x).to(self.device),
+                torch.from_numpy(edges.edge_index).to(self.device),
+                torch.from_numpy(edges.edge_weight).to(self.device),
+                torch.from_numpy(query).to(self.device).reshape(1, -1),
+                torch.zeros(n, dtype=torch.long, device=self.device))
         return scores.detach().cpu().numpy().astype(np.float64)
 
     def question_graph(self, question: str) -> ConceptGraph:
@@ -286,13 +280,13 @@ class GRAGRanker:
                       documents: Sequence[ConceptGraph] | None,
                       question: ConceptGraph | None) -> np.ndarray:
         if self.text == "concepts":
-            assert documents is not None and question is not None
+            documents, question = _both(documents, question)
             texts = node_texts([c.text for c in candidates], documents, question)
             return self._checked(self.embedder.embed_documents(texts), len(candidates))
         plain = self._document_vectors(candidates)
         if self.text == "plain":
             return plain
-        assert documents is not None and question is not None
+        documents, question = _both(documents, question)
         return fast_features(plain, [fast_concepts(path_concepts(question, d))
                                      for d in documents], self._concept_vector)
 
@@ -316,36 +310,24 @@ class GRAGRanker:
             raise ValueError("the embedder returned NaN or inf")
         return array
 
+    def _check_dimension(self, size: int) -> None:
+        check_grag_embeddings(self.config, size)
+
     def _query_vector(self, context: RankContext) -> np.ndarray:
-        if context.query_embedding is not None:
-            vector = np.asarray(context.query_embedding, dtype=np.float32).ravel()
-        elif context.query:
-            vector = np.asarray(self.embedder.embed_query(context.query), dtype=np.float32).ravel()
-        else:
-            raise ValueError("the g-rag ranker needs the query: pass query= (text) or "
-                             "query_embedding= to rerank()")
-        check_grag_embeddings(self.config, vector.size)
-        if not np.all(np.isfinite(vector)):
-            raise ValueError("query_embedding contains NaN or inf")
-        return vector
+        return query_vector(context, lambda: self.embedder, self._check_dimension, "g-rag")
 
     def _document_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
-        dim = self.config.embedding_dim
-        out = np.empty((len(candidates), dim), dtype=np.float32)
-        missing = []
-        for i, candidate in enumerate(candidates):
-            if candidate.embedding is None:
-                missing.append(i)
-                continue
-            vector = np.asarray(candidate.embedding, dtype=np.float32).ravel()
-            check_grag_embeddings(self.config, vector.size)
-            out[i] = vector
-        if missing:
-            out[missing] = self._checked(
-                self.embedder.embed_documents([candidates[i].text for i in missing]), len(missing))
-        if not np.all(np.isfinite(out)):
-            raise ValueError("candidate embeddings contain NaN or inf")
-        return out
+        return object_vectors(candidates, self.config.embedding_dim, lambda: self.embedder,
+                              self._check_dimension)
+
+
+def _both(documents: Sequence[ConceptGraph] | None, question: ConceptGraph | None
+          ) -> tuple[Sequence[ConceptGraph], ConceptGraph]:
+    """The concept graphs the concept-text features read; ``rank`` builds both first."""
+    if documents is None or question is None:
+        raise ValueError("g-rag concept-text features need the documents' and the question's "
+                         "concept graphs")
+    return documents, question
 
 
 #: ``text="fast"`` reads the first concepts of ``a_i`` only: the paths are listed shortest first,
