@@ -107,7 +107,7 @@ def build_question_set(dataset: Dataset, top_n: int, embedder: CachedEmbedder,
 
 
 def concept_features(qs: QuestionSet, embedder: CachedEmbedder,
-                     log: Callable[[str], None] = print) -> None:
+                     log: Callable[[str], None] = print, paths: str = "all") -> None:
     """Encode ``concat(p_i, a_i)`` for every (question, candidate) once (cached on disk)."""
     if qs.concept_vectors:
         return
@@ -116,7 +116,7 @@ def concept_features(qs: QuestionSet, embedder: CachedEmbedder,
     sizes = []
     for k, cands in enumerate(qs.candidates):
         docs = [qs.doc_graphs[c.id] for c in cands]
-        texts += node_texts([c.text for c in cands], docs, qs.question_graphs[k])
+        texts += node_texts([c.text for c in cands], docs, qs.question_graphs[k], paths)
         sizes.append(len(cands))
     vectors = embedder.embed_documents(texts, desc=f"{qs.name} concept text")
     for k, part in enumerate(np.split(vectors, np.cumsum(sizes)[:-1])):
@@ -125,7 +125,7 @@ def concept_features(qs: QuestionSet, embedder: CachedEmbedder,
 
 
 def fast_concept_features(qs: QuestionSet, embedder: CachedEmbedder,
-                          log: Callable[[str], None] = print) -> None:
+                          log: Callable[[str], None] = print, paths: str = "all") -> None:
     """The ``text="fast"`` node features: cached document vector + mean vector of the concepts
     along the paths (each distinct concept encoded once, cached on disk)."""
     from grapher_core.learned.grag import fast_concepts, fast_features
@@ -133,9 +133,9 @@ def fast_concept_features(qs: QuestionSet, embedder: CachedEmbedder,
     if qs.concept_vectors:
         return
     started = time.perf_counter()
-    paths = [[fast_concepts(path_concepts(qs.question_graphs[k], qs.doc_graphs[c.id]))
-              for c in cands] for k, cands in enumerate(qs.candidates)]
-    distinct = sorted({c for per_query in paths for path in per_query for c in path})
+    chosen = [[fast_concepts(path_concepts(qs.question_graphs[k], qs.doc_graphs[c.id], paths))
+               for c in cands] for k, cands in enumerate(qs.candidates)]
+    distinct = sorted({c for per_query in chosen for path in per_query for c in path})
     vectors = embedder.embed_documents(distinct, desc=f"{qs.name} concepts")
     row = {c: i for i, c in enumerate(distinct)}
 
@@ -144,7 +144,7 @@ def fast_concept_features(qs: QuestionSet, embedder: CachedEmbedder,
 
     for k, cands in enumerate(qs.candidates):
         plain = np.stack([np.asarray(c.embedding, dtype=np.float32) for c in cands])
-        qs.concept_vectors[k] = fast_features(plain, paths[k], lookup)
+        qs.concept_vectors[k] = fast_features(plain, chosen[k], lookup)
     log(f"{qs.name}: {len(distinct)} distinct path concepts encoded, fast features in "
         f"{time.perf_counter() - started:.1f}s")
 
@@ -232,15 +232,16 @@ def mcnemar(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
 
 def load_question_sets(names: Sequence[str], root: Path, top_n: int, limit: dict[str, int],
                        embedder: CachedEmbedder, concepts: str = "fast",
-                       log: Callable[[str], None] = print) -> dict[str, QuestionSet]:
+                       log: Callable[[str], None] = print,
+                       paths: str = "all") -> dict[str, QuestionSet]:
     out = {}
     for name in names:
         dataset = load_dataset(root / name, limit=limit.get(name))
         qs = build_question_set(dataset, top_n, embedder, log)
         if concepts == "concepts":
-            concept_features(qs, embedder, log)
+            concept_features(qs, embedder, log, paths)
         elif concepts == "fast":
-            fast_concept_features(qs, embedder, log)
+            fast_concept_features(qs, embedder, log, paths)
         out[name] = qs
     return out
 

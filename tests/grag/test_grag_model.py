@@ -101,10 +101,12 @@ def test_training_on_the_shared_loop_learns_and_saves(tmp_path: Path) -> None:
     chance = grag_metrics(examples, [rng.normal(size=6) for _ in examples])["MRR"]
     assert result.best_metrics["MRR"] > chance
     config = GRAGConfig(spec=spec, embedding_model="toy", embedding_dim=8, text="plain",
-                        graph="documents")
+                        graph="documents", paths="document")
     save_grag(result.model, config, tmp_path / "toy")
     model, loaded = load_grag(tmp_path / "toy")
-    assert loaded.spec == spec and loaded.text == "plain"
+    assert loaded.spec == spec and loaded.text == "plain" and loaded.paths == "document"
+    with pytest.raises(ValueError, match="paths must be one of"):
+        GRAGConfig(spec=spec, embedding_model="toy", embedding_dim=8, paths="question")
     for a, b in zip(model.state_dict().values(), result.model.state_dict().values(),
                     strict=True):
         assert torch.equal(a, b)

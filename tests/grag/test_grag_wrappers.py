@@ -43,6 +43,9 @@ def test_core_g_rag_works_out_of_the_box(enriched: list[Candidate]) -> None:
     for text in ("fast", "plain"):
         again = GraphReranker(shared_concepts(), ranker="g-rag", text=text, graph="documents")
         assert {r.id for r in again.rerank(enriched, query=QUESTION)} == set(TEXTS)
+    document_paths = GraphReranker([], ranker="g-rag", paths="document")
+    assert document_paths.ranker.paths == "document"
+    assert [r.id for r in document_paths.rerank(enriched, query=QUESTION)][-1] == "bread"
 
 
 def test_shipped_checkpoint_refuses_a_foreign_embedding_model() -> None:
