@@ -327,7 +327,8 @@ def _rl_vs_base(report: dict[str, Any]) -> str:
              for run in report["runs"].values()]
     pairs = [(a, b) for a, b in pairs if a and b]
     wins = sum(a["MRR"] > b["MRR"] for a, b in pairs)
-    return f"G-RAG-RL beats the retriever's order on MRR in {wins} of {len(pairs)} set/label runs."
+    return (f"G-RAG-RL beats the retriever's order on MRR in {wins} of {len(pairs)} set/label "
+            "runs (point estimates; paired tests in docs/grag.md).")
 
 
 #: rows whose numbers depend on the concept text (the others are shared by every run)
