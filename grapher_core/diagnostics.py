@@ -31,6 +31,7 @@ __all__ = [
     "GraphERWarning",
     "logger",
     "proximity_fields",
+    "stacklevel_outside",
 ]
 
 RESERVED_PREFIX = "_grapher"
@@ -43,12 +44,13 @@ _OWN_PREFIXES = tuple(os.path.join(_ROOT, package) + os.sep for package in
                       ("grapher_core", "langchain_grapher", "llama_index_grapher"))
 
 
-def _user_level() -> int:
-    """The ``stacklevel`` of the first frame outside GraphER's packages, seen from the caller
-    of this function (Python 3.12's ``skip_file_prefixes`` by hand)."""
+def stacklevel_outside(prefixes: tuple[str, ...] = _OWN_PREFIXES) -> int:
+    """The ``stacklevel`` of the first frame whose file is under none of ``prefixes`` (default:
+    GraphER's packages), seen from the caller of this function -- so a warning points at the
+    user's line (Python 3.12's ``skip_file_prefixes`` by hand)."""
     frame = sys._getframe(1)
     level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_OWN_PREFIXES):
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(prefixes):
         frame = frame.f_back
         level += 1
     return level
@@ -97,7 +99,7 @@ class Diagnostics:
                 return
             self._said.add(cause)
         logger.warning("%s: %s", self.owner, message)
-        warnings.warn(f"{self.owner}: {message}", GraphERWarning, stacklevel=_user_level())
+        warnings.warn(f"{self.owner}: {message}", GraphERWarning, stacklevel=stacklevel_outside())
 
     def info_once(self, cause: Hashable, message: str) -> None:
         """Log (INFO, never a warning or an error) once per cause: choices made for the user."""

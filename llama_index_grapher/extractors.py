@@ -49,6 +49,7 @@ from llama_index.core.extractors.interface import BaseExtractor
 from llama_index.core.schema import BaseNode, MetadataMode
 
 from grapher_core.conventions import LIST_FORMATS
+from grapher_core.diagnostics import stacklevel_outside
 from grapher_core.metadata import encode_list as core_encode_list
 
 __all__ = [
@@ -90,21 +91,12 @@ def encode_list(values: Sequence[Any], list_format: ListFormat) -> Any:
     return core_encode_list(values, list_format_name(list_format))
 
 
+# A deprecation raised inside a pydantic validator should point at the user's constructor:
+# frames of this package, pydantic and LlamaIndex are skipped.
 _FRAMEWORK_PREFIXES = tuple(
     os.path.dirname(os.path.abspath(module.__file__ or "")) + os.sep
     for module in (pydantic, sys.modules["llama_index.core"], sys.modules[__name__.split(".")[0]])
 )
-
-
-def _caller_level() -> int:
-    """``stacklevel`` of the first frame outside this package, pydantic and LlamaIndex (a
-    deprecation raised inside a pydantic validator should point at the user's constructor)."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_FRAMEWORK_PREFIXES):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def renamed(data: Any, old: str, new: str, convert: Any = None) -> Any:
@@ -117,7 +109,7 @@ def renamed(data: Any, old: str, new: str, convert: Any = None) -> Any:
     data = dict(data)
     value = data.pop(old)
     warnings.warn(f"{old}= is deprecated: use {new}= (the name both GraphER wrappers use)",
-                  DeprecationWarning, stacklevel=_caller_level())
+                  DeprecationWarning, stacklevel=stacklevel_outside(_FRAMEWORK_PREFIXES))
     data[new] = convert(value) if convert is not None else value
     return data
 
