@@ -1,8 +1,8 @@
-"""What every wrapper writes on its output, defined once so LangChain and LlamaIndex agree.
+"""What every wrapper does the same way, defined once so LangChain and LlamaIndex agree.
 
 Keys of the metadata a reranked document / node carries, the names of the list formats that
-extractors and transformers accept, and the JSON-able form of an explanation. A wrapper imports
-these; it never spells a key itself.
+extractors and transformers accept, the JSON-able form of an explanation, and how a wrapper's
+(pydantic) config takes a new field value. A wrapper imports these; it never spells a key itself.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "RELEVANCE_SCORE_KEY",
     "RETRIEVAL_SCORE_KEY",
     "ListFormat",
+    "assign_validated",
     "explanation_to_metadata",
 ]
 
@@ -63,3 +64,18 @@ def explanation_to_metadata(ranked: RankedCandidate) -> list[dict[str, Any]]:
         }
         for item in ranked.explanation
     ]
+
+
+def assign_validated(model: Any, name: str, value: Any, derived: tuple[str, ...]) -> None:
+    """Set field ``name`` of a pydantic wrapper ``model`` so that a refused value changes nothing.
+
+    A copy with the new value is built (and validated, its core built) first; only then does
+    ``model`` take the field and the ``derived`` private attributes (its core, ...) from the
+    copy. A value that fails raises here, leaving neither the field nor the core in use changed.
+    """
+    fields = {key: getattr(model, key) for key in type(model).model_fields}
+    trial = type(model)(**{**fields, name: value})  # raises here, before any change
+    model.__dict__[name] = trial.__dict__[name]
+    model.__pydantic_fields_set__.add(name)
+    for attribute in derived:
+        setattr(model, attribute, getattr(trial, attribute))

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from grapher_core import GraphReranker
-from grapher_core.conventions import EXPANDED_KEY
+from grapher_core.conventions import EXPANDED_KEY, assign_validated
 from grapher_core.diagnostics import check_score_key
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
 from grapher_core.vectors import VectorCache, fill_vectors
@@ -110,11 +110,7 @@ class GraphERReranker(BaseDocumentCompressor):
         if name not in type(self).model_fields:
             super().__setattr__(name, value)
             return
-        fields = {key: getattr(self, key) for key in type(self).model_fields}
-        trial = type(self)(**{**fields, name: value})  # raises here, before any change
-        self.__dict__[name] = trial.__dict__[name]
-        self.__pydantic_fields_set__.add(name)
-        self._engines = trial._engines
+        assign_validated(self, name, value, ("_engines",))
 
     @property
     def core(self) -> GraphReranker:

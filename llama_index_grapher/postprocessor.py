@@ -29,7 +29,12 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from grapher_core import GraphReranker, RankedCandidate
 from grapher_core.candidates import Candidate
-from grapher_core.conventions import EXPANDED_KEY, EXPLANATION_KEY, explanation_to_metadata
+from grapher_core.conventions import (
+    EXPANDED_KEY,
+    EXPLANATION_KEY,
+    assign_validated,
+    explanation_to_metadata,
+)
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
 from grapher_core.serialise import proximity_from_dict, proximity_to_dict
 from grapher_core.vectors import VectorCache
@@ -133,11 +138,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         if name not in type(self).model_fields:
             super().__setattr__(name, value)
             return
-        fields = {key: getattr(self, key) for key in type(self).model_fields}
-        trial = type(self)(**{**fields, name: value})  # raises here, before any change
-        self.__dict__[name] = trial.__dict__[name]
-        self.__pydantic_fields_set__.add(name)
-        self._reranker, self._reranker_key = trial._reranker, trial._reranker_key
+        assign_validated(self, name, value, ("_reranker", "_reranker_key"))
 
     @classmethod
     def class_name(cls) -> str:

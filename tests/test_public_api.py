@@ -25,7 +25,7 @@ FACES: dict[str, set[str]] = {
     "grapher_core.conventions": {
         "EDGES_KEY", "EXPANDED_KEY", "EXPLANATION_KEY", "GRAPHER_SCORE_KEY", "LIST_FORMATS",
         "OUTPUT_KEYS", "RELEVANCE_SCORE_KEY", "RETRIEVAL_SCORE_KEY", "ListFormat",
-        "explanation_to_metadata",
+        "assign_validated", "explanation_to_metadata",
     },
     "grapher_core.testing": {
         "ContractError", "check_neighbour_source", "check_proximity", "check_ranker",
