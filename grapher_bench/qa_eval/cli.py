@@ -29,6 +29,31 @@ def _systems(value: str) -> list[Any]:
     return systems
 
 
+def _per_set(items: list[str], option: str, shape: str,
+             set_names: list[str]) -> list[tuple[str, str]]:
+    """Split SET=VALUE items; a SET that names no --data folder fails (a typo would be ignored)."""
+    pairs = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{option} wants {shape}, got {item!r}")
+        if name.strip() not in set_names:
+            raise ValueError(f"{option} names {name.strip()!r}, which is not a --data folder "
+                             f"(folders: {', '.join(set_names)})")
+        pairs.append((name.strip(), value))
+    return pairs
+
+
+def _positive(value: str, what: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{what} wants a positive integer, got {value!r}") from None
+    if number < 1:
+        raise ValueError(f"{what} wants a positive integer, got {value!r}")
+    return number
+
+
 def register(subparsers: Any) -> None:
     qa = subparsers.add_parser(
         "qa-eval", help="answer-level evaluation: generate (A.1.2), judge (A.1.3), paired tests",
@@ -53,6 +78,9 @@ def register(subparsers: Any) -> None:
     qa.add_argument("--api-key", default=None, help="default $OPENAI_API_KEY (none for local)")
     qa.add_argument("--k", type=int, default=10, help="objects in the context (10)")
     qa.add_argument("--limit", type=int, default=None, help="first N questions per set")
+    qa.add_argument("--limit-for", action="append", default=[], metavar="SET=N",
+                    help="first N questions of one dataset folder name (overrides --limit "
+                         "there), e.g. to report sets resumed to different depths")
     qa.add_argument("--retriever", default="hybrid", choices=("bm25", "dense", "hybrid"))
     qa.add_argument("--top-n", type=int, default=200, help="candidates reranked (200)")
     qa.add_argument("--concurrency", type=int, default=1,
@@ -89,12 +117,11 @@ def run_qa_eval(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be a positive integer")
-    per_set = {}
-    for item in args.systems_for:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--systems-for wants SET=SYSTEMS, got {item!r}")
-        per_set[name.strip()] = _systems(value)
+    set_names = [Path(folder).name for folder in args.data]
+    per_set = {name: _systems(value) for name, value in
+               _per_set(args.systems_for, "--systems-for", "SET=SYSTEMS", set_names)}
+    limits = {name: _positive(value, f"--limit-for {name}") for name, value in
+              _per_set(args.limit_for, "--limit-for", "SET=N", set_names)}
     common: dict[str, Any] = {"api_key": args.api_key, "concurrency": args.concurrency,
                               "timeout": args.timeout, "max_retries": args.max_retries,
                               "temperature": 0.0}
@@ -110,7 +137,7 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     runs = []
     with EntityCache(args.cache or cache_root() / "qa-eval.sqlite") as cache:
         for folder in args.data:
-            dataset = load_dataset(folder, limit=args.limit)
+            dataset = load_dataset(folder, limit=limits.get(Path(folder).name, args.limit))
             systems = per_set.get(dataset.name, args.systems)
             _log(f"{dataset.name}: {len(dataset.queries)} questions, systems "
                  f"{', '.join(s.spec_text for s in systems)}")
@@ -129,7 +156,7 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     (args.out / "qa_meta.json").write_text(json.dumps(
         {"seconds": round(elapsed, 1), "model": args.model, "judge_model": judge_model,
          "base_url": args.base_url, "k": args.k, "retriever": args.retriever,
-         "limit": args.limit}, indent=2) + "\n", encoding="utf-8")
+         "limit": args.limit, "limit_for": limits}, indent=2) + "\n", encoding="utf-8")
     print(table)
     if args.write_doc is not None:
         write_doc_section(args.write_doc, table)

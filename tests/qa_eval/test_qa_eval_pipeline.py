@@ -142,3 +142,27 @@ def test_cli_writes_tables_per_query_rows_and_the_doc_section(
     with pytest.raises(SystemExit):
         bench_main(["qa-eval", "--data", str(qa_set), "--base-url", "x", "--model", "m",
                     "--systems", "gcs:tree"])
+
+
+def test_limit_for_cuts_one_set_and_a_misspelled_set_name_fails(
+        qa_set: Path, qa_server: tuple, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    server, _ = qa_server
+    out = tmp_path / "out"
+    base = ["qa-eval", "--data", str(qa_set), "--retriever", "bm25", "--k", "3",
+            "--systems", "baseline,gcs[mentions]", "--base-url", server.base_url,
+            "--model", "fake", "--cache", str(tmp_path / "c.sqlite"), "--out", str(out),
+            "--no-progress"]
+    assert bench_main([*base, "--limit", "3", "--limit-for", f"{qa_set.name}=2"]) == 0
+    rows = [json.loads(r) for r in (out / "tinyqa" / "per_query.jsonl").read_text().splitlines()]
+    assert len({r["query_id"] for r in rows}) == 2 and len(rows) == 4
+    assert json.loads((out / "qa_meta.json").read_text())["limit_for"] == {"tinyqa": 2}
+    capsys.readouterr()
+    requests = server.stats.requests
+    for option, message in (("--limit-for=tinyqa_typo=2", "'tinyqa_typo', which is not a --data"),
+                            ("--systems-for=tinyqa_typo=baseline", "which is not a --data"),
+                            ("--limit-for=tinyqa=0", "positive integer, got '0'"),
+                            ("--limit-for=tinyqa", "wants SET=N, got 'tinyqa'")):
+        assert bench_main([*base, option]) == 2
+        assert message in capsys.readouterr().err
+    assert server.stats.requests == requests  # bad options fail before any request
