@@ -136,8 +136,8 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     runs = []
     with EntityCache(args.cache or cache_root() / "qa-eval.sqlite") as cache:
-        for folder in args.data:
-            dataset = load_dataset(folder, limit=limits.get(Path(folder).name, args.limit))
+        for folder, name in zip(args.data, set_names, strict=True):
+            dataset = load_dataset(folder, limit=limits.get(name, args.limit))
             systems = per_set.get(dataset.name, args.systems)
             _log(f"{dataset.name}: {len(dataset.queries)} questions, systems "
                  f"{', '.join(s.spec_text for s in systems)}")
