@@ -138,7 +138,7 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     with EntityCache(args.cache or cache_root() / "qa-eval.sqlite") as cache:
         for folder, name in zip(args.data, set_names, strict=True):
             dataset = load_dataset(folder, limit=limits.get(name, args.limit))
-            systems = per_set.get(dataset.name, args.systems)
+            systems = per_set.get(name, args.systems)
             _log(f"{dataset.name}: {len(dataset.queries)} questions, systems "
                  f"{', '.join(s.spec_text for s in systems)}")
             retrieved = retrieve(dataset, systems, k=args.k, retriever=args.retriever,
