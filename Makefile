@@ -6,7 +6,10 @@ STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
 export GRAPHER_BENCHMARKS ?= $(abspath ../shared/benchmarks)
 
-.PHONY: demo test test-fast lint bench bench-latency tune clean reliability
+.PHONY: demo test test-fast lint format bench bench-latency tune clean reliability
+
+# One list of paths for every check, so `make lint` and `make test` agree.
+CODE := grapher_core grapher_bench langchain_grapher llama_index_grapher tests
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +21,8 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(VENV)/bin/grapher demo
 
-test: $(STAMP)
-	$(VENV)/bin/ruff check grapher_core grapher_bench langchain_grapher llama_index_grapher tests
-	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -q
+test: lint
+	$(VENV)/bin/pytest -q -rs
 
 # Every case of the hardening issue, with the count printed (docs/reliability.md).
 reliability: $(STAMP)
@@ -29,12 +30,17 @@ reliability: $(STAMP)
 
 # Unit tests only (no benchmark data, notebooks, packaged models or stores): for development.
 test-fast: $(STAMP)
-	$(VENV)/bin/ruff check grapher_core grapher_bench langchain_grapher llama_index_grapher tests
-	$(VENV)/bin/pytest -q -m "not integration"
+	$(VENV)/bin/ruff check $(CODE)
+	$(VENV)/bin/pytest -q -rs -m "not integration"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff check $(CODE)
+	$(VENV)/bin/ruff format --check $(CODE)
 	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix $(CODE)
+	$(VENV)/bin/ruff format $(CODE)
 
 bench-latency: $(STAMP)
 	$(VENV)/bin/grapher-bench bench-latency --write docs/benchmarks.md

@@ -1,7 +1,7 @@
 """On-disk caches so a second bench run re-embeds (and re-extracts) nothing.
 
 Embeddings are keyed by model name + sha256 of the text, in one SQLite file per cache root
-(:func:`grapher_core.paths.cache_root`: ``$GRAPHER_CACHE`` or ``~/.cache/grapher``). SQLite
+(:func:`grapher_core.utils.paths.cache_root`: ``$GRAPHER_CACHE`` or ``~/.cache/grapher``). SQLite
 because it is in the standard library, safe under concurrent readers, and a lookup of 35k keys
 takes well under a second.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from grapher_core.embeddings import Embedder
-from grapher_core.paths import cache_root
-from grapher_core.progress import progress_bar
+from grapher_core.utils.paths import cache_root
+from grapher_core.utils.progress import progress_bar
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "cache_root", "text_key"]
 
@@ -34,8 +34,9 @@ class EmbeddingCache:
         self.path = Path(path) if path is not None else cache_root() / "embeddings.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, "
-                       "data BLOB)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60)
@@ -44,10 +45,11 @@ class EmbeddingCache:
         found: dict[str, np.ndarray] = {}
         with self._connect() as db:
             for start in range(0, len(keys), 900):  # SQLite's bound-parameter limit
-                chunk = list(keys[start:start + 900])
+                chunk = list(keys[start : start + 900])
                 marks = ",".join("?" * len(chunk))
                 for key, _dim, data in db.execute(
-                        f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})", chunk):
+                    f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})", chunk
+                ):
                     found[key] = np.frombuffer(data, dtype=np.float32)
         return found
 
@@ -55,15 +57,23 @@ class EmbeddingCache:
         with self._connect() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO vectors (key, dim, data) VALUES (?, ?, ?)",
-                [(k, int(v.size), np.asarray(v, dtype=np.float32).tobytes())
-                 for k, v in items.items()])
+                [
+                    (k, int(v.size), np.asarray(v, dtype=np.float32).tobytes())
+                    for k, v in items.items()
+                ],
+            )
 
 
 class CachedEmbedder:
     """Wraps an :class:`Embedder`; texts already embedded by the same model come from disk."""
 
-    def __init__(self, embedder: Embedder, cache: EmbeddingCache | None = None,
-                 batch: int = 512, progress: bool = True) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        cache: EmbeddingCache | None = None,
+        batch: int = 512,
+        progress: bool = True,
+    ) -> None:
         self.embedder = embedder
         self.name = embedder.name
         self.cache = cache or EmbeddingCache()
@@ -76,13 +86,15 @@ class CachedEmbedder:
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         if missing:
             text_of = dict(zip(keys, texts, strict=True))
-            bar = progress_bar(len(missing), desc, unit="text", enabled=self.progress,
-                               min_total=200, leave=False)
+            bar = progress_bar(
+                len(missing), desc, unit="text", enabled=self.progress, min_total=200, leave=False
+            )
             for start in range(0, len(missing), self.batch):
-                chunk = missing[start:start + self.batch]
+                chunk = missing[start : start + self.batch]
                 vectors = self.embedder.embed_documents([text_of[k] for k in chunk])
-                new = {k: np.asarray(v, dtype=np.float32) for k, v in
-                       zip(chunk, vectors, strict=True)}
+                new = {
+                    k: np.asarray(v, dtype=np.float32) for k, v in zip(chunk, vectors, strict=True)
+                }
                 self.cache.put_many(new)
                 found.update(new)
                 bar.update(len(chunk))
@@ -93,5 +105,3 @@ class CachedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
-
-

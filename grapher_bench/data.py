@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_core.candidates import CorpusObject
-from grapher_core.jsonl import read_jsonl
+from grapher_core.utils.jsonl import read_jsonl
 
 TASK_TYPES: tuple[str, ...] = ("tables", "passages", "chunks")
 
@@ -90,8 +90,9 @@ def detect_task_type(corpus: list[CorpusObject]) -> str:
     return "passages"
 
 
-def load_dataset(path: str | Path, limit: int | None = None, task_type: str | None = None
-                 ) -> Dataset:
+def load_dataset(
+    path: str | Path, limit: int | None = None, task_type: str | None = None
+) -> Dataset:
     """Load one benchmark folder. ``limit`` keeps the first N queries (the corpus stays whole).
 
     Raises ``FileNotFoundError`` for a missing folder/file and ``ValueError`` naming the file
@@ -128,8 +129,14 @@ def load_dataset(path: str | Path, limit: int | None = None, task_type: str | No
         if missing:
             raise ValueError(f"{where}: gold ids not in the corpus: {missing[:5]}")
         extra = {k: v for k, v in record.items() if k not in ("id", "text", "gold")}
-        queries.append(Query(_require_str(record, "id", where), _require_str(record, "text", where),
-                             list(dict.fromkeys(gold)), extra))
+        queries.append(
+            Query(
+                _require_str(record, "id", where),
+                _require_str(record, "text", where),
+                list(dict.fromkeys(gold)),
+                extra,
+            )
+        )
         if limit is not None and len(queries) >= limit:
             break
     if not corpus:

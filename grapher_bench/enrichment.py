@@ -19,16 +19,13 @@ from typing import Any
 import numpy as np
 
 from grapher_core.candidates import CorpusObject
+from grapher_core.edges.base import Proximity
+from grapher_core.edges.entities import SharedEntities
+from grapher_core.edges.keys import AdjacentChunks, ForeignKeys
+from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.enrich.mentions import add_mentions as core_add_mentions
 from grapher_core.enrich.mentions import find_mentions
 from grapher_core.metadata import read_list
-from grapher_core.proximity import (
-    AdjacentChunks,
-    ForeignKeys,
-    Proximity,
-    SemanticKNN,
-    SharedEntities,
-)
 
 __all__ = [
     "FULL_GRAPH",
@@ -55,32 +52,54 @@ LINK_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions", "chunks": 
 """The graph of explicit links per task type: what the peers, the first expansion rule
 (``expand-gcs-v1``), the expansion study and the seed study follow."""
 
-FULL_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions+entities-capped",
-                              "chunks": "adjacent+mentions"}
+FULL_GRAPH: dict[str, str] = {
+    "tables": "fk",
+    "passages": "mentions+entities-capped",
+    "chunks": "adjacent+mentions",
+}
 """Every link kind a task type has: what ``links=all`` follows and ranks with (the default
-expansion uses the best candidate-only graph, ``grapher_bench.peers.BEST_GRAPH``)."""
+expansion uses the best candidate-only graph, ``grapher_bench.peers.rankers.BEST_GRAPH``)."""
 
-def mention_lists(corpus: Sequence[CorpusObject], *, skip_stopword_titles: bool = True,
-                  strip_parentheses: bool = True, max_share: float | None = 0.02
-                  ) -> list[list[str]]:
+
+def mention_lists(
+    corpus: Sequence[CorpusObject],
+    *,
+    skip_stopword_titles: bool = True,
+    strip_parentheses: bool = True,
+    max_share: float | None = 0.02,
+) -> list[list[str]]:
     """For each object, the titles of other objects its text mentions: the core's
     :func:`grapher_core.enrich.mentions.find_mentions` (what users run), bench defaults."""
-    return find_mentions(corpus, skip_stopword_titles=skip_stopword_titles,
-                         strip_parentheses=strip_parentheses, max_share=max_share)
+    return find_mentions(
+        corpus,
+        skip_stopword_titles=skip_stopword_titles,
+        strip_parentheses=strip_parentheses,
+        max_share=max_share,
+    )
 
 
-def add_mentions(corpus: Sequence[CorpusObject], metadata: Sequence[Mapping[str, Any]],
-                 *, field: str = "mentions", skip_stopword_titles: bool = True
-                 ) -> list[dict[str, Any]]:
+def add_mentions(
+    corpus: Sequence[CorpusObject],
+    metadata: Sequence[Mapping[str, Any]],
+    *,
+    field: str = "mentions",
+    skip_stopword_titles: bool = True,
+) -> list[dict[str, Any]]:
     """New metadata dicts with ``field`` = mentioned titles and ``title`` filled in (the
     core's :func:`grapher_core.enrich.mentions.add_mentions`)."""
-    return core_add_mentions(corpus, metadata, field=field,
-                             skip_stopword_titles=skip_stopword_titles)
+    return core_add_mentions(
+        corpus, metadata, field=field, skip_stopword_titles=skip_stopword_titles
+    )
 
 
-def add_entities(corpus: Sequence[CorpusObject], metadata: Sequence[Mapping[str, Any]],
-                 cache_path: str | Path, *, field: str = "entities", progress: bool = True
-                 ) -> tuple[list[dict[str, Any]], int]:
+def add_entities(
+    corpus: Sequence[CorpusObject],
+    metadata: Sequence[Mapping[str, Any]],
+    cache_path: str | Path,
+    *,
+    field: str = "entities",
+    progress: bool = True,
+) -> tuple[list[dict[str, Any]], int]:
     """New metadata dicts with ``field`` = spaCy named entities (from the enrichment module,
     cached in SQLite at ``cache_path``). Returns the dicts and the number of failed objects."""
     try:
@@ -89,8 +108,7 @@ def add_entities(corpus: Sequence[CorpusObject], metadata: Sequence[Mapping[str,
         raise ImportError(f"entity enrichment needs grapher_core.enrich ({error})") from error
     extractor = SpacyEntityExtractor()
     cache = EntityCache(cache_path)
-    entities = extract_entities([o.text for o in corpus], extractor, cache=cache,
-                                progress=progress)
+    entities = extract_entities([o.text for o in corpus], extractor, cache=cache, progress=progress)
     out = []
     failed = 0
     for meta, found in zip(metadata, entities, strict=True):
@@ -104,8 +122,9 @@ def add_entities(corpus: Sequence[CorpusObject], metadata: Sequence[Mapping[str,
     return out, failed
 
 
-def add_declared_foreign_keys(metadata: Sequence[Mapping[str, Any]],
-                              field: str = "declared_foreign_keys") -> list[dict[str, Any]]:
+def add_declared_foreign_keys(
+    metadata: Sequence[Mapping[str, Any]], field: str = "declared_foreign_keys"
+) -> list[dict[str, Any]]:
     """New metadata dicts whose ``field`` keeps only foreign keys declared in the schema.
 
     Beaver's ``dw`` database declares none; its edges come from ``dw_join_keys.json``
@@ -165,8 +184,7 @@ def degree_stats(degrees: Iterable[np.ndarray]) -> dict[str, float]:
     """Summary of candidate-graph out-degrees over many queries (hubs show in max and p99)."""
     values = np.concatenate([np.asarray(d, dtype=np.float64) for d in degrees] or [np.zeros(0)])
     if values.size == 0:
-        return {"mean": 0.0, "median": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0,
-                "isolated": 0.0}
+        return {"mean": 0.0, "median": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0, "isolated": 0.0}
     return {
         "mean": float(values.mean()),
         "median": float(np.median(values)),

@@ -7,8 +7,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from grapher_core.graph import CandidateGraph
-from grapher_core.rankers import RankContext, Ranker, register_ranker
+from grapher_core.edges.graph import CandidateGraph
+from grapher_core.ranking.base import RankContext, Ranker
+from grapher_core.ranking.registry import register_ranker
 
 __all__ = ["DatabaseFirstRanker"]
 

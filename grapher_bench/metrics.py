@@ -86,8 +86,9 @@ def mhits_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int = 10) -> f
     return float(np.mean([r is not None and r <= k for r in _gold_ranks(ranked_ids, gold)]))
 
 
-def _tie_ranks(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
-               gold: Iterable[str]) -> list[tuple[int, int] | None]:
+def _tie_ranks(
+    ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray, gold: Iterable[str]
+) -> list[tuple[int, int] | None]:
     """For each gold id: (number of candidates scored strictly higher, size of its tie group),
     or None when the gold id is not among the candidates."""
     values = np.asarray(scores, dtype=np.float64).ravel()
@@ -107,8 +108,9 @@ def _tie_ranks(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
     return out
 
 
-def mtrr(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
-         gold: Iterable[str]) -> float:
+def mtrr(
+    ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray, gold: Iterable[str]
+) -> float:
     """Tied reciprocal rank averaged over the gold ids (G-RAG eq. 11).
 
     A gold id tied with ``t - 1`` others at optimistic rank ``r`` scores ``2 / (2r + t - 1)``
@@ -126,8 +128,12 @@ def mtrr(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
     return float(np.mean(terms))
 
 
-def tmhits_at_k(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
-                gold: Iterable[str], k: int = 10) -> float:
+def tmhits_at_k(
+    ranked_ids: Sequence[str],
+    scores: Sequence[float] | np.ndarray,
+    gold: Iterable[str],
+    k: int = 10,
+) -> float:
     """Tie-aware hits@K averaged over the gold ids (G-RAG eq. 12, TMHits@10 for k=10).
 
     A gold id with ``h`` candidates scored strictly above it and a tie group of size ``tau``
@@ -146,9 +152,13 @@ def tmhits_at_k(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
     return float(np.mean(terms))
 
 
-def evaluate_query(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarray,
-                   gold: Sequence[str], ks: Iterable[int] = (5, 10),
-                   curve_max_k: int = 20) -> dict[str, float]:
+def evaluate_query(
+    ranked_ids: Sequence[str],
+    scores: Sequence[float] | np.ndarray,
+    gold: Sequence[str],
+    ks: Iterable[int] = (5, 10),
+    curve_max_k: int = 20,
+) -> dict[str, float]:
     """Every metric of one query, keyed like ``results.json`` (``PR@5``, ``recall@10``,
     ``FirstRR``, ``MRR``, ``MHits@10``, ``MTRR``, ``TMHits@10``) plus ``PR@1..PR@curve_max_k``
     for the PR@K plot."""
@@ -165,8 +175,11 @@ def evaluate_query(ranked_ids: Sequence[str], scores: Sequence[float] | np.ndarr
     return row
 
 
-def aggregate(rows: Sequence[Mapping[str, float]], multi: Sequence[bool] | None = None,
-              ks: Iterable[int] = (5, 10)) -> dict[str, float]:
+def aggregate(
+    rows: Sequence[Mapping[str, float]],
+    multi: Sequence[bool] | None = None,
+    ks: Iterable[int] = (5, 10),
+) -> dict[str, float]:
     """Mean of each metric over queries; with ``multi`` (one flag per row: more than one gold)
     also ``PR@K>1`` over the multi-gold queries only (NaN when there are none)."""
     if not rows:
@@ -179,6 +192,7 @@ def aggregate(rows: Sequence[Mapping[str, float]], multi: Sequence[bool] | None 
         chosen = [row for row, flag in zip(rows, multi, strict=True) if flag]
         for k in ks:
             key = f"PR@{k}"
-            out[f"{key}>1"] = (float(np.mean([row[key] for row in chosen])) if chosen
-                               else float("nan"))
+            out[f"{key}>1"] = (
+                float(np.mean([row[key] for row in chosen])) if chosen else float("nan")
+            )
     return out

@@ -12,8 +12,11 @@ from grapher_bench.runner import DatasetRun
 
 __all__ = ["combined_table", "plot_pr_curve", "run_table", "write_run", "write_section"]
 
-TASK_TITLES = {"tables": "Table retrieval", "passages": "Multi-hop QA (passages)",
-               "chunks": "Chunked documents"}
+TASK_TITLES = {
+    "tables": "Table retrieval",
+    "passages": "Multi-hop QA (passages)",
+    "chunks": "Chunked documents",
+}
 
 
 def _pct(value: float | None) -> str:
@@ -38,6 +41,7 @@ def _bold_best(cells: list[str]) -> list[str]:
             return float(cell.split(" ")[0])
         except ValueError:
             return -1.0
+
     best = max((head(c) for c in cells), default=-1.0)
     if best < 0:
         return cells
@@ -56,18 +60,30 @@ def combined_table(runs: Sequence[DatasetRun], ks: Sequence[int] = (5, 10)) -> s
         datasets = list(dict.fromkeys(r.dataset for r in task_runs))
         retrievers = list(dict.fromkeys(r.retriever for r in task_runs))
         by_key = {(r.dataset, r.retriever): r for r in task_runs}
-        lines = [f"#### {TASK_TITLES[task]}", "",
-                 "| retriever + ranker | " + " | ".join(datasets) + " |",
-                 "|---|" + "---|" * len(datasets)]
+        lines = [
+            f"#### {TASK_TITLES[task]}",
+            "",
+            "| retriever + ranker | " + " | ".join(datasets) + " |",
+            "|---|" + "---|" * len(datasets),
+        ]
         for k in ks:
             lines.append(f"| **PR@{k} (%)** |" + " |" * len(datasets))
             for retriever in retrievers:
-                labels = list(dict.fromkeys(
-                    label for r in task_runs if r.retriever == retriever for label in r.results))
+                labels = list(
+                    dict.fromkeys(
+                        label for r in task_runs if r.retriever == retriever for label in r.results
+                    )
+                )
                 rows = []
                 for label in labels:
-                    rows.append([_cell(by_key[(d, retriever)], label, k)
-                                 if (d, retriever) in by_key else "" for d in datasets])
+                    rows.append(
+                        [
+                            _cell(by_key[(d, retriever)], label, k)
+                            if (d, retriever) in by_key
+                            else ""
+                            for d in datasets
+                        ]
+                    )
                 columns = [_bold_best([row[i] for row in rows]) for i in range(len(datasets))]
                 for j, label in enumerate(labels):
                     cells = [columns[i][j] for i in range(len(datasets))]
@@ -78,20 +94,43 @@ def combined_table(runs: Sequence[DatasetRun], ks: Sequence[int] = (5, 10)) -> s
 
 def run_table(run: DatasetRun, ks: Sequence[int] = (5, 10)) -> str:
     """One dataset's table with every metric (fractions shown as percentages)."""
-    header = ["ranker"] + [f"PR@{k}>1 (all)" for k in ks] + [
-        "recall@10", "FirstRR", "MRR", "MHits@10", "MTRR", "TMHits@10", "fixes/breaks @10",
-        "top-5 from rank>20",
-        "rerank ms"]
-    lines = [f"**{run.dataset}** ({run.task_type}, retriever {run.retriever}, "
-             f"{run.n_queries} queries, {run.n_multi} multi-gold, top-{run.n_candidates})", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    header = (
+        ["ranker"]
+        + [f"PR@{k}>1 (all)" for k in ks]
+        + [
+            "recall@10",
+            "FirstRR",
+            "MRR",
+            "MHits@10",
+            "MTRR",
+            "TMHits@10",
+            "fixes/breaks @10",
+            "top-5 from rank>20",
+            "rerank ms",
+        ]
+    )
+    lines = [
+        f"**{run.dataset}** ({run.task_type}, retriever {run.retriever}, "
+        f"{run.n_queries} queries, {run.n_multi} multi-gold, top-{run.n_candidates})",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     for label, result in run.results.items():
         m = result.metrics
-        fixes = (f"{int(m['fixes@10'])}/{int(m['breaks@10'])}" if "fixes@10" in m else "")
+        fixes = f"{int(m['fixes@10'])}/{int(m['breaks@10'])}" if "fixes@10" in m else ""
         cells = [label] + [f"{_pct(m.get(f'PR@{k}>1'))} ({_pct(m[f'PR@{k}'])})" for k in ks]
-        cells += [_pct(m["recall@10"]), _pct(m.get("FirstRR")), _pct(m.get("MRR")),
-                  _pct(m.get("MHits@10")), _pct(m["MTRR"]), _pct(m["TMHits@10"]),
-                  fixes, _pct(m["top5_from_below_20"]), f"{m['rerank_ms_median']:.2f}"]
+        cells += [
+            _pct(m["recall@10"]),
+            _pct(m.get("FirstRR")),
+            _pct(m.get("MRR")),
+            _pct(m.get("MHits@10")),
+            _pct(m["MTRR"]),
+            _pct(m["TMHits@10"]),
+            fixes,
+            _pct(m["top5_from_below_20"]),
+            f"{m['rerank_ms_median']:.2f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -106,8 +145,9 @@ def plot_pr_curve(run: DatasetRun, path: Path, max_k: int = 20) -> None:
     figure, axis = plt.subplots(figsize=(7, 4.5))
     ks = list(range(1, max_k + 1))
     for label, result in run.results.items():
-        axis.plot(ks, [result.metrics[f"PR@{k}"] for k in ks], marker="o", markersize=3,
-                  label=label)
+        axis.plot(
+            ks, [result.metrics[f"PR@{k}"] for k in ks], marker="o", markersize=3, label=label
+        )
     axis.set_xlabel("K")
     axis.set_ylabel("perfect recall@K (all queries)")
     axis.set_title(f"{run.dataset} — {run.retriever} retriever, top-{run.n_candidates}")

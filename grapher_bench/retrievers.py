@@ -15,14 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject
-from grapher_core.seeds import minmax
+from grapher_core.ranking.seeds import minmax
 
 RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
 BM25_WEIGHT = 0.3
 DEFAULT_TOP_N = 200
 
-__all__ = ["BM25_WEIGHT", "DEFAULT_TOP_N", "RETRIEVERS", "BaseRetriever", "Retrieved",
-           "tokenize"]
+__all__ = ["BM25_WEIGHT", "DEFAULT_TOP_N", "RETRIEVERS", "BaseRetriever", "Retrieved", "tokenize"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -57,9 +56,13 @@ class Retrieved:
 class BaseRetriever:
     """BM25 / dense / hybrid over one corpus. Dense parts take precomputed (cached) vectors."""
 
-    def __init__(self, corpus: Sequence[CorpusObject], kind: str = "hybrid",
-                 corpus_embeddings: np.ndarray | None = None, top_n: int = DEFAULT_TOP_N
-                 ) -> None:
+    def __init__(
+        self,
+        corpus: Sequence[CorpusObject],
+        kind: str = "hybrid",
+        corpus_embeddings: np.ndarray | None = None,
+        top_n: int = DEFAULT_TOP_N,
+    ) -> None:
         if kind not in RETRIEVERS:
             raise ValueError(f"retriever must be one of {RETRIEVERS}, got {kind!r}")
         if kind != "bm25" and corpus_embeddings is None:
@@ -103,8 +106,9 @@ class BaseRetriever:
         order = np.lexsort((positions, -scores))[: self.top_n]  # ties: corpus order
         return Retrieved(order, scores[order], query_embedding)
 
-    def candidates(self, retrieved: Retrieved, metadata: Sequence[dict] | None = None
-                   ) -> list[Candidate]:
+    def candidates(
+        self, retrieved: Retrieved, metadata: Sequence[dict] | None = None
+    ) -> list[Candidate]:
         """Turn a retrieval into core :class:`Candidate` objects (with embeddings if known)."""
         out = []
         for position, score in zip(retrieved.indices, retrieved.scores, strict=True):

@@ -28,12 +28,12 @@ from grapher_bench.enrichment import (
     proximities_for,
 )
 from grapher_bench.metrics import aggregate, evaluate_query
-from grapher_bench.peers import is_peer, peer_graph, peer_rankings
+from grapher_bench.peers.rankers import is_peer, peer_graph, peer_rankings
 from grapher_bench.retrievers import RETRIEVERS, BaseRetriever
 from grapher_core.candidates import Candidate
-from grapher_core.graph import build_graph
-from grapher_core.progress import progress_bar
+from grapher_core.edges.graph import build_graph
 from grapher_core.rerank import GraphReranker
+from grapher_core.utils.progress import progress_bar
 
 __all__ = [
     "DEFAULT_RETRIEVER",
@@ -100,8 +100,12 @@ class DatasetRun:
         }
 
 
-def expand_rankers(rankers: Sequence[str], task_type: str, graphs: Sequence[str] | None = None,
-                   alphas: dict[str, float] | None = None) -> list[RankerSpec]:
+def expand_rankers(
+    rankers: Sequence[str],
+    task_type: str,
+    graphs: Sequence[str] | None = None,
+    alphas: dict[str, float] | None = None,
+) -> list[RankerSpec]:
     """Ranker names x graph variants -> labelled specs (``gcs`` or ``gcs[mentions]``)."""
     variants = tuple(graphs) if graphs else graphs_for(task_type)
     for variant in variants:
@@ -123,8 +127,9 @@ def expand_rankers(rankers: Sequence[str], task_type: str, graphs: Sequence[str]
     return specs
 
 
-def _enriched_metadata(dataset: Dataset, specs: Sequence[RankerSpec], notes: list[str],
-                       progress: bool) -> list[dict[str, Any]]:
+def _enriched_metadata(
+    dataset: Dataset, specs: Sequence[RankerSpec], notes: list[str], progress: bool
+) -> list[dict[str, Any]]:
     metadata = [dict(o.metadata) for o in dataset.corpus]
     parts = {part for spec in specs for part in spec.graph.split("+")}
     if "fk-declared" in parts:
@@ -141,9 +146,14 @@ def _enriched_metadata(dataset: Dataset, specs: Sequence[RankerSpec], notes: lis
     return metadata
 
 
-def prepare_candidates(dataset: Dataset, retriever: str, metadata: Sequence[dict[str, Any]],
-                       embedder: Any | None = None, top_n: int = 200, progress: bool = True
-                       ) -> tuple[list[list[Candidate]], list[np.ndarray | None]]:
+def prepare_candidates(
+    dataset: Dataset,
+    retriever: str,
+    metadata: Sequence[dict[str, Any]],
+    embedder: Any | None = None,
+    top_n: int = 200,
+    progress: bool = True,
+) -> tuple[list[list[Candidate]], list[np.ndarray | None]]:
     """Retrieve the top-``top_n`` candidates of every query (embeddings cached on disk)."""
     if retriever not in RETRIEVERS:
         raise ValueError(f"retriever must be one of {RETRIEVERS}, got {retriever!r}")
@@ -154,10 +164,12 @@ def prepare_candidates(dataset: Dataset, retriever: str, metadata: Sequence[dict
             from grapher_core.embeddings import default_embedder
 
             embedder = CachedEmbedder(default_embedder(), EmbeddingCache(), progress=progress)
-        corpus_vectors = embedder.embed_documents([o.text for o in dataset.corpus],
-                                                  desc=f"{dataset.name} corpus")
-        queries = embedder.embed_documents([q.text for q in dataset.queries],
-                                           desc=f"{dataset.name} queries")
+        corpus_vectors = embedder.embed_documents(
+            [o.text for o in dataset.corpus], desc=f"{dataset.name} corpus"
+        )
+        queries = embedder.embed_documents(
+            [q.text for q in dataset.queries], desc=f"{dataset.name} queries"
+        )
         query_vectors = list(queries)
     base = BaseRetriever(dataset.corpus, retriever, corpus_vectors, top_n)
     out = []
@@ -166,12 +178,20 @@ def prepare_candidates(dataset: Dataset, retriever: str, metadata: Sequence[dict
     return out, query_vectors
 
 
-def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | None = None,
-                graphs: Sequence[str] | None = None, ks: Sequence[int] = (5, 10),
-                alphas: dict[str, float] | None = None, embedder: Any | None = None,
-                top_n: int = 200, progress: bool = True,
-                log: Callable[[str], None] | None = None,
-                specs: Sequence[RankerSpec] | None = None) -> DatasetRun:
+def run_dataset(
+    dataset: Dataset,
+    rankers: Sequence[str],
+    *,
+    retriever: str | None = None,
+    graphs: Sequence[str] | None = None,
+    ks: Sequence[int] = (5, 10),
+    alphas: dict[str, float] | None = None,
+    embedder: Any | None = None,
+    top_n: int = 200,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+    specs: Sequence[RankerSpec] | None = None,
+) -> DatasetRun:
     """Retrieve, rerank with every ranker spec, and evaluate one dataset.
 
     ``specs`` (explicit labelled rankers, as ``grapher-bench tune`` uses) replaces the
@@ -183,17 +203,28 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
     notes: list[str] = []
     started = time.perf_counter()
     metadata = _enriched_metadata(dataset, specs, notes, progress)
-    candidates, query_vectors = prepare_candidates(dataset, retriever, metadata, embedder, top_n,
-                                                   progress)
+    candidates, query_vectors = prepare_candidates(
+        dataset, retriever, metadata, embedder, top_n, progress
+    )
     if log:
-        log(f"{dataset.name}/{retriever}: enriched + retrieved in "
-            f"{time.perf_counter() - started:.1f}s")
-    run = DatasetRun(dataset.name, dataset.task_type, retriever, len(dataset.queries),
-                     dataset.n_multi, len(candidates[0]) if candidates else 0, notes=notes)
+        log(
+            f"{dataset.name}/{retriever}: enriched + retrieved in "
+            f"{time.perf_counter() - started:.1f}s"
+        )
+    run = DatasetRun(
+        dataset.name,
+        dataset.task_type,
+        retriever,
+        len(dataset.queries),
+        dataset.n_multi,
+        len(candidates[0]) if candidates else 0,
+        notes=notes,
+    )
     for variant in dict.fromkeys(s.graph for s in specs if s.graph != "none"):
         proximities = proximities_for(variant)
         run.graph_stats[variant] = degree_stats(
-            build_graph(c, proximities).degrees() for c in candidates)
+            build_graph(c, proximities).degrees() for c in candidates
+        )
     multi = [q.multi for q in dataset.queries]
     baseline_hits: list[float] | None = None
     for spec in specs:
@@ -202,23 +233,35 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
         timings: list[float] = []
         from_below: list[float] = []
         if is_peer(spec.ranker):
-            peers, timings = peer_rankings(spec.ranker, dataset, metadata, candidates,
-                                           max_k=max(ks))
+            peers, timings = peer_rankings(
+                spec.ranker, dataset, metadata, candidates, max_k=max(ks)
+            )
             for query, peer in zip(dataset.queries, peers, strict=True):
                 row = evaluate_query(peer.ids, peer.scores, query.gold, ks)
                 rows.append(row)
                 top5 = [float(r > 20) for r in peer.original_ranks[:5]]
                 from_below.append(float(np.mean(top5)) if top5 else 0.0)
-                per_query[query.id] = {"PR@5": row["PR@5"], "PR@10": row["PR@10"],
-                                       "n_gold": len(query.gold), "top": peer.ids[:20]}
+                per_query[query.id] = {
+                    "PR@5": row["PR@5"],
+                    "PR@10": row["PR@10"],
+                    "n_gold": len(query.gold),
+                    "top": peer.ids[:20],
+                }
             reranker = None
         else:
-            reranker = GraphReranker(proximities_for(spec.graph), ranker=spec.ranker,
-                                     alpha=spec.alpha, explain=0)
-            bar = progress_bar(len(dataset.queries), f"{dataset.name} {spec.label}", unit="q",
-                               enabled=progress, leave=False)
-            for query, cands, vector in zip(dataset.queries, candidates, query_vectors,
-                                            strict=True):
+            reranker = GraphReranker(
+                proximities_for(spec.graph), ranker=spec.ranker, alpha=spec.alpha, explain=0
+            )
+            bar = progress_bar(
+                len(dataset.queries),
+                f"{dataset.name} {spec.label}",
+                unit="q",
+                enabled=progress,
+                leave=False,
+            )
+            for query, cands, vector in zip(
+                dataset.queries, candidates, query_vectors, strict=True
+            ):
                 tick = time.perf_counter()
                 ranked = reranker.rerank(cands, query=query.text, query_embedding=vector)
                 timings.append((time.perf_counter() - tick) * 1000.0)
@@ -226,8 +269,12 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
                 row = evaluate_query(ids, [r.score for r in ranked], query.gold, ks)
                 rows.append(row)
                 from_below.append(float(np.mean([r.original_rank > 20 for r in ranked[:5]])))
-                per_query[query.id] = {"PR@5": row["PR@5"], "PR@10": row["PR@10"],
-                                       "n_gold": len(query.gold), "top": ids[:20]}
+                per_query[query.id] = {
+                    "PR@5": row["PR@5"],
+                    "PR@10": row["PR@10"],
+                    "n_gold": len(query.gold),
+                    "top": ids[:20],
+                }
                 bar.update(1)
             bar.close()
         metrics = aggregate(rows, multi, ks)
@@ -241,14 +288,18 @@ def run_dataset(dataset: Dataset, rankers: Sequence[str], *, retriever: str | No
         if baseline_hits is None and spec.ranker == "baseline":
             baseline_hits = hits
         if baseline_hits is not None:
-            metrics["fixes@10"] = float(sum(1 for b, h in zip(baseline_hits, hits, strict=True)
-                                            if h > b))
-            metrics["breaks@10"] = float(sum(1 for b, h in zip(baseline_hits, hits, strict=True)
-                                             if h < b))
+            metrics["fixes@10"] = float(
+                sum(1 for b, h in zip(baseline_hits, hits, strict=True) if h > b)
+            )
+            metrics["breaks@10"] = float(
+                sum(1 for b, h in zip(baseline_hits, hits, strict=True) if h < b)
+            )
         run.results[spec.label] = RankerResult(metrics, per_query)
         if log:
-            log(f"  {spec.label:28s} PR@10>1 {metrics.get('PR@10>1', float('nan')):.3f} "
-                f"PR@10 {metrics['PR@10']:.3f} ({metrics['rerank_ms_median']:.2f} ms)")
+            log(
+                f"  {spec.label:28s} PR@10>1 {metrics.get('PR@10>1', float('nan')):.3f} "
+                f"PR@10 {metrics['PR@10']:.3f} ({metrics['rerank_ms_median']:.2f} ms)"
+            )
     return run
 
 
@@ -256,12 +307,18 @@ def load_run(path: Path) -> DatasetRun:
     """A :class:`DatasetRun` back from its results.json (aggregates only, no per-query rows)."""
     data = json.loads(Path(path).read_text())
     try:
-        run = DatasetRun(data["dataset"], data.get("task_type", "passages"), data["retriever"],
-                         data["n_queries"], data["n_multi"], data["n_candidates"],
-                         graph_stats=data.get("graph_degrees", {}), notes=data.get("notes", []))
+        run = DatasetRun(
+            data["dataset"],
+            data.get("task_type", "passages"),
+            data["retriever"],
+            data["n_queries"],
+            data["n_multi"],
+            data["n_candidates"],
+            graph_stats=data.get("graph_degrees", {}),
+            notes=data.get("notes", []),
+        )
         for label, metrics in data["results"].items():
             run.results[label] = RankerResult(metrics, {})
     except (KeyError, TypeError) as error:
         raise ValueError(f"{path} is not a bench results.json ({error})") from None
     return run
-

@@ -20,7 +20,7 @@ def write_section(path: Path, start: str, end: str, body: str) -> None:
     first = _marker(text, start)
     if first >= 0 and _marker(text, end, first) >= 0:
         last = _marker(text, end, first)
-        text = text[:first] + section + text[last + len(end):]
+        text = text[:first] + section + text[last + len(end) :]
     elif start in text and end in text:
         raise ValueError(f"{path}: {end} comes before {start}")
     else:

@@ -10,8 +10,13 @@ from typing import Any
 __all__ = ["median_p95_ms"]
 
 
-def median_p95_ms(function: Callable[[], Any], repeats: int, *, warmup: int = 1,
-                  clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
+def median_p95_ms(
+    function: Callable[[], Any],
+    repeats: int,
+    *,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, float]:
     """Median and p95 of ``repeats`` calls, in ms, after ``warmup`` untimed calls (warm caches
     and imports, as a long-running service would have). ``clock=time.process_time`` gives the
     CPU time of this process: on a shared machine, what a call costs without waiting for a

@@ -4,30 +4,19 @@ Framework-free (numpy + scipy); the LangChain and LlamaIndex packages are thin l
 """
 
 from grapher_core.candidates import Candidate, Contribution, CorpusObject, RankedCandidate
+from grapher_core.edges.base import Proximity
+from grapher_core.edges.entities import SharedEntities
+from grapher_core.edges.graph import CandidateGraph, build_graph
+from grapher_core.edges.keys import AdjacentChunks, ForeignKeys
+from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.embeddings import default_model_path
 from grapher_core.errors import GraphERError
-from grapher_core.graph import CandidateGraph, build_graph
 from grapher_core.metadata import encode_list, read_list
-from grapher_core.paths import cache_root
-from grapher_core.proximity import (
-    AdjacentChunks,
-    ForeignKeys,
-    Proximity,
-    SemanticKNN,
-    SharedEntities,
-)
-from grapher_core.rankers import (
-    BaselineRanker,
-    GCSRanker,
-    PPRRanker,
-    RankContext,
-    Ranker,
-    gcs_scores,
-    make_ranker,
-    ppr_scores,
-    register_ranker,
-)
+from grapher_core.ranking.base import BaselineRanker, RankContext, Ranker
+from grapher_core.ranking.propagation import GCSRanker, PPRRanker, gcs_scores, ppr_scores
+from grapher_core.ranking.registry import make_ranker, register_ranker
 from grapher_core.rerank import GraphReranker
+from grapher_core.utils.paths import cache_root
 
 __version__ = "0.1.0"
 

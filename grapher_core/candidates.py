@@ -51,8 +51,10 @@ def _check_metadata(item: Candidate | CorpusObject, what: str) -> None:
     if metadata is None:
         object.__setattr__(item, "metadata", {})
     elif not isinstance(metadata, Mapping):
-        raise InputTypeError(f"{what} {item.id!r} has metadata of type {type(metadata).__name__}; "
-                             "expected a mapping (dict) or None")
+        raise InputTypeError(
+            f"{what} {item.id!r} has metadata of type {type(metadata).__name__}; "
+            "expected a mapping (dict) or None"
+        )
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class RankedCandidate:
     candidate: Candidate
     explanation: tuple[Contribution, ...] = ()
     relevance: float | None = None
-    """``score`` on the documented relevance scale (:mod:`grapher_core.calibration`)."""
+    """``score`` on the documented relevance scale (:mod:`grapher_core.ranking.calibration`)."""
     expanded: bool = False
     """True when expansion fetched this object (it was not among the given candidates); its
     ``original_rank`` is then beyond the candidate list and ``original_score`` the seed score

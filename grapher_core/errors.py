@@ -1,8 +1,9 @@
 """The errors GraphER raises on purpose, under one base class.
 
 ``except GraphERError`` catches every one of them. Each subclass also inherits the built-in
-error that code raised before this module existed (``ValueError``, ``TypeError``), so callers
-catching those keep working.
+error a caller would otherwise expect (``ValueError``, ``TypeError``, ``ImportError``,
+``FileNotFoundError``, ``RuntimeError``), so ``except`` clauses written for those keep working.
+``tests/core/test_errors.py`` fails on a bare built-in raise in the library packages.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ __all__ = [
     "CacheError",
     "CheckpointError",
     "ConfigError",
+    "EmbeddingMismatchError",
     "GraphERError",
     "InputError",
+    "InputFileNotFoundError",
     "InputTypeError",
+    "MissingDependencyError",
+    "NotFoundError",
+    "StateError",
 ]
 
 
@@ -39,3 +45,23 @@ class CheckpointError(GraphERError, ValueError):
 
 class CacheError(GraphERError, ValueError):
     """A cache file cannot be used: not SQLite, another program's or schema's, damaged."""
+
+
+class EmbeddingMismatchError(InputError):
+    """The embeddings at hand are not those a checkpoint was trained on (model or dimension)."""
+
+
+class InputFileNotFoundError(GraphERError, FileNotFoundError):
+    """A file or folder the caller named does not exist."""
+
+
+class MissingDependencyError(GraphERError, ImportError):
+    """An optional extra is needed for what was asked (the message names the extra)."""
+
+
+class StateError(GraphERError, RuntimeError):
+    """An operation was called in a state that does not allow it (closed, not fitted, ...)."""
+
+
+class NotFoundError(GraphERError, KeyError):
+    """A lookup by id or key found nothing (the message names the key)."""

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from grapher_core.errors import InputError
+
 DEFAULT_DELIMITERS = "|;,\n"
 
 
@@ -105,8 +107,9 @@ def normalised_set(values: Iterable[str]) -> set[str]:
 LIST_FORMATS: tuple[str, ...] = ("list", "json", "delimited")
 
 
-def encode_list(values: Iterable[Any], fmt: str = "list", *,
-                delimiter: str = "|") -> list[Any] | str | None:
+def encode_list(
+    values: Iterable[Any], fmt: str = "list", *, delimiter: str = "|"
+) -> list[Any] | str | None:
     """Write a list field in a shape a given vector store keeps; :func:`read_list` reads all three.
 
     ``"list"``: a native list, or ``None`` when empty (Chroma rejects empty lists: drop the key),
@@ -116,7 +119,7 @@ def encode_list(values: Iterable[Any], fmt: str = "list", *,
     back, e.g. a value containing the delimiter). The input is never modified.
     """
     if fmt not in LIST_FORMATS:
-        raise ValueError(f"list format must be one of {LIST_FORMATS}, got {fmt!r}")
+        raise InputError(f"list format must be one of {LIST_FORMATS}, got {fmt!r}")
     items = list(values)
     if fmt == "list":
         if any(isinstance(item, (list, tuple, dict)) for item in items):
@@ -126,6 +129,8 @@ def encode_list(values: Iterable[Any], fmt: str = "list", *,
         return json.dumps(items, ensure_ascii=False)
     text = delimiter.join(str(item) for item in items)
     if read_list(text, delimiter + DEFAULT_DELIMITERS) != [str(i).strip() for i in items]:
-        raise ValueError(f"these values do not survive a {delimiter!r}-delimited string "
-                         f"(a value contains a delimiter?): {items[:5]}; use fmt='json'")
+        raise InputError(
+            f"these values do not survive a {delimiter!r}-delimited string "
+            f"(a value contains a delimiter?): {items[:5]}; use fmt='json'"
+        )
     return text

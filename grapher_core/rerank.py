@@ -10,21 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from grapher_core.autodetect import describe, detect_proximities
-from grapher_core.calibration import relevance_scores
 from grapher_core.candidates import Candidate, Contribution, RankedCandidate
 from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
-from grapher_core.errors import ConfigError, InputTypeError
-from grapher_core.graph import CandidateGraph, build_graph
-from grapher_core.proximity import Proximity
-from grapher_core.rankers import (
-    RankContext,
-    Ranker,
-    builds_own_graph,
-    make_ranker,
-    needs_embeddings,
-)
-from grapher_core.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
+from grapher_core.edges.base import Proximity
+from grapher_core.edges.detect import describe, detect_proximities
+from grapher_core.edges.graph import CandidateGraph, build_graph
+from grapher_core.errors import ConfigError, InputError, InputTypeError
+from grapher_core.ranking.base import RankContext, Ranker, builds_own_graph, needs_embeddings
+from grapher_core.ranking.calibration import relevance_scores
+from grapher_core.ranking.registry import make_ranker
+from grapher_core.ranking.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
 
 
 @dataclass(frozen=True)
@@ -44,13 +39,13 @@ class GraphReranker:
     >>> reranker = GraphReranker([ForeignKeys("foreign_keys")], ranker="gcs")
     >>> results = reranker.rerank(candidates, top_n=5)
 
-    ``alpha`` overrides the named ranker's default (see :mod:`grapher_core.rankers`);
-    ``seed_transform`` says how base scores become seeds (see :mod:`grapher_core.seeds`);
+    ``alpha`` overrides the named ranker's default (see :mod:`grapher_core.ranking`);
+    ``seed_transform`` says how base scores become seeds (see :mod:`grapher_core.ranking.seeds`);
     ``explain`` is how many neighbours to report per returned candidate (0 to skip).
     The input is never modified: candidates are frozen and their metadata only read.
 
     ``proximities=None`` (default) detects them from the candidates' metadata on each call
-    (:mod:`grapher_core.autodetect`; the choice is logged once); an explicit sequence, even an
+    (:mod:`grapher_core.edges.detect`; the choice is logged once); an explicit sequence, even an
     empty one, is used as given. ``auto_proximities=True`` adds the detected ones to the given
     ones (the LlamaIndex wrapper does, beside its relationship edges).
 
@@ -72,8 +67,9 @@ class GraphReranker:
         auto_proximities: bool | None = None,
         **ranker_options: Any,
     ) -> None:
-        self.auto_proximities = proximities is None if auto_proximities is None \
-            else bool(auto_proximities)
+        self.auto_proximities = (
+            proximities is None if auto_proximities is None else bool(auto_proximities)
+        )
         self.proximities = () if proximities is None else proximities
         self.seed_transform = seed_transform
         self.explain = explain
@@ -139,21 +135,22 @@ class GraphReranker:
         detected = self._detected.get(keys)
         if detected is None:
             taken = {getattr(p, "field", None) for p in self.proximities}
-            detected = tuple(p for p in detect_proximities(candidates)
-                             if getattr(p, "field", None) not in taken)
+            detected = tuple(
+                p for p in detect_proximities(candidates) if getattr(p, "field", None) not in taken
+            )
             if len(self._detected) < 64:
                 self._detected[keys] = detected
-            self.diagnostics.info_once(("detected", describe(detected)),
-                                       f"no proximities given; detected from the metadata: "
-                                       f"{describe(detected)}")
+            self.diagnostics.info_once(
+                ("detected", describe(detected)),
+                f"no proximities given; detected from the metadata: {describe(detected)}",
+            )
         return self.proximities + detected
 
     @property
     def needs_embeddings(self) -> bool:
         """True when the ranker or a proximity reads embeddings (``SemanticKNN``, GAT, MLP):
         callers holding an embedding model should then embed the query and the candidates."""
-        return needs_embeddings(self.ranker) or any(needs_embeddings(p)
-                                                    for p in self.proximities)
+        return needs_embeddings(self.ranker) or any(needs_embeddings(p) for p in self.proximities)
 
     def graph(self, candidates: Sequence[Candidate]) -> CandidateGraph:
         """The candidate graph the ranker sees (useful for inspection and plots)."""
@@ -169,8 +166,9 @@ class GraphReranker:
         top_n: int | None = None,
     ) -> list[RankedCandidate]:
         """Return the candidates in their new order (best first), ``top_n`` of them if given."""
-        return self.run(candidates, query=query, query_embedding=query_embedding,
-                        top_n=top_n).ranked
+        return self.run(
+            candidates, query=query, query_embedding=query_embedding, top_n=top_n
+        ).ranked
 
     def run(
         self,
@@ -182,9 +180,10 @@ class GraphReranker:
     ) -> Reranking:
         """:meth:`rerank` plus what the graph was (edges per kind, proximities used)."""
         candidates, scores = _validated(candidates)
-        if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, int)
-                                  or top_n < 0):
-            raise ValueError(f"top_n must be a non-negative integer or None, got {top_n!r}")
+        if top_n is not None and (
+            isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 0
+        ):
+            raise InputError(f"top_n must be a non-negative integer or None, got {top_n!r}")
         if not candidates:
             return Reranking([])
         seeds = make_seeds(candidates, self.seed_transform, scores)
@@ -194,38 +193,51 @@ class GraphReranker:
         context = RankContext(candidates, query, query_embedding)
         ranked = np.asarray(self.ranker.rank(graph, seeds, context), dtype=np.float64).ravel()
         if ranked.shape != seeds.shape or not np.all(np.isfinite(ranked)):
-            raise ValueError(
+            raise InputError(
                 f"ranker {self.ranker.name!r} returned {ranked.shape[0]} scores for "
                 f"{len(candidates)} candidates, or non-finite scores"
             )
         relevance = relevance_scores(self.ranker, ranked, seeds)
         edges = {kind: int(matrix.nnz) for kind, matrix in graph.by_kind.items()}
-        return Reranking(_ranked(candidates, graph, ranked, top_n, self.explain, relevance),
-                         edges, proximities)
+        return Reranking(
+            _ranked(candidates, graph, ranked, top_n, self.explain, relevance), edges, proximities
+        )
 
-    def _diagnose(self, candidates: Sequence[Candidate], proximities: Sequence[Any],
-                  graph: CandidateGraph, counts: Sequence[int], top_n: int | None) -> None:
+    def _diagnose(
+        self,
+        candidates: Sequence[Candidate],
+        proximities: Sequence[Any],
+        graph: CandidateGraph,
+        counts: Sequence[int],
+        top_n: int | None,
+    ) -> None:
         """Report silent no-ops; a graph with edges from every proximity costs a few checks."""
         n = len(candidates)
         check_pool(self.diagnostics, n, top_n)
         if n < 2 or (graph.n_edges and all(counts)):
             return
-        explained = check_graph(self.diagnostics, candidates, proximities,
-                                dict(enumerate(counts)))
-        if not explained and graph.n_edges == 0 and \
-                getattr(self.ranker, "name", "") != "baseline" and \
-                not builds_own_graph(self.ranker):
+        explained = check_graph(self.diagnostics, candidates, proximities, dict(enumerate(counts)))
+        if (
+            not explained
+            and graph.n_edges == 0
+            and getattr(self.ranker, "name", "") != "baseline"
+            and not builds_own_graph(self.ranker)
+        ):
             if not proximities:
-                self.diagnostics.report(("no-proximities",),
-                                        "no proximities given and none detected from the "
-                                        "metadata (no foreign_keys, links, mentions, entities "
-                                        "or doc_id + chunk_index): the order is the "
-                                        "retriever's; pass proximities=[...]")
+                self.diagnostics.report(
+                    ("no-proximities",),
+                    "no proximities given and none detected from the "
+                    "metadata (no foreign_keys, links, mentions, entities "
+                    "or doc_id + chunk_index): the order is the "
+                    "retriever's; pass proximities=[...]",
+                )
             else:
-                self.diagnostics.report(("no-edges",),
-                                        f"the graph has 0 edges over {n} candidates "
-                                        f"({describe(proximities)}): the order is the "
-                                        "retriever's")
+                self.diagnostics.report(
+                    ("no-edges",),
+                    f"the graph has 0 edges over {n} candidates "
+                    f"({describe(proximities)}): the order is the "
+                    "retriever's",
+                )
 
 
 def check_proximities(proximities: object) -> tuple[Proximity, ...]:
@@ -236,11 +248,14 @@ def check_proximities(proximities: object) -> tuple[Proximity, ...]:
     items = tuple(proximities)
     for proximity in items:
         if isinstance(proximity, type):
-            raise InputTypeError(f"{proximity.__name__} is a class: pass an instance, "
-                                 f"{proximity.__name__}()")
+            raise InputTypeError(
+                f"{proximity.__name__} is a class: pass an instance, {proximity.__name__}()"
+            )
         if not isinstance(proximity, Proximity):
-            raise InputTypeError(f"{proximity!r} is not a proximity: it needs `kind`, `weight` "
-                                 "and `adjacency(candidates)`")
+            raise InputTypeError(
+                f"{proximity!r} is not a proximity: it needs `kind`, `weight` "
+                "and `adjacency(candidates)`"
+            )
     return items
 
 
@@ -266,15 +281,15 @@ def _validated(candidates: Sequence[Candidate]) -> tuple[list[Candidate], np.nda
             return items, original_scores(items)
     for position, candidate in enumerate(items):
         if not isinstance(candidate, Candidate):
-            raise TypeError(
+            raise InputTypeError(
                 f"candidate at position {position} is a {type(candidate).__name__}, "
                 "not a grapher_core.Candidate"
             )
         if not isinstance(candidate.id, str) or not candidate.id:
-            raise ValueError(f"candidate at position {position} has an empty or non-string id")
+            raise InputError(f"candidate at position {position} has an empty or non-string id")
     if len({c.id for c in items}) != len(items):
         duplicates = [i for i, count in Counter(c.id for c in items).items() if count > 1]
-        raise ValueError(f"duplicate candidate ids: {_names(duplicates)}")
+        raise InputError(f"duplicate candidate ids: {_names(duplicates)}")
     return items, original_scores(items)  # raises on partial, NaN, inf or non-numeric scores
 
 
@@ -282,20 +297,27 @@ _ID = attrgetter("id")
 _SCORE = attrgetter("score")
 
 
-def _graph_with_counts(candidates: Sequence[Candidate], proximities: Sequence[Any]
-                       ) -> tuple[CandidateGraph, list[int]]:
+def _graph_with_counts(
+    candidates: Sequence[Candidate], proximities: Sequence[Any]
+) -> tuple[CandidateGraph, list[int]]:
     """The graph, and how many edges each proximity gave (for the diagnostics)."""
     if len(proximities) <= 1 or len({p.kind for p in proximities}) == len(proximities):
         graph = build_graph(candidates, proximities)
-        return graph, [int(graph.by_kind[p.kind].nnz) if p.kind in graph.by_kind else 0
-                       for p in proximities]
+        return graph, [
+            int(graph.by_kind[p.kind].nnz) if p.kind in graph.by_kind else 0 for p in proximities
+        ]
     counts = [int(build_graph(candidates, [p]).n_edges) for p in proximities]
     return build_graph(candidates, proximities), counts
 
 
-def _ranked(candidates: Sequence[Candidate], graph: CandidateGraph, scores: np.ndarray,
-            top_n: int | None, explain: int,
-            relevance: np.ndarray | None = None) -> list[RankedCandidate]:
+def _ranked(
+    candidates: Sequence[Candidate],
+    graph: CandidateGraph,
+    scores: np.ndarray,
+    top_n: int | None,
+    explain: int,
+    relevance: np.ndarray | None = None,
+) -> list[RankedCandidate]:
     n = len(candidates)
     order = np.lexsort((np.arange(n), -scores))  # best score first; ties keep the input order
     if top_n is not None:
@@ -305,24 +327,28 @@ def _ranked(candidates: Sequence[Candidate], graph: CandidateGraph, scores: np.n
     new_scores = scores[order].tolist()
     new_relevance = new_scores if relevance is None else relevance[order].tolist()
     ranked = []
-    for new_rank, (i, score, relevant) in enumerate(zip(order.tolist(), new_scores,
-                                                        new_relevance, strict=True)):
+    for new_rank, (i, score, relevant) in enumerate(
+        zip(order.tolist(), new_scores, new_relevance, strict=True)
+    ):
         candidate = candidates[i]
-        ranked.append(RankedCandidate(
-            id=candidate.id,
-            score=score,
-            original_score=None if candidate.score is None else float(candidate.score),
-            rank=new_rank + 1,
-            original_rank=i + 1,
-            candidate=candidate,
-            explanation=explanations.get(i, ()),
-            relevance=relevant,
-        ))
+        ranked.append(
+            RankedCandidate(
+                id=candidate.id,
+                score=score,
+                original_score=None if candidate.score is None else float(candidate.score),
+                rank=new_rank + 1,
+                original_rank=i + 1,
+                candidate=candidate,
+                explanation=explanations.get(i, ()),
+                relevance=relevant,
+            )
+        )
     return ranked
 
 
-def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
-                  limit: int) -> dict[int, tuple[Contribution, ...]]:
+def _explanations(
+    graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray, limit: int
+) -> dict[int, tuple[Contribution, ...]]:
     """For each returned candidate, the neighbours with the largest weighted share of score.
 
     The share of neighbour j in i's score is ``W[i, j] * score[j]`` with ``W`` the row-normalised
@@ -364,16 +390,25 @@ def _explanations(graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray,
         if single_kind is not None:
             kind = single_kind
         else:
-            kind = tuple(name for name, m in kinds
-                         if j in m.indices[m.indptr[i]:m.indptr[i + 1]])
-        contribution = Contribution(neighbour_id=ids[j], kinds=kind,
-                                    edge_weight=picked_weight[k], contribution=picked_share[k])
+            kind = tuple(name for name, m in kinds if j in m.indices[m.indptr[i] : m.indptr[i + 1]])
+        contribution = Contribution(
+            neighbour_id=ids[j],
+            kinds=kind,
+            edge_weight=picked_weight[k],
+            contribution=picked_share[k],
+        )
         out[i] = (*out.get(i, ()), contribution)
     return out
 
 
-def _top_per_row(shares: np.ndarray, segment: np.ndarray, position: np.ndarray,
-                 offsets: np.ndarray, lengths: np.ndarray, limit: int) -> np.ndarray:
+def _top_per_row(
+    shares: np.ndarray,
+    segment: np.ndarray,
+    position: np.ndarray,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+    limit: int,
+) -> np.ndarray:
     """Indices into ``shares`` of each segment's ``limit`` largest, segment by segment, best
     first, ties in position order.
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from grapher_core.errors import ConfigError, InputError
+
 __all__ = ["DEFAULT_CACHE_SIZE", "VectorCache", "fill_vectors"]
 
 DEFAULT_CACHE_SIZE = 100_000
@@ -25,8 +27,9 @@ DEFAULT_CACHE_SIZE = 100_000
 
 
 def _key(model: str, text: str) -> bytes:
-    return hashlib.blake2b(f"{model}\x00{text}".encode("utf-8", "surrogatepass"),
-                           digest_size=16).digest()
+    return hashlib.blake2b(
+        f"{model}\x00{text}".encode("utf-8", "surrogatepass"), digest_size=16
+    ).digest()
 
 
 class VectorCache:
@@ -34,7 +37,7 @@ class VectorCache:
 
     def __init__(self, max_items: int = DEFAULT_CACHE_SIZE) -> None:
         if max_items < 0:
-            raise ValueError(f"max_items must be >= 0, got {max_items}")
+            raise ConfigError(f"max_items must be >= 0, got {max_items}")
         self.max_items = max_items
         self._items: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -58,8 +61,9 @@ class VectorCache:
                 out.append(vector)
         return out
 
-    def put_many(self, model: str, texts: Sequence[str], vectors: Sequence[Any] | np.ndarray
-                 ) -> None:
+    def put_many(
+        self, model: str, texts: Sequence[str], vectors: Sequence[Any] | np.ndarray
+    ) -> None:
         if self.max_items == 0:
             return
         with self._lock:
@@ -72,13 +76,19 @@ class VectorCache:
                 self._items.popitem(last=False)
 
 
-def fill_vectors(texts: Sequence[str], given: Sequence[Any | None] | None,
-                 embed: Callable[[list[str]], Any] | None, cache: VectorCache | None,
-                 model: str = "") -> list[np.ndarray | None]:
+def fill_vectors(
+    texts: Sequence[str],
+    given: Sequence[Any | None] | None,
+    embed: Callable[[list[str]], Any] | None,
+    cache: VectorCache | None,
+    model: str = "",
+) -> list[np.ndarray | None]:
     """One vector per text: ``given`` ones first, then the cache, then ``embed`` (one batch,
     missing texts only, results cached). Without ``embed`` the missing ones stay ``None``."""
-    out: list[np.ndarray | None] = [None if given is None or given[i] is None
-                                    else np.asarray(given[i]) for i in range(len(texts))]
+    out: list[np.ndarray | None] = [
+        None if given is None or given[i] is None else np.asarray(given[i])
+        for i in range(len(texts))
+    ]
     missing = [i for i, v in enumerate(out) if v is None]
     if missing and cache is not None:
         found = cache.get_many(model, [texts[i] for i in missing])
@@ -89,8 +99,9 @@ def fill_vectors(texts: Sequence[str], given: Sequence[Any | None] | None,
         batch = [texts[i] for i in missing]
         vectors = np.asarray(embed(batch), dtype=np.float32)
         if vectors.shape[0] != len(batch):
-            raise ValueError(f"the embedding model returned {vectors.shape[0]} vectors for "
-                             f"{len(batch)} texts")
+            raise InputError(
+                f"the embedding model returned {vectors.shape[0]} vectors for {len(batch)} texts"
+            )
         if cache is not None:
             cache.put_many(model, batch, vectors)
         for i, vector in zip(missing, vectors, strict=True):

@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
+from grapher_core.errors import InputError
 from grapher_core.expand.relview import format_relation_context
 from grapher_core.expand.textview import format_graph_context
 from langchain_grapher.convert import candidates_from_documents
@@ -30,33 +31,52 @@ __all__ = ["STYLES", "format_documents_as_graph", "graph_context_formatter"]
 STYLES = ("tree", "relations")
 
 
-def format_documents_as_graph(documents: Sequence[Document], proximities: Sequence[Any], *,
-                              seeds: int = 3, max_chars: int | None = 400,
-                              max_depth: int | None = None, style: str = "tree",
-                              max_children: int | None = None) -> str:
+def format_documents_as_graph(
+    documents: Sequence[Document],
+    proximities: Sequence[Any],
+    *,
+    seeds: int = 3,
+    max_chars: int | None = 400,
+    max_depth: int | None = None,
+    style: str = "tree",
+    max_children: int | None = None,
+) -> str:
     """The documents as a hierarchical description (a plain function, for custom chains)."""
     if style not in STYLES:
-        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+        raise InputError(f"style must be one of {STYLES}, got {style!r}")
     candidates = candidates_from_documents(list(documents))
     if style == "relations":
-        return format_relation_context(candidates, proximities, seeds=seeds,
-                                       max_children=max_children, max_chars=max_chars)
-    return format_graph_context(candidates, proximities, seeds=seeds, max_chars=max_chars,
-                                max_depth=max_depth)
+        return format_relation_context(
+            candidates, proximities, seeds=seeds, max_children=max_children, max_chars=max_chars
+        )
+    return format_graph_context(
+        candidates, proximities, seeds=seeds, max_chars=max_chars, max_depth=max_depth
+    )
 
 
-def graph_context_formatter(proximities: Sequence[Any], *, seeds: int = 3,
-                            max_chars: int | None = 400, max_depth: int | None = None,
-                            style: str = "tree",
-                            max_children: int | None = None) -> RunnableLambda:
+def graph_context_formatter(
+    proximities: Sequence[Any],
+    *,
+    seeds: int = 3,
+    max_chars: int | None = 400,
+    max_depth: int | None = None,
+    style: str = "tree",
+    max_children: int | None = None,
+) -> RunnableLambda:
     """A runnable ``list[Document] -> str`` to use where chains put ``format_docs``."""
     if style not in STYLES:
-        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+        raise InputError(f"style must be one of {STYLES}, got {style!r}")
     links = list(proximities)
 
     def render(documents: Sequence[Document]) -> str:
-        return format_documents_as_graph(documents, links, seeds=seeds, max_chars=max_chars,
-                                         max_depth=max_depth, style=style,
-                                         max_children=max_children)
+        return format_documents_as_graph(
+            documents,
+            links,
+            seeds=seeds,
+            max_chars=max_chars,
+            max_depth=max_depth,
+            style=style,
+            max_children=max_children,
+        )
 
     return RunnableLambda(render, name="GraphContext")

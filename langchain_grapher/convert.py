@@ -15,7 +15,6 @@ import numpy as np
 from langchain_core.documents import Document
 
 from grapher_core import Candidate, RankedCandidate
-from grapher_core.chunks import stable_id
 from grapher_core.conventions import (
     EDGES_KEY,
     EXPLANATION_KEY,
@@ -24,6 +23,8 @@ from grapher_core.conventions import (
     RETRIEVAL_SCORE_KEY,
     explanation_to_metadata,
 )
+from grapher_core.enrich.chunks import stable_id
+from grapher_core.errors import InputError, InputTypeError
 
 __all__ = [
     "EXPLANATION_KEY",
@@ -57,15 +58,17 @@ def candidates_from_documents(
     Score validation (missing for some, not a number) is the core's, with the ids named.
     """
     if isinstance(documents, Document):
-        raise TypeError("expected a sequence of Documents, got a single Document")
+        raise InputTypeError("expected a sequence of Documents, got a single Document")
     for position, document in enumerate(documents):
         if not isinstance(document, Document):
-            raise TypeError(f"item at position {position} is a {type(document).__name__}, "
-                            "not a langchain_core Document")
+            raise InputTypeError(
+                f"item at position {position} is a {type(document).__name__}, "
+                "not a langchain_core Document"
+            )
     if scores is not None and len(scores) != len(documents):
-        raise ValueError(f"got {len(scores)} scores for {len(documents)} documents")
+        raise InputError(f"got {len(scores)} scores for {len(documents)} documents")
     if embeddings is not None and len(embeddings) != len(documents):
-        raise ValueError(f"got {len(embeddings)} embeddings for {len(documents)} documents")
+        raise InputError(f"got {len(embeddings)} embeddings for {len(documents)} documents")
     ids = [candidate_id(document) for document in documents]
     _check_unique(ids, documents)
     out = []
@@ -76,19 +79,26 @@ def candidates_from_documents(
             score = document.metadata.get(score_key)
         else:
             score = None
-        out.append(Candidate(
-            id=object_id,
-            text=document.page_content,
-            score=score,
-            metadata=document.metadata,
-            embedding=None if embeddings is None else embeddings[position],
-        ))
+        out.append(
+            Candidate(
+                id=object_id,
+                text=document.page_content,
+                score=score,
+                metadata=document.metadata,
+                embedding=None if embeddings is None else embeddings[position],
+            )
+        )
     return out
 
 
-def document_from_ranked(ranked: RankedCandidate, original: Document, *, explain: bool = False,
-                         extra: Mapping[str, Any] | None = None,
-                         edges: Mapping[str, int] | None = None) -> Document:
+def document_from_ranked(
+    ranked: RankedCandidate,
+    original: Document,
+    *,
+    explain: bool = False,
+    extra: Mapping[str, Any] | None = None,
+    edges: Mapping[str, int] | None = None,
+) -> Document:
     """A new Document for a reranked candidate: same id and text, copied metadata plus scores
     (``relevance_score`` on the documented scale, the raw ``grapher_score``) and, when given,
     the graph's edge count per kind (``grapher_edges``)."""
@@ -111,10 +121,12 @@ def _check_unique(ids: Sequence[str], documents: Sequence[Document]) -> None:
     named = sorted(i for i in repeated if not i.startswith("content:"))
     if named:
         shown = ", ".join(repr(i) for i in named[:5])
-        raise ValueError(f"duplicate document ids: {shown}"
-                         + (f" and {len(named) - 5} more" if len(named) > 5 else ""))
+        raise InputError(
+            f"duplicate document ids: {shown}"
+            + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+        )
     positions = [p for p, i in enumerate(ids) if i in repeated]
-    raise ValueError(
+    raise InputError(
         "documents without an id and with identical text cannot be told apart "
         f"(positions {positions[:10]}): give them ids (Document.id) or deduplicate them"
     )

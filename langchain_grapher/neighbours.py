@@ -22,8 +22,9 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from grapher_core.candidates import Candidate
 from grapher_core.conventions import EXPANDED_KEY
+from grapher_core.edges.base import LinkKey
+from grapher_core.errors import InputError, InputTypeError
 from grapher_core.expand.source import InMemorySource, check_keys
-from grapher_core.proximity import LinkKey
 
 __all__ = ["DEFAULT_LIST_FIELDS", "EXPANDED_KEY", "VectorStoreSource", "as_neighbour_source"]
 
@@ -34,12 +35,13 @@ DEFAULT_LIST_FIELDS = ("entities",)
 class VectorStoreSource:
     """Fetch link neighbours from a LangChain vector store in one batched call per kind of key."""
 
-    def __init__(self, store: VectorStore, *,
-                 list_fields: Sequence[str] = DEFAULT_LIST_FIELDS) -> None:
+    def __init__(
+        self, store: VectorStore, *, list_fields: Sequence[str] = DEFAULT_LIST_FIELDS
+    ) -> None:
         if not isinstance(store, VectorStore):
-            raise TypeError(f"expected a langchain VectorStore, got {type(store).__name__}")
+            raise InputTypeError(f"expected a langchain VectorStore, got {type(store).__name__}")
         if isinstance(list_fields, str):
-            raise TypeError("list_fields is a sequence of field names, not one string")
+            raise InputTypeError("list_fields is a sequence of field names, not one string")
         self.store = store
         self.list_fields = frozenset(list_fields)
         self.calls = 0
@@ -51,7 +53,7 @@ class VectorStoreSource:
         ids = [v for key in keys if len(key) == 1 and key[0][0] is None for _f, v in key]
         fields = [key for key in keys if not (len(key) == 1 and key[0][0] is None)]
         if any(f is None for key in fields for f, _v in key):
-            raise ValueError("a link key may not combine the id with metadata fields")
+            raise InputError("a link key may not combine the id with metadata fields")
         out: list[Candidate] = []
         if ids:
             out.extend(self._by_ids(list(dict.fromkeys(ids))))
@@ -62,8 +64,11 @@ class VectorStoreSource:
     def _by_ids(self, ids: list[str]) -> list[Candidate]:
         self.calls += 1
         if _is_chroma(self.store):
-            return _from_chroma(self.store.get(  # type: ignore[attr-defined]
-                ids=ids, include=["documents", "metadatas", "embeddings"]))
+            return _from_chroma(
+                self.store.get(  # type: ignore[attr-defined]
+                    ids=ids, include=["documents", "metadatas", "embeddings"]
+                )
+            )
         if isinstance(self.store, InMemoryVectorStore):
             return [_memory_candidate(self.store, i) for i in ids if i in self.store.store]
         return [_candidate(d) for d in self.store.get_by_ids(ids)]
@@ -71,20 +76,27 @@ class VectorStoreSource:
     def _by_fields(self, keys: list[LinkKey]) -> list[Candidate]:
         self.calls += 1
         if _is_chroma(self.store):
-            return _from_chroma(self.store.get(  # type: ignore[attr-defined]
-                where=_chroma_where(keys, self.list_fields),
-                include=["documents", "metadatas", "embeddings"]))
+            return _from_chroma(
+                self.store.get(  # type: ignore[attr-defined]
+                    where=_chroma_where(keys, self.list_fields),
+                    include=["documents", "metadatas", "embeddings"],
+                )
+            )
         if isinstance(self.store, InMemoryVectorStore):
             entries = list(self.store.store.values())
-            scan = InMemorySource([Candidate(e["id"], e["text"], None, e["metadata"])
-                                   for e in entries])
+            scan = InMemorySource(
+                [Candidate(e["id"], e["text"], None, e["metadata"]) for e in entries]
+            )
             vectors = {e["id"]: e["vector"] for e in entries}
-            return [Candidate(c.id, c.text, None, c.metadata, np.asarray(vectors[c.id]))
-                    for c in scan.fetch(keys)]
-        raise ValueError(
+            return [
+                Candidate(c.id, c.text, None, c.metadata, np.asarray(vectors[c.id]))
+                for c in scan.fetch(keys)
+            ]
+        raise InputError(
             f"{type(self.store).__name__} can only fetch neighbours by id (get_by_ids); links "
             f"on metadata fields {sorted({f for k in keys for f, _v in k if f})} need Chroma, "
-            "InMemoryVectorStore, or a custom NeighbourSource")
+            "InMemoryVectorStore, or a custom NeighbourSource"
+        )
 
 
 def as_neighbour_source(value: Any) -> Any:
@@ -93,8 +105,9 @@ def as_neighbour_source(value: Any) -> Any:
         return value
     if isinstance(value, VectorStore):
         return VectorStoreSource(value)
-    raise TypeError(f"neighbour_source must be a VectorStore or have fetch(keys), got "
-                    f"{type(value).__name__}")
+    raise InputTypeError(
+        f"neighbour_source must be a VectorStore or have fetch(keys), got {type(value).__name__}"
+    )
 
 
 def _is_chroma(store: VectorStore) -> bool:
@@ -103,14 +116,19 @@ def _is_chroma(store: VectorStore) -> bool:
 
 def _candidate(document: Document) -> Candidate:
     if document.id is None:
-        raise ValueError("the store returned a document without an id")
+        raise InputError("the store returned a document without an id")
     return Candidate(str(document.id), document.page_content, None, dict(document.metadata))
 
 
 def _memory_candidate(store: InMemoryVectorStore, object_id: str) -> Candidate:
     entry = store.store[object_id]
-    return Candidate(str(entry["id"]), entry["text"], None, dict(entry["metadata"]),
-                     np.asarray(entry["vector"], dtype=np.float64))
+    return Candidate(
+        str(entry["id"]),
+        entry["text"],
+        None,
+        dict(entry["metadata"]),
+        np.asarray(entry["vector"], dtype=np.float64),
+    )
 
 
 def _from_chroma(result: dict[str, Any]) -> list[Candidate]:
@@ -121,8 +139,11 @@ def _from_chroma(result: dict[str, Any]) -> list[Candidate]:
     out = []
     for position, object_id in enumerate(ids):
         vector = None if vectors is None else np.asarray(vectors[position], dtype=np.float64)
-        out.append(Candidate(str(object_id), texts[position] or "", None,
-                             dict(metadatas[position] or {}), vector))
+        out.append(
+            Candidate(
+                str(object_id), texts[position] or "", None, dict(metadatas[position] or {}), vector
+            )
+        )
     return out
 
 
@@ -133,8 +154,9 @@ def _condition(field: str, value: str) -> dict[str, Any]:
     return {field: value}
 
 
-def _chroma_where(keys: Sequence[LinkKey], list_fields: frozenset[str] = frozenset()
-                  ) -> dict[str, Any]:
+def _chroma_where(
+    keys: Sequence[LinkKey], list_fields: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """One Chroma ``where`` for all keys: single-field keys grouped into ``$in`` lists; keys on
     a list field (``$in`` silently matches nothing there) as ``$contains`` per value."""
     single: dict[str, list[str]] = {}
@@ -146,7 +168,7 @@ def _chroma_where(keys: Sequence[LinkKey], list_fields: frozenset[str] = frozens
         if len(key) == 1 and not key[0][1].lstrip("-").isdigit():
             field, value = key[0]
             if field is None:  # id keys are fetched by id (``fetch``), never by a where clause
-                raise ValueError("an id key reached the metadata filter")
+                raise InputError("an id key reached the metadata filter")
             single.setdefault(field, []).append(value)
             continue
         parts = [_condition(f, v) for f, v in key if f is not None]

@@ -22,6 +22,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from grapher_core import GraphReranker
 from grapher_core.conventions import EXPANDED_KEY, assign_validated
 from grapher_core.diagnostics import check_score_key
+from grapher_core.errors import InputError, StateError
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
 from grapher_core.vectors import VectorCache, fill_vectors
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
@@ -43,11 +44,12 @@ class GraphERReranker(BaseDocumentCompressor):
     ``ForeignKeys(target_field="table")``), but not through links to their (absent) id.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True,
-                              validate_assignment=True)
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, validate_assignment=True
+    )
 
     proximities: list[Any] = Field(default_factory=list)
-    """Edge builders of :mod:`grapher_core.proximity`: ``ForeignKeys()``, ``SharedEntities()``..."""
+    """Edge builders of :mod:`grapher_core.edges`: ``ForeignKeys()``, ``SharedEntities()``..."""
     ranker: Any = "gcs"
     """``"gcs"`` (default), ``"ppr"``, ``"baseline"``, ``"gat"``, ``"mlp"`` or a core ``Ranker``."""
     alpha: float | None = None
@@ -57,7 +59,7 @@ class GraphERReranker(BaseDocumentCompressor):
     score_key: str | None = None
     """Metadata key of the base retriever's score; unset or absent for all: seeds from rank."""
     seed_transform: Literal["auto", "raw", "minmax", "rank"] = "auto"
-    """How base scores become seeds (see :mod:`grapher_core.seeds`)."""
+    """How base scores become seeds (see :mod:`grapher_core.ranking.seeds`)."""
     embeddings: Embeddings | None = None
     """For rankers/proximities that need vectors (GAT, ``SemanticKNN``, expansion): the query is
     embedded once per call and the documents in one batch -- only when the core needs them
@@ -91,16 +93,25 @@ class GraphERReranker(BaseDocumentCompressor):
         """Build the core reranker from the fields: at construction (so a bad field fails
         there) and again after any field assignment (``validate_assignment`` re-runs this), so
         per-query calls reuse it -- a learned ranker loads its checkpoint once, not per query."""
-        core = GraphReranker(self.proximities or None, self.ranker, self.alpha,
-                             seed_transform=self.seed_transform,
-                             explain=3 if self.explain else 0, strict=self.strict)
+        core = GraphReranker(
+            self.proximities or None,
+            self.ranker,
+            self.alpha,
+            seed_transform=self.seed_transform,
+            explain=3 if self.explain else 0,
+            strict=self.strict,
+        )
         expanding = None
         if self.neighbour_source is not None:
             expanding = ExpandingReranker(
-                core, as_neighbour_source(self.neighbour_source), seeds=self.expand_seeds,
-                hops=self.expand_hops, budget=self.expand_budget,
+                core,
+                as_neighbour_source(self.neighbour_source),
+                seeds=self.expand_seeds,
+                hops=self.expand_hops,
+                budget=self.expand_budget,
                 prune_threshold=self.prune_threshold,
-                embedder=None if self.embeddings is None else _Vectors(self.embeddings))
+                embedder=None if self.embeddings is None else _Vectors(self.embeddings),
+            )
         self._engines = (core, expanding)
         return self
 
@@ -121,7 +132,7 @@ class GraphERReranker(BaseDocumentCompressor):
         """The core and the expansion wrapper of the same fields, read in one step."""
         engines = self._engines
         if engines is None:  # set by the validator at construction
-            raise RuntimeError("GraphERReranker was not validated (built without __init__?)")
+            raise StateError("GraphERReranker was not validated (built without __init__?)")
         return engines
 
     @property
@@ -131,13 +142,15 @@ class GraphERReranker(BaseDocumentCompressor):
         core, expanding = self._engine_pair()
         return (expanding if expanding is not None else core).needs_embeddings
 
-    def compress_documents(self, documents: Sequence[Document], query: str,
-                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
         """Rerank ``documents`` for ``query``; returns ``top_n`` new documents, best first."""
         return self.rerank_documents(documents, query)
 
-    async def acompress_documents(self, documents: Sequence[Document], query: str,
-                                  callbacks: Callbacks | None = None) -> Sequence[Document]:
+    async def acompress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
         """Async path: embeddings (the slow part) are awaited; the graph ranking takes ms."""
         return await self.arerank_documents(documents, query)
 
@@ -168,11 +181,16 @@ class GraphERReranker(BaseDocumentCompressor):
             vectors, missing = self._cached(texts, document_embeddings)
             embed = self._document_embedder()
             if missing and embed is not None:
-                self._store([texts[i] for i in missing], embed([texts[i] for i in missing]),
-                            missing, vectors)
+                self._store(
+                    [texts[i] for i in missing],
+                    embed([texts[i] for i in missing]),
+                    missing,
+                    vectors,
+                )
             document_embeddings = vectors  # type: ignore[assignment]
-        return self._rerank(documents, query, scores, top_n, query_embedding,
-                            document_embeddings, extra_metadata)
+        return self._rerank(
+            documents, query, scores, top_n, query_embedding, document_embeddings, extra_metadata
+        )
 
     async def arerank_documents(
         self,
@@ -195,33 +213,46 @@ class GraphERReranker(BaseDocumentCompressor):
             vectors, missing = self._cached(texts, document_embeddings)
             if missing and self.embeddings is not None:
                 batch = [texts[i] for i in missing]
-                self._store(batch, await self.embeddings.aembed_documents(batch), missing,
-                            vectors)
+                self._store(batch, await self.embeddings.aembed_documents(batch), missing, vectors)
             elif missing and (embed := self._document_embedder()) is not None:
-                self._store([texts[i] for i in missing], embed([texts[i] for i in missing]),
-                            missing, vectors)
+                self._store(
+                    [texts[i] for i in missing],
+                    embed([texts[i] for i in missing]),
+                    missing,
+                    vectors,
+                )
             document_embeddings = vectors  # type: ignore[assignment]
-        return self._rerank(documents, query, scores, top_n, query_embedding,
-                            document_embeddings, extra_metadata)
+        return self._rerank(
+            documents, query, scores, top_n, query_embedding, document_embeddings, extra_metadata
+        )
 
     # -- vectors: given (a store's) > cached by content hash > embedded, missing ones only ------
     def _model_key(self) -> str:
-        source: Any = self.embeddings if self.embeddings is not None else \
-            getattr(self.core.ranker, "embedder", None)
-        name = getattr(source, "model", None) or getattr(source, "model_name", None) or \
-            getattr(source, "name", None) or ""
+        source: Any = (
+            self.embeddings
+            if self.embeddings is not None
+            else getattr(self.core.ranker, "embedder", None)
+        )
+        name = (
+            getattr(source, "model", None)
+            or getattr(source, "model_name", None)
+            or getattr(source, "name", None)
+            or ""
+        )
         return f"{type(source).__module__}.{type(source).__qualname__}:{name}"
 
     def _cached(self, texts: list[str], given: Any) -> tuple[list[Any], list[int]]:
         vectors = fill_vectors(texts, given, None, self._vectors, self._model_key())
         return vectors, [i for i, v in enumerate(vectors) if v is None]
 
-    def _store(self, texts: list[str], embedded: Any, positions: list[int],
-               vectors: list[Any]) -> None:
+    def _store(
+        self, texts: list[str], embedded: Any, positions: list[int], vectors: list[Any]
+    ) -> None:
         array = np.asarray(embedded, dtype=np.float32)
         if array.shape[0] != len(texts):
-            raise ValueError(f"the embedding model returned {array.shape[0]} vectors for "
-                             f"{len(texts)} documents")
+            raise InputError(
+                f"the embedding model returned {array.shape[0]} vectors for {len(texts)} documents"
+            )
         self._vectors.put_many(self._model_key(), texts, array)
         for i, vector in zip(positions, array, strict=True):
             vectors[i] = vector
@@ -235,8 +266,9 @@ class GraphERReranker(BaseDocumentCompressor):
             return False
         if self.embeddings is not None:
             return theirs is self.embeddings
-        mine = getattr(self.core.ranker, "_embedder", None) or \
-            getattr(self.core.ranker, "embedder", None)
+        mine = getattr(self.core.ranker, "_embedder", None) or getattr(
+            self.core.ranker, "embedder", None
+        )
         return mine is not None and getattr(theirs, "embedder", None) is mine
 
     def _document_embedder(self) -> Any:
@@ -253,40 +285,59 @@ class GraphERReranker(BaseDocumentCompressor):
             return None
         return self.embeddings
 
-    def _rerank(self, documents: list[Document], query: str | None,
-                scores: Sequence[float | None] | None,
-                top_n: int | Literal["default"] | None, query_embedding: np.ndarray | None,
-                document_embeddings: np.ndarray | None,
-                extra_metadata: Sequence[Mapping[str, Any]] | None) -> list[Document]:
+    def _rerank(
+        self,
+        documents: list[Document],
+        query: str | None,
+        scores: Sequence[float | None] | None,
+        top_n: int | Literal["default"] | None,
+        query_embedding: np.ndarray | None,
+        document_embeddings: np.ndarray | None,
+        extra_metadata: Sequence[Mapping[str, Any]] | None,
+    ) -> list[Document]:
         core, expanding = self._engine_pair()
-        candidates = candidates_from_documents(documents, score_key=self.score_key,
-                                               scores=scores, embeddings=document_embeddings)
-        if scores is None and self.score_key is not None and documents and \
-                all(c.score is None for c in candidates):
-            check_score_key(core.diagnostics, self.score_key,
-                            [d.metadata for d in documents])
+        candidates = candidates_from_documents(
+            documents, score_key=self.score_key, scores=scores, embeddings=document_embeddings
+        )
+        if (
+            scores is None
+            and self.score_key is not None
+            and documents
+            and all(c.score is None for c in candidates)
+        ):
+            check_score_key(core.diagnostics, self.score_key, [d.metadata for d in documents])
         limit = self.top_n if top_n == "default" else top_n
         edges: Mapping[str, int] | None = None
         if expanding is not None:
-            ranked = expanding.rerank(candidates, query=query,
-                                      query_embedding=query_embedding, top_n=limit)
+            ranked = expanding.rerank(
+                candidates, query=query, query_embedding=query_embedding, top_n=limit
+            )
         else:
-            result = core.run(candidates, query=query, query_embedding=query_embedding,
-                              top_n=limit)
+            result = core.run(candidates, query=query, query_embedding=query_embedding, top_n=limit)
             ranked, edges = result.ranked, result.edges
         out = []
         for item in ranked:
             if item.expanded:  # a new Document from the store's data
                 fetched = item.candidate
-                original = Document(id=fetched.id, page_content=fetched.text,
-                                    metadata=dict(fetched.metadata))
-                out.append(document_from_ranked(item, original, explain=self.explain,
-                                                extra={EXPANDED_KEY: True}))
+                original = Document(
+                    id=fetched.id, page_content=fetched.text, metadata=dict(fetched.metadata)
+                )
+                out.append(
+                    document_from_ranked(
+                        item, original, explain=self.explain, extra={EXPANDED_KEY: True}
+                    )
+                )
                 continue
             position = item.original_rank - 1
-            out.append(document_from_ranked(
-                item, documents[position], explain=self.explain,
-                extra=None if extra_metadata is None else extra_metadata[position], edges=edges))
+            out.append(
+                document_from_ranked(
+                    item,
+                    documents[position],
+                    explain=self.explain,
+                    extra=None if extra_metadata is None else extra_metadata[position],
+                    edges=edges,
+                )
+            )
         return out
 
 

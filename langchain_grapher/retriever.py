@@ -36,6 +36,7 @@ from langchain_core.vectorstores import VectorStoreRetriever
 from pydantic import ConfigDict, Field
 
 from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY
+from grapher_core.errors import InputError
 from langchain_grapher.reranker import GraphERReranker
 from langchain_grapher.stores import ascored_search, scored_search, stored_vectors
 
@@ -71,42 +72,46 @@ class GraphERRetriever(BaseRetriever):
     multi-table questions: see the seeds table in docs/benchmarks.md. The store's score is kept
     as ``retrieval_score`` either way."""
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                **kwargs: Any) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         k, fetch_k, search_kwargs = self._call_options(kwargs)
         base = self.base_retriever
         if _scored_store(base):
-            pairs = scored_search(base.vectorstore, query,
-                                  **{**base.search_kwargs, **search_kwargs, "k": fetch_k})
+            pairs = scored_search(
+                base.vectorstore, query, **{**base.search_kwargs, **search_kwargs, "k": fetch_k}
+            )
             if pairs is not None:
                 documents, scored = self._scored(base.vectorstore, pairs)
                 out = self.reranker.rerank_documents(documents, query, top_n=k, **scored)
                 _trace(run_manager, query, documents, out, self.reranker)
                 return out
             search_kwargs["k"] = fetch_k  # a store that cannot score: seeds from rank
-        documents = base.invoke(query, config={"callbacks": run_manager.get_child()},
-                                **search_kwargs)
+        documents = base.invoke(
+            query, config={"callbacks": run_manager.get_child()}, **search_kwargs
+        )
         out = self.reranker.rerank_documents(documents, query, top_n=k)
         _trace(run_manager, query, documents, out, self.reranker)
         return out
 
-    async def _aget_relevant_documents(self, query: str, *,
-                                       run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       **kwargs: Any) -> list[Document]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         k, fetch_k, search_kwargs = self._call_options(kwargs)
         base = self.base_retriever
         if _scored_store(base):
-            pairs = await ascored_search(base.vectorstore, query,
-                                         **{**base.search_kwargs, **search_kwargs, "k": fetch_k})
+            pairs = await ascored_search(
+                base.vectorstore, query, **{**base.search_kwargs, **search_kwargs, "k": fetch_k}
+            )
             if pairs is not None:
                 documents, scored = self._scored(base.vectorstore, pairs)
-                out = await self.reranker.arerank_documents(documents, query, top_n=k,
-                                                            **scored)
+                out = await self.reranker.arerank_documents(documents, query, top_n=k, **scored)
                 await _atrace(run_manager, query, documents, out, self.reranker)
                 return out
             search_kwargs["k"] = fetch_k
-        documents = await base.ainvoke(query, config={"callbacks": run_manager.get_child()},
-                                       **search_kwargs)
+        documents = await base.ainvoke(
+            query, config={"callbacks": run_manager.get_child()}, **search_kwargs
+        )
         out = await self.reranker.arerank_documents(documents, query, top_n=k)
         await _atrace(run_manager, query, documents, out, self.reranker)
         return out
@@ -117,18 +122,20 @@ class GraphERRetriever(BaseRetriever):
         fetch_k = options.pop("fetch_k", self.fetch_k)
         for name, value, low in (("k", k, 0), ("fetch_k", fetch_k, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+                raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
         return k, max(fetch_k, k), options
 
-    def _scored(self, store: Any, pairs: list[tuple[Document, float]]
-                ) -> tuple[list[Document], dict[str, Any]]:
+    def _scored(
+        self, store: Any, pairs: list[tuple[Document, float]]
+    ) -> tuple[list[Document], dict[str, Any]]:
         """Documents, the store's relevance scores (seeds, and kept as ``retrieval_score``)
         and, when the reranker reads vectors, the ones the store holds."""
         documents = [document for document, _score in pairs]
         scores = [float(score) for _document, score in pairs]
         scored: dict[str, Any] = {
             "scores": scores if self.seeds == "score" else None,
-            "extra_metadata": [{RETRIEVAL_SCORE_KEY: s} for s in scores]}
+            "extra_metadata": [{RETRIEVAL_SCORE_KEY: s} for s in scores],
+        }
         if self.reranker.needs_embeddings and self.reranker.same_model(store):
             vectors = stored_vectors(store, documents)
             if vectors is not None:
@@ -136,26 +143,47 @@ class GraphERRetriever(BaseRetriever):
         return documents, scored
 
 
-def _event(query: str, documents: list[Document], out: list[Document],
-           reranker: GraphERReranker) -> dict[str, Any]:
+def _event(
+    query: str, documents: list[Document], out: list[Document], reranker: GraphERReranker
+) -> dict[str, Any]:
     edges = out[0].metadata.get(EDGES_KEY) if out else None
-    return {"query": query, "ranker": getattr(reranker.core.ranker, "name", "custom"),
-            "n_candidates": len(documents), "n_returned": len(out),
-            "ids": [d.id for d in out], "edges": edges}
+    return {
+        "query": query,
+        "ranker": getattr(reranker.core.ranker, "name", "custom"),
+        "n_candidates": len(documents),
+        "n_returned": len(out),
+        "ids": [d.id for d in out],
+        "edges": edges,
+    }
 
 
-def _trace(run_manager: CallbackManagerForRetrieverRun, query: str, documents: list[Document],
-           out: list[Document], reranker: GraphERReranker) -> None:
+def _trace(
+    run_manager: CallbackManagerForRetrieverRun,
+    query: str,
+    documents: list[Document],
+    out: list[Document],
+    reranker: GraphERReranker,
+) -> None:
     """A ``grapher_rerank`` custom event on the retriever's run (tracers, LangSmith...)."""
-    dispatch_custom_event(RERANK_EVENT, _event(query, documents, out, reranker),
-                          config={"callbacks": run_manager.get_child()})
+    dispatch_custom_event(
+        RERANK_EVENT,
+        _event(query, documents, out, reranker),
+        config={"callbacks": run_manager.get_child()},
+    )
 
 
-async def _atrace(run_manager: AsyncCallbackManagerForRetrieverRun, query: str,
-                  documents: list[Document], out: list[Document],
-                  reranker: GraphERReranker) -> None:
-    await adispatch_custom_event(RERANK_EVENT, _event(query, documents, out, reranker),
-                                 config={"callbacks": run_manager.get_child()})
+async def _atrace(
+    run_manager: AsyncCallbackManagerForRetrieverRun,
+    query: str,
+    documents: list[Document],
+    out: list[Document],
+    reranker: GraphERReranker,
+) -> None:
+    await adispatch_custom_event(
+        RERANK_EVENT,
+        _event(query, documents, out, reranker),
+        config={"callbacks": run_manager.get_child()},
+    )
 
 
 def _scored_store(retriever: BaseRetriever) -> TypeGuard[VectorStoreRetriever]:

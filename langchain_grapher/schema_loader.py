@@ -19,13 +19,15 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
 from grapher_core.conventions import LIST_FORMATS
+from grapher_core.enrich.schema import read_schema
+from grapher_core.errors import ConfigError
 from grapher_core.metadata import encode_list
-from grapher_core.schema import read_schema
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 __all__ = ["SQLSchemaLoader"]
+
 
 class SQLSchemaLoader(BaseLoader):
     """Load a database's tables (any SQLAlchemy URL or Engine) as Documents.
@@ -37,11 +39,17 @@ class SQLSchemaLoader(BaseLoader):
     ``list_format="list"`` and ``keep_nested=True``, for stores that keep any JSON.
     """
 
-    def __init__(self, database: str | Engine, *, db_id: str | None = None,
-                 schema: str | None = None, list_format: str = "list",
-                 keep_nested: bool = False) -> None:
+    def __init__(
+        self,
+        database: str | Engine,
+        *,
+        db_id: str | None = None,
+        schema: str | None = None,
+        list_format: str = "list",
+        keep_nested: bool = False,
+    ) -> None:
         if list_format not in LIST_FORMATS:
-            raise ValueError(f"list_format must be one of {LIST_FORMATS}, got {list_format!r}")
+            raise ConfigError(f"list_format must be one of {LIST_FORMATS}, got {list_format!r}")
         self.database = database
         self.db_id = db_id
         self.schema = schema
@@ -50,8 +58,9 @@ class SQLSchemaLoader(BaseLoader):
 
     def lazy_load(self) -> Iterator[Document]:
         for table in read_schema(self.database, db_id=self.db_id, schema=self.schema):
-            yield Document(id=table.id, page_content=table.text,
-                           metadata=self._metadata(table.metadata))
+            yield Document(
+                id=table.id, page_content=table.text, metadata=self._metadata(table.metadata)
+            )
 
     def _metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -44,14 +44,14 @@ def relevance_scores(store: VectorStore, raw: Sequence[float]) -> list[float]:
     return values
 
 
-def _pairs(store: VectorStore, found: list[tuple[Document, float]]
-           ) -> list[tuple[Document, float]]:
+def _pairs(store: VectorStore, found: list[tuple[Document, float]]) -> list[tuple[Document, float]]:
     scores = relevance_scores(store, [s for _d, s in found])
     return [(d, s if math.isfinite(s) else 0.0) for (d, _r), s in zip(found, scores, strict=True)]
 
 
-def scored_search(store: VectorStore, query: str, **kwargs: Any
-                  ) -> list[tuple[Document, float]] | None:
+def scored_search(
+    store: VectorStore, query: str, **kwargs: Any
+) -> list[tuple[Document, float]] | None:
     """Documents with relevance scores, or ``None`` when the store cannot score at all."""
     try:
         found = store.similarity_search_with_score(query, **kwargs)
@@ -60,8 +60,9 @@ def scored_search(store: VectorStore, query: str, **kwargs: Any
     return _pairs(store, found)
 
 
-async def ascored_search(store: VectorStore, query: str, **kwargs: Any
-                         ) -> list[tuple[Document, float]] | None:
+async def ascored_search(
+    store: VectorStore, query: str, **kwargs: Any
+) -> list[tuple[Document, float]] | None:
     """:func:`scored_search`, awaited."""
     try:
         found = await store.asimilarity_search_with_score(query, **kwargs)
@@ -90,6 +91,8 @@ def stored_vectors(store: Any, documents: Sequence[Document]) -> list[Any] | Non
         return None
     if not isinstance(result, dict) or result.get("embeddings") is None:
         return None
-    by_id = {str(i): np.asarray(v) for i, v in zip(result.get("ids") or [],
-                                                  result["embeddings"], strict=False)}
+    by_id = {
+        str(i): np.asarray(v)
+        for i, v in zip(result.get("ids") or [], result["embeddings"], strict=False)
+    }
     return [by_id.get(i) if i is not None else None for i in ids]

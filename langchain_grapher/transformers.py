@@ -25,17 +25,23 @@ from typing import Any, Literal
 from langchain_core.documents import BaseDocumentTransformer, Document
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from grapher_core.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
 from grapher_core.conventions import ListFormat
-from grapher_core.links import build_target_index, extract_links, resolve_links
+from grapher_core.enrich.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
+from grapher_core.enrich.links import build_target_index, extract_links, resolve_links
+from grapher_core.errors import InputError, InputTypeError, StateError
 from grapher_core.metadata import encode_list
 
-__all__ = ["ChunkLinkTransformer", "ConceptGraphTransformer", "EntityTransformer",
-           "LinkTransformer", "ListFormat", "MentionTransformer"]
+__all__ = [
+    "ChunkLinkTransformer",
+    "ConceptGraphTransformer",
+    "EntityTransformer",
+    "LinkTransformer",
+    "ListFormat",
+    "MentionTransformer",
+]
 
 
-def with_list(document: Document, field: str, values: Iterable[Any],
-              list_format: str) -> Document:
+def with_list(document: Document, field: str, values: Iterable[Any], list_format: str) -> Document:
     """A new Document with ``metadata[field]`` = ``values`` encoded; the input is not touched."""
     metadata = dict(document.metadata)
     encoded = encode_list(values, list_format)
@@ -48,12 +54,14 @@ def with_list(document: Document, field: str, values: Iterable[Any],
 
 def _check_documents(documents: Sequence[Document]) -> list[Document]:
     if isinstance(documents, Document):
-        raise TypeError("expected a sequence of Documents, got a single Document")
+        raise InputTypeError("expected a sequence of Documents, got a single Document")
     items = list(documents)
     for position, document in enumerate(items):
         if not isinstance(document, Document):
-            raise TypeError(f"item at position {position} is a {type(document).__name__}, "
-                            "not a langchain_core Document")
+            raise InputTypeError(
+                f"item at position {position} is a {type(document).__name__}, "
+                "not a langchain_core Document"
+            )
     return items
 
 
@@ -91,35 +99,40 @@ class EntityTransformer(BaseDocumentTransformer, BaseModel):
             self.cache = EntityCache(self.cache)
         return self.cache
 
-    def transform_documents(self, documents: Sequence[Document], **kwargs: Any
-                            ) -> Sequence[Document]:
+    def transform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
         from grapher_core.enrich import extract_entities
 
         items = _check_documents(documents)
-        entities = extract_entities([d.page_content for d in items], self._extractor(),
-                                    cache=self._cache())
+        entities = extract_entities(
+            [d.page_content for d in items], self._extractor(), cache=self._cache()
+        )
         return self._write(items, entities)
 
-    async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any
-                                   ) -> Sequence[Document]:
+    async def atransform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
         from grapher_core.enrich import aextract_entities
 
         items = _check_documents(documents)
-        entities = await aextract_entities([d.page_content for d in items], self._extractor(),
-                                           cache=self._cache())
+        entities = await aextract_entities(
+            [d.page_content for d in items], self._extractor(), cache=self._cache()
+        )
         return self._write(items, entities)
 
     def _write(self, items: list[Document], entities: list[list[str] | None]) -> list[Document]:
         failed = [position for position, found in enumerate(entities) if found is None]
         if failed:
-            message = (f"entity extraction failed for {len(failed)} of {len(items)} documents "
-                       f"(positions {failed[:10]}); they get no {self.field!r} field")
+            message = (
+                f"entity extraction failed for {len(failed)} of {len(items)} documents "
+                f"(positions {failed[:10]}); they get no {self.field!r} field"
+            )
             if self.strict:
-                raise RuntimeError(message)
+                raise StateError(message)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
         return [
-            document if found is None else with_list(document, self.field, found,
-                                                     self.list_format)
+            document if found is None else with_list(document, self.field, found, self.list_format)
             for document, found in zip(items, entities, strict=True)
         ]
 
@@ -127,14 +140,14 @@ class EntityTransformer(BaseDocumentTransformer, BaseModel):
 class ConceptGraphTransformer(EntityTransformer):
     """Write each document's concept graph to ``metadata[field]`` (default ``"concepts"``) for
     ``ranker="g-rag"`` and ``shared_concepts()``: spaCy's dependency parse by default
-    (``grapher_core.concepts.SpacyConceptParser``), stored as a store-safe list of strings.
+    (``grapher_core.enrich.concepts.SpacyConceptParser``), stored as a store-safe list of strings.
     Same cache, failure and ``list_format`` behaviour as :class:`EntityTransformer`."""
 
     field: str = "concepts"
 
     def _extractor(self) -> Any:
         if self.extractor is None:
-            from grapher_core.concepts import SpacyConceptParser
+            from grapher_core.enrich.concepts import SpacyConceptParser
 
             self.extractor = SpacyConceptParser()
         return self.extractor
@@ -163,22 +176,27 @@ class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
     start_key: str = "start_index"
     set_ids: bool = True
 
-    def transform_documents(self, documents: Sequence[Document], **kwargs: Any
-                            ) -> Sequence[Document]:
+    def transform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
         items = _check_documents(documents)
         if self.text_splitter is None:
             return self._number(items, [self._chunk_doc_id(d, p) for p, d in enumerate(items)])
         if not hasattr(self.text_splitter, "split_documents"):
-            raise TypeError("text_splitter must have split_documents(documents), got "
-                            f"{type(self.text_splitter).__name__}")
+            raise InputTypeError(
+                "text_splitter must have split_documents(documents), got "
+                f"{type(self.text_splitter).__name__}"
+            )
         chunks: list[Document] = []
         doc_ids: list[str] = []
         for parent in items:
-            parent_id = document_id(parent.metadata, keys=self.doc_keys, object_id=parent.id,
-                                    text=parent.page_content)
+            parent_id = document_id(
+                parent.metadata, keys=self.doc_keys, object_id=parent.id, text=parent.page_content
+            )
             if parent_id is None:
-                raise ValueError(f"document {parent.id!r} has no id, id field or text to name "
-                                 "its chunks by")
+                raise InputError(
+                    f"document {parent.id!r} has no id, id field or text to name its chunks by"
+                )
             pieces = self.text_splitter.split_documents([parent])
             chunks.extend(pieces)
             doc_ids.extend([parent_id] * len(pieces))
@@ -187,28 +205,32 @@ class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
     def _chunk_doc_id(self, document: Document, position: int) -> str:
         found = document_id(document.metadata, keys=self.doc_keys)
         if found is None:
-            raise ValueError(
+            raise InputError(
                 f"chunk at position {position} has none of the metadata keys {self.doc_keys} "
                 "naming its document: set doc_keys, or pass text_splitter= to split whole "
                 "documents"
             )
         return found
 
-    def _number(self, chunks: list[Document], doc_ids: list[str], *,
-                use_starts: bool = True) -> list[Document]:
+    def _number(
+        self, chunks: list[Document], doc_ids: list[str], *, use_starts: bool = True
+    ) -> list[Document]:
         starts = [c.metadata.get(self.start_key) for c in chunks] if use_starts else None
         positions = chunk_positions(doc_ids, starts)
         out = []
         for chunk, position in zip(chunks, positions, strict=True):
             metadata = dict(chunk.metadata)
-            metadata.update(position.as_metadata(doc_field=self.doc_field,
-                                                 index_field=self.index_field,
-                                                 count_field=self.count_field))
+            metadata.update(
+                position.as_metadata(
+                    doc_field=self.doc_field,
+                    index_field=self.index_field,
+                    count_field=self.count_field,
+                )
+            )
             chunk_id = chunk.id
             if chunk_id is None and self.set_ids:
                 chunk_id = f"{position.doc_id}#{position.chunk_index}"
-            out.append(Document(id=chunk_id, page_content=chunk.page_content,
-                                metadata=metadata))
+            out.append(Document(id=chunk_id, page_content=chunk.page_content, metadata=metadata))
         return out
 
 
@@ -238,16 +260,19 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
     def _one_key(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
 
-    def transform_documents(self, documents: Sequence[Document], **kwargs: Any
-                            ) -> Sequence[Document]:
+    def transform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
         items = _check_documents(documents)
-        index = build_target_index(self.id_by_target if self.id_by_target is not None
-                                   else self._pairs(items))
+        index = build_target_index(
+            self.id_by_target if self.id_by_target is not None else self._pairs(items)
+        )
         out = []
         for document in items:
             targets = extract_links(document.page_content, self.fmt)
-            ids = resolve_links(targets, index, base=self._url(document.metadata),
-                                self_id=document.id)
+            ids = resolve_links(
+                targets, index, base=self._url(document.metadata), self_id=document.id
+            )
             out.append(with_list(document, self.field, ids, self.list_format))
         return out
 
@@ -271,7 +296,6 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
         return pairs
 
 
-
 class MentionTransformer(BaseDocumentTransformer, BaseModel):
     """Write the titles each document mentions to ``metadata[field]`` (default ``"mentions"``).
 
@@ -291,8 +315,9 @@ class MentionTransformer(BaseDocumentTransformer, BaseModel):
     max_share: float | None = 0.02
     """Titles mentioned by more than this share of the corpus (and > 10 documents) are hubs."""
 
-    def transform_documents(self, documents: Sequence[Document], **kwargs: Any
-                            ) -> Sequence[Document]:
+    def transform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
         from grapher_core.candidates import CorpusObject
         from grapher_core.enrich.mentions import find_mentions, title_of
 
@@ -306,7 +331,8 @@ class MentionTransformer(BaseDocumentTransformer, BaseModel):
             out.append(new)
         return out
 
-    async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any
-                                   ) -> Sequence[Document]:
+    async def atransform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
         """CPU-bound and fast (one automaton pass): the sync path."""
         return self.transform_documents(documents, **kwargs)

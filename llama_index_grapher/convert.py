@@ -26,6 +26,7 @@ from llama_index.core.schema import (
 
 from grapher_core import Candidate, ForeignKeys, RankedCandidate
 from grapher_core.conventions import EDGES_KEY, GRAPHER_SCORE_KEY, RETRIEVAL_SCORE_KEY
+from grapher_core.errors import InputTypeError
 
 __all__ = [
     "ADJACENT_FIELD",
@@ -63,7 +64,7 @@ def candidate_from_node(item: NodeWithScore) -> Candidate:
     relationship fields are added to the copy when the node has relationships.
     """
     if not isinstance(item, NodeWithScore):
-        raise TypeError(
+        raise InputTypeError(
             f"GraphERPostprocessor expects NodeWithScore items, got {type(item).__name__}"
         )
     node: BaseNode = item.node
@@ -92,13 +93,18 @@ def candidates_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Candidate]:
     return [candidate_from_node(item) for item in nodes]
 
 
-def node_from_ranked(ranked: RankedCandidate, original: NodeWithScore, *,
-                     keep_retrieval_score: bool = False,
-                     edges: Mapping[str, int] | None = None) -> NodeWithScore:
+def node_from_ranked(
+    ranked: RankedCandidate,
+    original: NodeWithScore,
+    *,
+    keep_retrieval_score: bool = False,
+    edges: Mapping[str, int] | None = None,
+) -> NodeWithScore:
     """A new ``NodeWithScore`` with the graph score, on a copy of the original node.
 
     ``NodeWithScore.score`` is the relevance on the documented scale
-    (:mod:`grapher_core.calibration`), so ``similarity_cutoff`` thresholds keep their meaning;
+    (:mod:`grapher_core.ranking.calibration`), so ``similarity_cutoff`` thresholds keep their
+    meaning;
     the raw ranker score is ``metadata["grapher_score"]`` and, when given, the graph's edge
     count per kind ``metadata["grapher_edges"]`` (both kept out of embedding/LLM text).
 

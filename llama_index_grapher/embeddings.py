@@ -27,8 +27,12 @@ class GraphERLlamaEmbedding(BaseEmbedding):
     _embedder: Any = PrivateAttr(default=None)
 
     def __init__(self, embedder: Embedder | None = None, **kwargs: Any) -> None:
-        kwargs.setdefault("model_name", "grapher-minilm" if embedder is None
-                          else str(getattr(embedder, "name", type(embedder).__name__)))
+        kwargs.setdefault(
+            "model_name",
+            "grapher-minilm"
+            if embedder is None
+            else str(getattr(embedder, "name", type(embedder).__name__)),
+        )
         super().__init__(**kwargs)
         self._embedder = embedder if embedder is not None else default_embedder()
 
@@ -50,8 +54,7 @@ class GraphERLlamaEmbedding(BaseEmbedding):
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        return np.asarray(self._embedder.embed_documents(list(texts)),
-                          dtype=np.float64).tolist()
+        return np.asarray(self._embedder.embed_documents(list(texts)), dtype=np.float64).tolist()
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)

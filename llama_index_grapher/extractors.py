@@ -50,6 +50,7 @@ from llama_index.core.schema import BaseNode, MetadataMode
 
 from grapher_core.conventions import LIST_FORMATS
 from grapher_core.diagnostics import stacklevel_outside
+from grapher_core.errors import InputError
 from grapher_core.metadata import encode_list as core_encode_list
 
 __all__ = [
@@ -73,11 +74,14 @@ the deprecated former name of ``"list"``."""
 def list_format_name(list_format: str) -> str:
     """The core's name for ``list_format``: ``"native"`` -> ``"list"`` (deprecated, warned)."""
     if list_format == "native":
-        warnings.warn('list_format="native" is now called "list" (the name both wrappers use)',
-                      DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            'list_format="native" is now called "list" (the name both wrappers use)',
+            DeprecationWarning,
+            stacklevel=3,
+        )
         return "list"
     if list_format not in LIST_FORMATS:
-        raise ValueError(f"list_format must be one of {LIST_FORMATS}, got {list_format!r}")
+        raise InputError(f"list_format must be one of {LIST_FORMATS}, got {list_format!r}")
     return list_format
 
 
@@ -105,11 +109,14 @@ def renamed(data: Any, old: str, new: str, convert: Any = None) -> Any:
     if not isinstance(data, dict) or old not in data:
         return data
     if new in data:
-        raise ValueError(f"give {new}= only ({old}= is its deprecated former name)")
+        raise InputError(f"give {new}= only ({old}= is its deprecated former name)")
     data = dict(data)
     value = data.pop(old)
-    warnings.warn(f"{old}= is deprecated: use {new}= (the name both GraphER wrappers use)",
-                  DeprecationWarning, stacklevel=stacklevel_outside(_FRAMEWORK_PREFIXES))
+    warnings.warn(
+        f"{old}= is deprecated: use {new}= (the name both GraphER wrappers use)",
+        DeprecationWarning,
+        stacklevel=stacklevel_outside(_FRAMEWORK_PREFIXES),
+    )
     data[new] = convert(value) if convert is not None else value
     return data
 
@@ -129,8 +136,8 @@ class _GraphERExtractor(BaseExtractor):
     list_format: ListFormat = Field(
         default="json",
         description="'json' (default: a string every LlamaIndex vector store keeps, Chroma's "
-                    "flat default included), 'list' (native lists: Chroma with "
-                    "flat_metadata=False, Qdrant, in-memory) or 'delimited' ('a|b').",
+        "flat default included), 'list' (native lists: Chroma with "
+        "flat_metadata=False, Qdrant, in-memory) or 'delimited' ('a|b').",
     )
     disable_template_rewrite: bool = Field(
         default=True, description="GraphER fields are edges, not text: keep the node template."
@@ -138,13 +145,19 @@ class _GraphERExtractor(BaseExtractor):
     in_place: bool = Field(default=False, description="Copy nodes instead of mutating them.")
     show_progress: bool = Field(default=False, description="Whether to show progress.")
 
-    async def aprocess_nodes(self, nodes: Sequence[BaseNode],
-                             excluded_embed_metadata_keys: list[str] | None = None,
-                             excluded_llm_metadata_keys: list[str] | None = None,
-                             **kwargs: Any) -> list[BaseNode]:
+    async def aprocess_nodes(
+        self,
+        nodes: Sequence[BaseNode],
+        excluded_embed_metadata_keys: list[str] | None = None,
+        excluded_llm_metadata_keys: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[BaseNode]:
         out = await super().aprocess_nodes(
-            nodes, excluded_embed_metadata_keys=excluded_embed_metadata_keys,
-            excluded_llm_metadata_keys=excluded_llm_metadata_keys, **kwargs)
+            nodes,
+            excluded_embed_metadata_keys=excluded_embed_metadata_keys,
+            excluded_llm_metadata_keys=excluded_llm_metadata_keys,
+            **kwargs,
+        )
         for node in out:
             exclude_from_text(node, [self.field])
         return out
@@ -167,8 +180,9 @@ class GraphEREntityExtractor(_GraphERExtractor):
 
     field: str = Field(default="entities", description="Metadata key written.")
     extractor: Any = Field(default=None, description="grapher_core.enrich entity extractor.")
-    cache: Any = Field(default=None,
-                       description="EntityCache, or the path of its SQLite file (created).")
+    cache: Any = Field(
+        default=None, description="EntityCache, or the path of its SQLite file (created)."
+    )
 
     _cache: Any = PrivateAttr(default=None)
     _default_extractor: Any = PrivateAttr(default=None)
@@ -183,7 +197,7 @@ class GraphEREntityExtractor(_GraphERExtractor):
     def _cache_kind(cls, value: Any) -> Any:
         if value is None or isinstance(value, (str, Path)) or hasattr(value, "get_many"):
             return value
-        raise ValueError(f"cache must be an EntityCache or a path, got {type(value).__name__}")
+        raise InputError(f"cache must be an EntityCache or a path, got {type(value).__name__}")
 
     @field_serializer("cache")
     def _serialise_cache(self, value: Any) -> str | None:
@@ -195,8 +209,11 @@ class GraphEREntityExtractor(_GraphERExtractor):
     @property
     def cache_path(self) -> str | None:
         """Deprecated: the entity cache's path (use ``cache``)."""
-        warnings.warn("cache_path is deprecated: use cache (the name both GraphER wrappers "
-                      "use)", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "cache_path is deprecated: use cache (the name both GraphER wrappers use)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self._serialise_cache(self.cache)
 
     @classmethod
@@ -212,8 +229,9 @@ class GraphEREntityExtractor(_GraphERExtractor):
                 self._default_extractor = SpacyEntityExtractor()
             extractor = self._default_extractor
         if self.cache is not None and self._cache is None:
-            self._cache = (EntityCache(self.cache) if isinstance(self.cache, (str, Path))
-                           else self.cache)
+            self._cache = (
+                EntityCache(self.cache) if isinstance(self.cache, (str, Path)) else self.cache
+            )
         return extractor, self._cache
 
     async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
@@ -224,8 +242,12 @@ class GraphEREntityExtractor(_GraphERExtractor):
         results = await aextract_entities(texts, extractor, cache=cache)
         failed = sum(result is None for result in results)
         if failed:
-            logger.warning("entity extraction failed for %d of %d nodes; they get no %r field",
-                           failed, len(nodes), self.field)
+            logger.warning(
+                "entity extraction failed for %d of %d nodes; they get no %r field",
+                failed,
+                len(nodes),
+                self.field,
+            )
         return [{} if result is None else self._record(result) for result in results]
 
 
@@ -242,7 +264,7 @@ class GraphERConceptExtractor(GraphEREntityExtractor):
 
     def _resolved(self) -> tuple[Any, Any]:
         if self.extractor is None and self._default_extractor is None:
-            from grapher_core.concepts import SpacyConceptParser
+            from grapher_core.enrich.concepts import SpacyConceptParser
 
             self._default_extractor = SpacyConceptParser()
         return super()._resolved()
@@ -251,7 +273,8 @@ class GraphERConceptExtractor(GraphEREntityExtractor):
 class GraphERLinkExtractor(_GraphERExtractor):
     """Hyperlinks of each node (HTML or Markdown) into ``metadata["links"]``.
 
-    With ``id_by_target`` (best built by ``grapher_core.links.build_target_index``) the links are
+    With ``id_by_target`` (best built by ``grapher_core.enrich.links.build_target_index``) the
+    links are
     resolved to object ids and unknown targets dropped; without it the normalised targets are
     kept as they are. Either way, pair the field with a metadata field holding each object's own
     id or URL: ``ForeignKeys("links", target_field="url")`` -- node ids are regenerated by
@@ -269,14 +292,15 @@ class GraphERLinkExtractor(_GraphERExtractor):
     url_keys: tuple[str, ...] = Field(
         default=("source", "url"),
         description="Metadata keys of the node's own URL, first present wins (relative links, "
-                    "self-links dropped).",
+        "self-links dropped).",
     )
 
     @model_validator(mode="before")
     @classmethod
     def _former_names(cls, data: Any) -> Any:
-        return renamed(data, "base_field", "url_keys",
-                       lambda value: () if value is None else (value,))
+        return renamed(
+            data, "base_field", "url_keys", lambda value: () if value is None else (value,)
+        )
 
     @field_validator("url_keys", mode="before")
     @classmethod
@@ -286,8 +310,11 @@ class GraphERLinkExtractor(_GraphERExtractor):
     @property
     def base_field(self) -> str | None:
         """Deprecated: the first of ``url_keys``."""
-        warnings.warn("base_field is deprecated: use url_keys (the name both GraphER wrappers "
-                      "use)", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "base_field is deprecated: use url_keys (the name both GraphER wrappers use)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.url_keys[0] if self.url_keys else None
 
     @classmethod
@@ -295,10 +322,16 @@ class GraphERLinkExtractor(_GraphERExtractor):
         return "GraphERLinkExtractor"
 
     def _links(self, text: str, metadata: Mapping[str, Any]) -> list[str]:
-        from grapher_core.links import extract_links, normalise_target, resolve_links
+        from grapher_core.enrich.links import extract_links, normalise_target, resolve_links
 
-        base = next((value.strip() for key in self.url_keys
-                     if isinstance(value := metadata.get(key), str) and value.strip()), None)
+        base = next(
+            (
+                value.strip()
+                for key in self.url_keys
+                if isinstance(value := metadata.get(key), str) and value.strip()
+            ),
+            None,
+        )
         targets = extract_links(text, fmt=self.fmt)
         own = normalise_target(base) if base else None
         if self.id_by_target is not None:
@@ -313,8 +346,9 @@ class GraphERLinkExtractor(_GraphERExtractor):
 
     async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
         return [
-            self._record(self._links(node.get_content(metadata_mode=MetadataMode.NONE),
-                                     node.metadata))
+            self._record(
+                self._links(node.get_content(metadata_mode=MetadataMode.NONE), node.metadata)
+            )
             for node in nodes
         ]
 
@@ -334,7 +368,8 @@ class GraphERMentionExtractor(_GraphERExtractor):
     field: str = Field(default="mentions", description="Metadata key written.")
     title_field: str = Field(default="title", description="Metadata key of a node's title.")
     max_share: float | None = Field(
-        default=0.02, description="Titles mentioned by more than this share of nodes are hubs.")
+        default=0.02, description="Titles mentioned by more than this share of nodes are hubs."
+    )
 
     @classmethod
     def class_name(cls) -> str:
@@ -344,8 +379,10 @@ class GraphERMentionExtractor(_GraphERExtractor):
         from grapher_core.candidates import CorpusObject
         from grapher_core.enrich.mentions import find_mentions, title_of
 
-        corpus = [CorpusObject(str(i), node.get_content(metadata_mode=MetadataMode.NONE),
-                               node.metadata) for i, node in enumerate(nodes)]
+        corpus = [
+            CorpusObject(str(i), node.get_content(metadata_mode=MetadataMode.NONE), node.metadata)
+            for i, node in enumerate(nodes)
+        ]
         lists = find_mentions(corpus, title_field=self.title_field, max_share=self.max_share)
         out = []
         for node, obj, mentions in zip(nodes, corpus, lists, strict=True):

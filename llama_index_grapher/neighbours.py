@@ -26,8 +26,9 @@ from llama_index.core.vector_stores.types import (
 )
 
 from grapher_core.candidates import Candidate
+from grapher_core.edges.base import LinkKey
+from grapher_core.errors import InputError, InputTypeError, NotFoundError
 from grapher_core.expand.source import InMemorySource, check_keys
-from grapher_core.proximity import LinkKey
 from llama_index_grapher.convert import candidate_from_node
 
 __all__ = ["NodeSource", "as_node_source"]
@@ -42,8 +43,9 @@ class NodeSource:
 
     def __init__(self, store: BaseDocumentStore | BasePydanticVectorStore) -> None:
         if not isinstance(store, (BaseDocumentStore, BasePydanticVectorStore)):
-            raise TypeError(f"expected a LlamaIndex docstore or vector store, got "
-                            f"{type(store).__name__}")
+            raise InputTypeError(
+                f"expected a LlamaIndex docstore or vector store, got {type(store).__name__}"
+            )
         self.store = store
         self.calls = 0
         self._nodes: dict[str, BaseNode] = {}
@@ -53,13 +55,14 @@ class NodeSource:
         try:
             return self._nodes[node_id]
         except KeyError:
-            raise KeyError(f"node {node_id!r} was not fetched by this source") from None
+            raise NotFoundError(f"node {node_id!r} was not fetched by this source") from None
 
     def fetch(self, keys: Sequence[LinkKey]) -> list[Candidate]:
         """Nodes matching any key, as candidates (score ``None``)."""
         keys = check_keys(keys)
-        ids = list(dict.fromkeys(v for key in keys if len(key) == 1 and key[0][0] is None
-                                 for _f, v in key))
+        ids = list(
+            dict.fromkeys(v for key in keys if len(key) == 1 and key[0][0] is None for _f, v in key)
+        )
         fields = [key for key in keys if not (len(key) == 1 and key[0][0] is None)]
         nodes: list[BaseNode] = []
         if ids:
@@ -85,18 +88,23 @@ class NodeSource:
             scan = InMemorySource([Candidate(n.node_id, "", None, n.metadata) for n in nodes])
             return [by_id[c.id] for c in scan.fetch(keys)]
         if any(len(key) != 1 for key in keys):
-            raise ValueError("a vector store source fetches by single metadata fields only; "
-                             "use relationship_proximity() for chunk neighbours")
+            raise InputError(
+                "a vector store source fetches by single metadata fields only; "
+                "use relationship_proximity() for chunk neighbours"
+            )
         values: dict[str, list[Any]] = {}
         for key in keys:
             field, value = key[0]
             if field is None:
-                raise ValueError("a vector store source fetches by metadata field, not by id")
+                raise InputError("a vector store source fetches by metadata field, not by id")
             values.setdefault(field, []).append(value)
         filters = MetadataFilters(
-            filters=[MetadataFilter(key=f, value=list(dict.fromkeys(v)), operator=FilterOperator.IN)
-                     for f, v in values.items()],
-            condition=FilterCondition.OR)
+            filters=[
+                MetadataFilter(key=f, value=list(dict.fromkeys(v)), operator=FilterOperator.IN)
+                for f, v in values.items()
+            ],
+            condition=FilterCondition.OR,
+        )
         return list(self.store.get_nodes(node_ids=None, filters=filters))
 
 
@@ -107,5 +115,7 @@ def as_node_source(value: Any) -> Any:
         return NodeSource(value)
     if callable(getattr(value, "fetch", None)) and callable(getattr(value, "node", None)):
         return value
-    raise TypeError("neighbour_source must be a LlamaIndex docstore or vector store, or have "
-                    f"fetch(keys) and node(id); got {type(value).__name__}")
+    raise InputTypeError(
+        "neighbour_source must be a LlamaIndex docstore or vector store, or have "
+        f"fetch(keys) and node(id); got {type(value).__name__}"
+    )

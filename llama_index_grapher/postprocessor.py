@@ -35,8 +35,9 @@ from grapher_core.conventions import (
     assign_validated,
     explanation_to_metadata,
 )
+from grapher_core.edges.serialise import proximity_from_dict, proximity_to_dict
+from grapher_core.errors import InputError, InputTypeError
 from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
-from grapher_core.serialise import proximity_from_dict, proximity_to_dict
 from grapher_core.vectors import VectorCache
 from llama_index_grapher.convert import (
     candidates_from_nodes,
@@ -48,7 +49,6 @@ from llama_index_grapher.stores import node_vectors
 __all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
 
 dispatcher = get_dispatcher(__name__)
-
 
 
 class GraphERPostprocessor(BaseNodePostprocessor):
@@ -67,13 +67,14 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     )
     ranker: Any = Field(default="gcs", description='"gcs", "ppr", "gat", "mlp" or a Ranker.')
     alpha: float | None = Field(default=None, description="Ranker alpha; None = its default.")
-    top_n: int | None = Field(default=None, strict=True, ge=0,
-                              description="Nodes to return; None = all.")
+    top_n: int | None = Field(
+        default=None, strict=True, ge=0, description="Nodes to return; None = all."
+    )
     use_relationships: bool = Field(
         default=True, description="Add contextual edges from PREVIOUS/NEXT node relationships."
     )
     relationship_weight: float = Field(default=1.0, description="Weight of those edges.")
-    seed_transform: str = Field(default="auto", description="See grapher_core.seeds.")
+    seed_transform: str = Field(default="auto", description="See grapher_core.ranking.seeds.")
     keep_retrieval_score: bool = Field(
         default=False, description="Keep the retriever's score in metadata['retrieval_score']."
     )
@@ -98,22 +99,30 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     )
     expand_seeds: int = Field(default=DEFAULT_SEEDS, description="Expansion: seed nodes.")
     expand_hops: int = Field(default=DEFAULT_HOPS, description="Expansion: link steps.")
-    expand_budget: int = Field(default=DEFAULT_BUDGET,
-                               description="Expansion: most nodes added per query.")
+    expand_budget: int = Field(
+        default=DEFAULT_BUDGET, description="Expansion: most nodes added per query."
+    )
     prune_threshold: float | None = Field(
-        default=None, description="Expansion: minimum query cosine of a fetched node.")
+        default=None, description="Expansion: minimum query cosine of a fetched node."
+    )
 
     vector_store: Any = Field(
-        default=None, description="The index's vector store (index.vector_store): the vectors "
+        default=None,
+        description="The index's vector store (index.vector_store): the vectors "
         "of nodes retrieved without their embedding are read from it (SimpleVectorStore, "
         "Chroma) instead of embedded again; it must hold the embed_model's (or the learned "
-        "ranker's) vectors.")
+        "ranker's) vectors.",
+    )
     auto_proximities: bool = Field(
-        default=True, description="With no proximities given, detect metadata ones (foreign "
-        "keys, links, mentions, entities, doc_id + chunk_index) beside the relationships.")
+        default=True,
+        description="With no proximities given, detect metadata ones (foreign "
+        "keys, links, mentions, entities, doc_id + chunk_index) beside the relationships.",
+    )
     strict: bool = Field(
-        default=False, description="Raise instead of warning once on silent no-ops (no "
-        "field, no edges, no vectors, fewer nodes than top_n * 2).")
+        default=False,
+        description="Raise instead of warning once on silent no-ops (no "
+        "field, no edges, no vectors, fewer nodes than top_n * 2).",
+    )
 
     _reranker: GraphReranker | None = PrivateAttr(default=None)
     _reranker_key: tuple[Any, ...] | None = PrivateAttr(default=None)
@@ -122,9 +131,10 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     def model_post_init(self, context: Any, /) -> None:
         """Build the core reranker now, so a bad ranker or proximity fails at construction."""
         super().model_post_init(context)
-        if self.top_n is not None and (isinstance(self.top_n, bool)
-                                       or not isinstance(self.top_n, int) or self.top_n < 0):
-            raise ValueError(f"top_n must be a non-negative integer or None, got {self.top_n!r}")
+        if self.top_n is not None and (
+            isinstance(self.top_n, bool) or not isinstance(self.top_n, int) or self.top_n < 0
+        ):
+            raise InputError(f"top_n must be a non-negative integer or None, got {self.top_n!r}")
         self._core()
         if self.neighbour_source is not None:
             from llama_index_grapher.neighbours import as_node_source
@@ -162,24 +172,41 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         if self.use_relationships:
             proximities.append(relationship_proximity(self.relationship_weight))
         ranker_key = self.ranker if isinstance(self.ranker, str) else id(self.ranker)
-        key = (tuple(id(p) for p in proximities[: len(self.proximities)]),
-               self.use_relationships, self.relationship_weight, ranker_key, self.alpha,
-               self.seed_transform, self.explain, self.strict, self.auto_proximities)
+        key = (
+            tuple(id(p) for p in proximities[: len(self.proximities)]),
+            self.use_relationships,
+            self.relationship_weight,
+            ranker_key,
+            self.alpha,
+            self.seed_transform,
+            self.explain,
+            self.strict,
+            self.auto_proximities,
+        )
         if self._reranker is None or key != self._reranker_key:
             # No metadata proximities given: detect them (foreign keys -> table_id for
             # GraphERSchemaReader documents, mentions, entities...) beside the relationships.
             self._reranker = GraphReranker(
-                proximities, self.ranker, self.alpha, seed_transform=self.seed_transform,
-                explain=3 if self.explain else 0, strict=self.strict,
+                proximities,
+                self.ranker,
+                self.alpha,
+                seed_transform=self.seed_transform,
+                explain=3 if self.explain else 0,
+                strict=self.strict,
                 auto_proximities=self.auto_proximities and not self.proximities,
             )
             self._reranker_key = key
         return self._reranker
 
     def _expanding(self, source: Any) -> ExpandingReranker:
-        return ExpandingReranker(self._core(), source, seeds=self.expand_seeds,
-                                 hops=self.expand_hops, budget=self.expand_budget,
-                                 prune_threshold=self.prune_threshold)
+        return ExpandingReranker(
+            self._core(),
+            source,
+            seeds=self.expand_seeds,
+            hops=self.expand_hops,
+            budget=self.expand_budget,
+            prune_threshold=self.prune_threshold,
+        )
 
     @property
     def model_name(self) -> str:
@@ -195,11 +222,15 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     # -- events, like the built-in rerankers ----------------------------------------------------
     def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
         top_n = self.top_n if self.top_n is not None else len(nodes)
-        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=top_n,
-                                          model_name=self.model_name))
+        dispatcher.event(
+            ReRankStartEvent(
+                query=query_bundle, nodes=nodes, top_n=top_n, model_name=self.model_name
+            )
+        )
 
-    def _payload(self, nodes: list[NodeWithScore],
-                 query_bundle: QueryBundle | None) -> dict[str, Any]:
+    def _payload(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
+    ) -> dict[str, Any]:
         return {
             EventPayload.NODES: nodes,
             EventPayload.MODEL_NAME: self.model_name,
@@ -208,20 +239,27 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         }
 
     # -- the work --------------------------------------------------------------------------------
-    def _rank(self, nodes: list[NodeWithScore], candidates: list[Candidate],
-              query_bundle: QueryBundle | None,
-              query_embedding: np.ndarray | None) -> list[NodeWithScore]:
+    def _rank(
+        self,
+        nodes: list[NodeWithScore],
+        candidates: list[Candidate],
+        query_bundle: QueryBundle | None,
+        query_embedding: np.ndarray | None,
+    ) -> list[NodeWithScore]:
         query = None if query_bundle is None else query_bundle.query_str
         if self.neighbour_source is None:
-            result = self._core().run(candidates, query=query, query_embedding=query_embedding,
-                                      top_n=self.top_n)
-            return [self._to_node(r, nodes[r.original_rank - 1], result.edges)
-                    for r in result.ranked]
+            result = self._core().run(
+                candidates, query=query, query_embedding=query_embedding, top_n=self.top_n
+            )
+            return [
+                self._to_node(r, nodes[r.original_rank - 1], result.edges) for r in result.ranked
+            ]
         from llama_index_grapher.neighbours import as_node_source
 
         source = as_node_source(self.neighbour_source)
-        ranked = self._expanding(source).rerank(candidates, query=query,
-                                                query_embedding=query_embedding, top_n=self.top_n)
+        ranked = self._expanding(source).rerank(
+            candidates, query=query, query_embedding=query_embedding, top_n=self.top_n
+        )
         out = []
         for r in ranked:
             if not r.expanded:
@@ -229,21 +267,30 @@ class GraphERPostprocessor(BaseNodePostprocessor):
                 continue
             fetched = self._to_node(r, NodeWithScore(node=source.node(r.id), score=None))
             fetched.node.metadata[EXPANDED_KEY] = True
-            for keys in (fetched.node.excluded_embed_metadata_keys,
-                         fetched.node.excluded_llm_metadata_keys):
+            for keys in (
+                fetched.node.excluded_embed_metadata_keys,
+                fetched.node.excluded_llm_metadata_keys,
+            ):
                 if EXPANDED_KEY not in keys:
                     keys.append(EXPANDED_KEY)
             out.append(fetched)
         return out
 
-    def _to_node(self, ranked: RankedCandidate, original: NodeWithScore,
-                 edges: Mapping[str, int] | None = None) -> NodeWithScore:
-        out = node_from_ranked(ranked, original, keep_retrieval_score=self.keep_retrieval_score,
-                               edges=edges)
+    def _to_node(
+        self,
+        ranked: RankedCandidate,
+        original: NodeWithScore,
+        edges: Mapping[str, int] | None = None,
+    ) -> NodeWithScore:
+        out = node_from_ranked(
+            ranked, original, keep_retrieval_score=self.keep_retrieval_score, edges=edges
+        )
         if self.explain:
             out.node.metadata[EXPLANATION_KEY] = explanation_to_metadata(ranked)
-            for keys in (out.node.excluded_embed_metadata_keys,
-                         out.node.excluded_llm_metadata_keys):
+            for keys in (
+                out.node.excluded_embed_metadata_keys,
+                out.node.excluded_llm_metadata_keys,
+            ):
                 if EXPLANATION_KEY not in keys:
                     keys.append(EXPLANATION_KEY)
         return out
@@ -253,9 +300,12 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             return None
         return np.asarray(query_bundle.embedding, dtype=np.float32)
 
-    def _vector_plan(self, candidates: Sequence[Candidate], query_bundle: QueryBundle | None,
-                     query_embedding: np.ndarray | None
-                     ) -> tuple[BaseEmbedding | None, str | None, list[int]]:
+    def _vector_plan(
+        self,
+        candidates: Sequence[Candidate],
+        query_bundle: QueryBundle | None,
+        query_embedding: np.ndarray | None,
+    ) -> tuple[BaseEmbedding | None, str | None, list[int]]:
         """What the sync and async paths embed: (the model or None, the query text to embed or
         None, positions of candidates without a vector) -- only when the core needs vectors."""
         if not candidates or not self.needs_embeddings:
@@ -268,36 +318,47 @@ class GraphERPostprocessor(BaseNodePostprocessor):
 
     # -- vectors: the node's own > cached by content hash > embedded (missing ones only) ------
     def _model_key(self) -> str:
-        source: Any = self.embed_model if self.embed_model is not None else \
-            getattr(self._core().ranker, "embedder", None)
+        source: Any = (
+            self.embed_model
+            if self.embed_model is not None
+            else getattr(self._core().ranker, "embedder", None)
+        )
         name = getattr(source, "model_name", None) or getattr(source, "name", None) or ""
         return f"{type(source).__module__}.{type(source).__qualname__}:{name}"
 
-    def _from_cache(self, candidates: list[Candidate], missing: list[int]
-                    ) -> tuple[list[Candidate], list[int]]:
+    def _from_cache(
+        self, candidates: list[Candidate], missing: list[int]
+    ) -> tuple[list[Candidate], list[int]]:
         if missing and self.vector_store is not None:
             stored = node_vectors(self.vector_store, [candidates[i].id for i in missing])
             hits = [(i, v) for i, v in zip(missing, stored, strict=True) if v is not None]
             if hits:
-                candidates = _with_embeddings(candidates, [i for i, _ in hits],
-                                              [list(v) for _, v in hits])
+                candidates = _with_embeddings(
+                    candidates, [i for i, _ in hits], [list(v) for _, v in hits]
+                )
                 missing = [i for i, v in zip(missing, stored, strict=True) if v is None]
         if not missing:
             return candidates, missing
         found = self._vectors.get_many(self._model_key(), [candidates[i].text for i in missing])
         hits = [(i, v) for i, v in zip(missing, found, strict=True) if v is not None]
         if hits:
-            candidates = _with_embeddings(candidates, [i for i, _ in hits],
-                                          [list(v) for _, v in hits])
+            candidates = _with_embeddings(
+                candidates, [i for i, _ in hits], [list(v) for _, v in hits]
+            )
         return candidates, [i for i, v in zip(missing, found, strict=True) if v is None]
 
-    def _embedded(self, candidates: list[Candidate], missing: list[int],
-                  vectors: Sequence[Sequence[float]]) -> list[Candidate]:
+    def _embedded(
+        self, candidates: list[Candidate], missing: list[int], vectors: Sequence[Sequence[float]]
+    ) -> list[Candidate]:
         if len(vectors) != len(missing):
-            raise ValueError(f"the embedding model returned {len(vectors)} vectors for "
-                             f"{len(missing)} nodes")
-        self._vectors.put_many(self._model_key(), [candidates[i].text for i in missing],
-                               np.asarray(vectors, dtype=np.float32))
+            raise InputError(
+                f"the embedding model returned {len(vectors)} vectors for {len(missing)} nodes"
+            )
+        self._vectors.put_many(
+            self._model_key(),
+            [candidates[i].text for i in missing],
+            np.asarray(vectors, dtype=np.float32),
+        )
         return _with_embeddings(candidates, missing, vectors)
 
     def _ranker_embedder(self) -> Any:
@@ -305,8 +366,9 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         cached here instead of recomputed for every query."""
         return getattr(self._core().ranker, "embedder", None)
 
-    def _postprocess_nodes(self, nodes: list[NodeWithScore],
-                           query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
         query_bundle = _bundle(query_bundle)
         candidates = candidates_from_nodes(nodes)  # type errors before any event
         self._start(nodes, query_bundle)
@@ -314,15 +376,15 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
         ) as event:
-            model, query_text, missing = self._vector_plan(candidates, query_bundle,
-                                                           query_embedding)
+            model, query_text, missing = self._vector_plan(
+                candidates, query_bundle, query_embedding
+            )
             candidates, missing = self._from_cache(candidates, missing)
             if model is not None:
                 if query_text is not None:
                     query_embedding = _array(model.get_query_embedding(query_text))
                 if missing:
-                    vectors = model.get_text_embedding_batch([candidates[i].text
-                                                              for i in missing])
+                    vectors = model.get_text_embedding_batch([candidates[i].text for i in missing])
                     candidates = self._embedded(candidates, missing, vectors)
             elif missing and (embedder := self._ranker_embedder()) is not None:
                 vectors = embedder.embed_documents([candidates[i].text for i in missing])
@@ -332,9 +394,9 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
 
-    async def _apostprocess_nodes(self, nodes: list[NodeWithScore],
-                                  query_bundle: QueryBundle | None = None
-                                  ) -> list[NodeWithScore]:
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
         """Async path: embeddings are awaited; the ranking itself is CPU-bound and short."""
         query_bundle = _bundle(query_bundle)
         candidates = candidates_from_nodes(nodes)  # type errors before any event
@@ -343,15 +405,17 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
         ) as event:
-            model, query_text, missing = self._vector_plan(candidates, query_bundle,
-                                                           query_embedding)
+            model, query_text, missing = self._vector_plan(
+                candidates, query_bundle, query_embedding
+            )
             candidates, missing = self._from_cache(candidates, missing)
             if model is not None:
                 if query_text is not None:
                     query_embedding = _array(await model.aget_query_embedding(query_text))
                 if missing:
-                    vectors = await model.aget_text_embedding_batch([candidates[i].text
-                                                                     for i in missing])
+                    vectors = await model.aget_text_embedding_batch(
+                        [candidates[i].text for i in missing]
+                    )
                     candidates = self._embedded(candidates, missing, vectors)
             elif missing and (embedder := self._ranker_embedder()) is not None:
                 vectors = embedder.embed_documents([candidates[i].text for i in missing])
@@ -369,19 +433,21 @@ def _bundle(query: Any) -> QueryBundle | None:
         return query
     if isinstance(query, str):
         return QueryBundle(query)
-    raise TypeError(f"query_bundle must be a QueryBundle or a string, got {type(query).__name__}")
+    raise InputTypeError(
+        f"query_bundle must be a QueryBundle or a string, got {type(query).__name__}"
+    )
 
 
 def _array(vector: Sequence[float]) -> np.ndarray:
     return np.asarray(vector, dtype=np.float32)
 
 
-def _with_embeddings(candidates: list[Candidate], positions: list[int],
-                     vectors: Sequence[Sequence[float]]) -> list[Candidate]:
+def _with_embeddings(
+    candidates: list[Candidate], positions: list[int], vectors: Sequence[Sequence[float]]
+) -> list[Candidate]:
     """Candidates with vectors filled in at ``positions`` (new objects; the rest are shared)."""
     out = list(candidates)
     for i, vector in zip(positions, vectors, strict=True):
         c = candidates[i]
-        out[i] = Candidate(c.id, c.text, c.score, c.metadata,
-                           np.asarray(vector, dtype=np.float32))
+        out[i] = Candidate(c.id, c.text, c.score, c.metadata, np.asarray(vector, dtype=np.float32))
     return out

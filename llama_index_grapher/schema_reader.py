@@ -1,6 +1,7 @@
 """The tables of a real database as LlamaIndex documents, one per table, with their foreign keys.
 
-A thin reader over :func:`grapher_core.schema.read_schema` (SQLAlchemy's inspector), so a table
+A thin reader over :func:`grapher_core.enrich.schema.read_schema` (SQLAlchemy's inspector), so a
+table
 looks the same here as in the core, the benchmarks and the LangChain loader. Rerank retrieved
 tables with::
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import Document
 
-from grapher_core.schema import read_schema
+from grapher_core.enrich.schema import read_schema
 from llama_index_grapher.extractors import ListFormat, encode_list, list_format_name
 
 if TYPE_CHECKING:
@@ -45,8 +46,14 @@ class GraphERSchemaReader(BaseReader):
     def __init__(self, list_format: ListFormat = "json") -> None:
         self.list_format: ListFormat = cast(ListFormat, list_format_name(list_format))
 
-    def lazy_load_data(self, database: str | Engine, *, db_id: str | None = None,
-                       schema: str | None = None, **_: Any) -> Iterable[Document]:
+    def lazy_load_data(
+        self,
+        database: str | Engine,
+        *,
+        db_id: str | None = None,
+        schema: str | None = None,
+        **_: Any,
+    ) -> Iterable[Document]:
         """Read the schema of ``database`` (a SQLAlchemy URL or Engine)."""
         for obj in read_schema(database, db_id=db_id, schema=schema):
             metadata: dict[str, Any] = {TABLE_ID_FIELD: obj.id}

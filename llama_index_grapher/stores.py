@@ -27,8 +27,10 @@ def node_vectors(store: Any, ids: Sequence[str]) -> list[np.ndarray | None]:
         embeddings = result.get("embeddings") if isinstance(result, dict) else None
         if embeddings is None:
             return [None] * len(ids)
-        by_id = {str(i): np.asarray(v, dtype=np.float32)
-                 for i, v in zip(result.get("ids") or [], embeddings, strict=False)}
+        by_id = {
+            str(i): np.asarray(v, dtype=np.float32)
+            for i, v in zip(result.get("ids") or [], embeddings, strict=False)
+        }
         return [by_id.get(i) for i in ids]
     getter = getattr(store, "get", None)
     if not callable(getter):

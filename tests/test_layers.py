@@ -12,13 +12,27 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE, LANGCHAIN, LLAMA, TOOLING = "grapher_core", "langchain_grapher", "llama_index_grapher", \
-    "grapher_bench"
+CORE, LANGCHAIN, LLAMA, TOOLING = (
+    "grapher_core",
+    "langchain_grapher",
+    "llama_index_grapher",
+    "grapher_bench",
+)
 # What each package may import among the project's packages and the frameworks.
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    CORE: (LANGCHAIN, LLAMA, TOOLING, "langchain", "langchain_core", "langchain_classic",
-           "langchain_chroma", "langchain_graph_retriever", "llama_index", "chromadb",
-           "qdrant_client"),
+    CORE: (
+        LANGCHAIN,
+        LLAMA,
+        TOOLING,
+        "langchain",
+        "langchain_core",
+        "langchain_classic",
+        "langchain_chroma",
+        "langchain_graph_retriever",
+        "llama_index",
+        "chromadb",
+        "qdrant_client",
+    ),
     LANGCHAIN: (LLAMA, TOOLING, "llama_index"),
     LLAMA: (LANGCHAIN, TOOLING, "langchain", "langchain_core"),
     TOOLING: (),
@@ -33,9 +47,14 @@ def imported_modules(source: str, filename: str = "<string>") -> list[tuple[int,
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "import_module" and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             found.append((node.lineno, node.args[0].value))
     return found
 
@@ -79,8 +98,11 @@ def test_checker_catches_lazy_and_dynamic_imports() -> None:
         "    importlib.import_module('llama_index.core')\n"
     )
     found = violations(CORE, [("grapher_core/bad.py", bad)])
-    assert found == ["grapher_core/bad.py:3 imports langchain_grapher.reranker",
-                     "grapher_core/bad.py:4 imports grapher_bench.runner",
-                     "grapher_core/bad.py:5 imports llama_index.core"]
-    assert violations(LANGCHAIN, [("x.py", "from llama_index.core import schema")]) \
-        == ["x.py:1 imports llama_index.core"]
+    assert found == [
+        "grapher_core/bad.py:3 imports langchain_grapher.reranker",
+        "grapher_core/bad.py:4 imports grapher_bench.runner",
+        "grapher_core/bad.py:5 imports llama_index.core",
+    ]
+    assert violations(LANGCHAIN, [("x.py", "from llama_index.core import schema")]) == [
+        "x.py:1 imports llama_index.core"
+    ]

@@ -15,39 +15,106 @@ ROOT = Path(__file__).resolve().parents[1]
 
 FACES: dict[str, set[str]] = {
     "grapher_core": {
-        "AdjacentChunks", "BaselineRanker", "Candidate", "CandidateGraph", "Contribution",
-        "CorpusObject", "ForeignKeys", "GCSRanker", "GraphERError", "GraphReranker", "PPRRanker",
-        "Proximity", "RankContext", "RankedCandidate", "Ranker", "SemanticKNN", "SharedEntities",
-        "build_graph", "cache_root", "default_model_path", "encode_list", "gcs_scores",
-        "make_ranker", "ppr_scores", "read_list", "register_ranker",
+        "AdjacentChunks",
+        "BaselineRanker",
+        "Candidate",
+        "CandidateGraph",
+        "Contribution",
+        "CorpusObject",
+        "ForeignKeys",
+        "GCSRanker",
+        "GraphERError",
+        "GraphReranker",
+        "PPRRanker",
+        "Proximity",
+        "RankContext",
+        "RankedCandidate",
+        "Ranker",
+        "SemanticKNN",
+        "SharedEntities",
+        "build_graph",
+        "cache_root",
+        "default_model_path",
+        "encode_list",
+        "gcs_scores",
+        "make_ranker",
+        "ppr_scores",
+        "read_list",
+        "register_ranker",
     },
     "grapher_core.learned": {"GATRanker", "MLPRanker"},
     "grapher_core.conventions": {
-        "EDGES_KEY", "EXPANDED_KEY", "EXPLANATION_KEY", "GRAPHER_SCORE_KEY", "LIST_FORMATS",
-        "OUTPUT_KEYS", "RELEVANCE_SCORE_KEY", "RETRIEVAL_SCORE_KEY", "ListFormat",
-        "assign_validated", "explanation_to_metadata",
+        "EDGES_KEY",
+        "EXPANDED_KEY",
+        "EXPLANATION_KEY",
+        "GRAPHER_SCORE_KEY",
+        "LIST_FORMATS",
+        "OUTPUT_KEYS",
+        "RELEVANCE_SCORE_KEY",
+        "RETRIEVAL_SCORE_KEY",
+        "ListFormat",
+        "assign_validated",
+        "explanation_to_metadata",
     },
     "grapher_core.testing": {
-        "ContractError", "check_neighbour_source", "check_proximity", "check_ranker",
+        "ContractError",
+        "check_neighbour_source",
+        "check_proximity",
+        "check_ranker",
         "sample_candidates",
     },
-    "grapher_core.learned.train": {
-        "LOSSES", "Adapter", "FitResult", "GraphExample", "Log", "LoopConfig", "LossFn", "Metric",
-        "Targets", "fit", "pr_at_k", "predict", "ranking_loss", "resolve_device",
-        "seed_everything", "set_threads", "split_examples", "targets_for",
+    "grapher_core.learned.loop": {
+        "LOSSES",
+        "Adapter",
+        "FitResult",
+        "GraphExample",
+        "Log",
+        "LoopConfig",
+        "LossFn",
+        "Metric",
+        "Targets",
+        "fit",
+        "pr_at_k",
+        "predict",
+        "ranking_loss",
+        "resolve_device",
+        "seed_everything",
+        "set_threads",
+        "split_examples",
+        "targets_for",
     },
     "langchain_grapher": {
-        "EXPANDED_KEY", "EXPLANATION_KEY", "RELEVANCE_SCORE_KEY", "RETRIEVAL_SCORE_KEY",
-        "ChunkLinkTransformer", "EntityTransformer", "GraphEREmbeddings", "GraphERReranker",
-        "GraphERRetriever", "LinkTransformer", "MentionTransformer", "SQLSchemaLoader",
-        "VectorStoreSource", "candidates_from_documents", "graph_context_formatter",
+        "EXPANDED_KEY",
+        "EXPLANATION_KEY",
+        "RELEVANCE_SCORE_KEY",
+        "RETRIEVAL_SCORE_KEY",
+        "ChunkLinkTransformer",
+        "EntityTransformer",
+        "GraphEREmbeddings",
+        "GraphERReranker",
+        "GraphERRetriever",
+        "LinkTransformer",
+        "MentionTransformer",
+        "SQLSchemaLoader",
+        "VectorStoreSource",
+        "candidates_from_documents",
+        "graph_context_formatter",
     },
     "llama_index_grapher": {
-        "ADJACENT_FIELD", "EXPLANATION_KEY", "RETRIEVAL_SCORE_KEY", "SOURCE_FIELD",
-        "TABLE_ID_FIELD", "GraphEREntityExtractor", "GraphERLinkExtractor",
-        "GraphERLlamaEmbedding", "GraphERMentionExtractor", "GraphERPostprocessor",
+        "ADJACENT_FIELD",
+        "EXPLANATION_KEY",
+        "RETRIEVAL_SCORE_KEY",
+        "SOURCE_FIELD",
+        "TABLE_ID_FIELD",
+        "GraphEREntityExtractor",
+        "GraphERLinkExtractor",
+        "GraphERLlamaEmbedding",
+        "GraphERMentionExtractor",
+        "GraphERPostprocessor",
         "GraphERSchemaReader",
-        "candidate_from_node", "candidates_from_nodes", "format_nodes_as_graph",
+        "candidate_from_node",
+        "candidates_from_nodes",
+        "format_nodes_as_graph",
         "relationship_proximity",
     },
 }
@@ -61,7 +128,8 @@ def test_all_is_pinned_and_importable(module: str) -> None:
     exported = set(mod.__all__)
     assert exported == FACES[module], (
         f"{module}.__all__ changed: added {sorted(exported - FACES[module])}, removed "
-        f"{sorted(FACES[module] - exported)}; update FACES here if that is intended")
+        f"{sorted(FACES[module] - exported)}; update FACES here if that is intended"
+    )
     for name in exported:
         assert getattr(mod, name) is not None
     assert not [n for n in exported if n.startswith("_")]
@@ -72,8 +140,11 @@ def test_notebooks_import_from_package_faces() -> None:
     for notebook in sorted((ROOT / "cookbook").glob("*.ipynb")):
         cells = json.loads(notebook.read_text())["cells"]
         source = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-        for match in re.finditer(r"from ((?:grapher_core|langchain_grapher|llama_index_grapher)"
-                                 r"\.[\w.]+) import", source):
+        for match in re.finditer(
+            r"from ((?:grapher_core|langchain_grapher|llama_index_grapher)"
+            r"\.[\w.]+) import",
+            source,
+        ):
             reached.append(f"{notebook.name}: {match.group(1)}")
     assert not reached, f"notebooks reach into submodules: {reached}"
 
@@ -82,13 +153,41 @@ def _modules(package: Path) -> set[str]:
     return {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
 
 
+def _package_folders() -> list[Path]:
+    """Every folder of the four packages that holds modules."""
+    return sorted(
+        {
+            p.parent
+            for package in (
+                "grapher_core",
+                "langchain_grapher",
+                "llama_index_grapher",
+                "grapher_bench",
+            )
+            for p in (ROOT / package).rglob("*.py")
+        }
+    )
+
+
 def test_readme_layout_names_every_module() -> None:
     readme = (ROOT / "README.md").read_text()
     layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
     words = set(re.findall(r"[\w]+", layout))
     missing = []
-    for folder in ("grapher_core", "grapher_core/enrich", "grapher_core/expand",
-                   "grapher_core/learned", "grapher_bench", "grapher_bench/qa_eval",
-                   "langchain_grapher", "llama_index_grapher"):
-        missing += [f"{folder}/{m}.py" for m in sorted(_modules(ROOT / folder) - words)]
+    for folder in _package_folders():
+        name = str(folder.relative_to(ROOT))
+        if folder.name not in words:
+            missing.append(f"{name}/")
+        missing += [f"{name}/{m}.py" for m in sorted(_modules(folder) - words)]
     assert not missing, f"README's Layout section does not mention: {missing}"
+
+
+def test_the_tree_keeps_its_shape() -> None:
+    """Few modules at each package's top (the rest live in role folders), and every learned
+    family has the same file names inside its folder."""
+    assert len(_modules(ROOT / "grapher_core")) + 1 <= 12
+    assert len(_modules(ROOT / "grapher_bench")) + 1 <= 15
+    learned = ROOT / "grapher_core" / "learned"
+    families = {name: _modules(learned / name) for name in ("gat", "grag", "qa_gnn")}
+    expected = {"model", "features", "checkpoint", "ranker", "train"}
+    assert families == {name: expected for name in families}

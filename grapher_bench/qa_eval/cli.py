@@ -29,8 +29,9 @@ def _systems(value: str) -> list[Any]:
     return systems
 
 
-def _per_set(items: list[str], option: str, shape: str,
-             set_names: list[str]) -> list[tuple[str, str]]:
+def _per_set(
+    items: list[str], option: str, shape: str, set_names: list[str]
+) -> list[tuple[str, str]]:
     """Split SET=VALUE items; a SET that names no --data folder fails (a typo would be ignored)."""
     pairs = []
     for item in items:
@@ -38,8 +39,10 @@ def _per_set(items: list[str], option: str, shape: str,
         if not sep or not name.strip():
             raise ValueError(f"{option} wants {shape}, got {item!r}")
         if name.strip() not in set_names:
-            raise ValueError(f"{option} names {name.strip()!r}, which is not a --data folder "
-                             f"(folders: {', '.join(set_names)})")
+            raise ValueError(
+                f"{option} names {name.strip()!r}, which is not a --data folder "
+                f"(folders: {', '.join(set_names)})"
+            )
         pairs.append((name.strip(), value))
     return pairs
 
@@ -56,47 +59,90 @@ def _positive(value: str, what: str) -> int:
 
 def register(subparsers: Any) -> None:
     qa = subparsers.add_parser(
-        "qa-eval", help="answer-level evaluation: generate (A.1.2), judge (A.1.3), paired tests",
+        "qa-eval",
+        help="answer-level evaluation: generate (A.1.2), judge (A.1.3), paired tests",
         description="Answer each question from each system's top K with an OpenAI-compatible "
-                    "model (the paper's A.1.2 prompt), judge the answers (A.1.3), report SQuAD "
-                    "EM/F1, answer-in-context and exact McNemar tests between systems. Replies "
-                    "are cached: a re-run or a killed run resumes for free.")
-    qa.add_argument("--data", action="append", required=True, metavar="DIR",
-                    help="a QA benchmark folder (corpus.jsonl + queries.jsonl with 'answer'); "
-                         "repeatable")
-    qa.add_argument("--systems", type=_systems, default=_systems(DEFAULT_SYSTEMS),
-                    help="comma list of RANKER[:flat|graph], RANKER any bench row label "
-                         f"(default {DEFAULT_SYSTEMS}); the first is the reference")
-    qa.add_argument("--systems-for", action="append", default=[], metavar="SET=SYSTEMS",
-                    help="systems for one dataset folder name (overrides --systems there)")
-    qa.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. "
-                    "http://127.0.0.1:8080/v1")
+        "model (the paper's A.1.2 prompt), judge the answers (A.1.3), report SQuAD "
+        "EM/F1, answer-in-context and exact McNemar tests between systems. Replies "
+        "are cached: a re-run or a killed run resumes for free.",
+    )
+    qa.add_argument(
+        "--data",
+        action="append",
+        required=True,
+        metavar="DIR",
+        help="a QA benchmark folder (corpus.jsonl + queries.jsonl with 'answer'); repeatable",
+    )
+    qa.add_argument(
+        "--systems",
+        type=_systems,
+        default=_systems(DEFAULT_SYSTEMS),
+        help="comma list of RANKER[:flat|graph], RANKER any bench row label "
+        f"(default {DEFAULT_SYSTEMS}); the first is the reference",
+    )
+    qa.add_argument(
+        "--systems-for",
+        action="append",
+        default=[],
+        metavar="SET=SYSTEMS",
+        help="systems for one dataset folder name (overrides --systems there)",
+    )
+    qa.add_argument(
+        "--base-url",
+        required=True,
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
+    )
     qa.add_argument("--model", required=True, help="model name sent to the endpoint")
-    qa.add_argument("--judge-model", default=None,
-                    help="judge model (default: --model); 'none' skips the LLM judge")
+    qa.add_argument(
+        "--judge-model",
+        default=None,
+        help="judge model (default: --model); 'none' skips the LLM judge",
+    )
     qa.add_argument("--judge-base-url", default=None, help="judge endpoint (default --base-url)")
     qa.add_argument("--api-key", default=None, help="default $OPENAI_API_KEY (none for local)")
     qa.add_argument("--k", type=int, default=10, help="objects in the context (10)")
     qa.add_argument("--limit", type=int, default=None, help="first N questions per set")
-    qa.add_argument("--limit-for", action="append", default=[], metavar="SET=N",
-                    help="first N questions of one dataset folder name (overrides --limit "
-                         "there), e.g. to report sets resumed to different depths")
+    qa.add_argument(
+        "--limit-for",
+        action="append",
+        default=[],
+        metavar="SET=N",
+        help="first N questions of one dataset folder name (overrides --limit "
+        "there), e.g. to report sets resumed to different depths",
+    )
     qa.add_argument("--retriever", default="hybrid", choices=("bm25", "dense", "hybrid"))
     qa.add_argument("--top-n", type=int, default=200, help="candidates reranked (200)")
-    qa.add_argument("--concurrency", type=int, default=1,
-                    help="requests in flight (1: a local one-thread server)")
+    qa.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="requests in flight (1: a local one-thread server)",
+    )
     qa.add_argument("--timeout", type=float, default=300.0, help="seconds per request (300)")
     qa.add_argument("--max-retries", type=int, default=4)
     qa.add_argument("--answer-tokens", type=int, default=96, help="max answer tokens (96)")
     qa.add_argument("--judge-tokens", type=int, default=160, help="max judge tokens (160)")
-    qa.add_argument("--block", type=int, default=25,
-                    help="questions answered and judged together (25); a stopped run keeps "
-                         "every finished block")
-    qa.add_argument("--cache", type=Path, default=None,
-                    help="SQLite reply cache (default <grapher cache>/qa-eval.sqlite)")
+    qa.add_argument(
+        "--block",
+        type=int,
+        default=25,
+        help="questions answered and judged together (25); a stopped run keeps "
+        "every finished block",
+    )
+    qa.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="SQLite reply cache (default <grapher cache>/qa-eval.sqlite)",
+    )
     qa.add_argument("--out", type=Path, default=Path("qa_out"), help="output folder")
-    qa.add_argument("--write-doc", type=Path, default=None, metavar="MD",
-                    help="rewrite the qa-eval section of this markdown file")
+    qa.add_argument(
+        "--write-doc",
+        type=Path,
+        default=None,
+        metavar="MD",
+        help="rewrite the qa-eval section of this markdown file",
+    )
     qa.add_argument("--no-progress", action="store_true")
     qa.set_defaults(func=run_qa_eval)
 
@@ -118,45 +164,94 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be a positive integer")
     set_names = [Path(folder).name for folder in args.data]
-    per_set = {name: _systems(value) for name, value in
-               _per_set(args.systems_for, "--systems-for", "SET=SYSTEMS", set_names)}
-    limits = {name: _positive(value, f"--limit-for {name}") for name, value in
-              _per_set(args.limit_for, "--limit-for", "SET=N", set_names)}
-    common: dict[str, Any] = {"api_key": args.api_key, "concurrency": args.concurrency,
-                              "timeout": args.timeout, "max_retries": args.max_retries,
-                              "temperature": 0.0}
-    answerer = OpenAITextCompleter(args.model, base_url=args.base_url, version=ANSWER_VERSION,
-                                   max_output_tokens=args.answer_tokens, **common)
+    per_set = {
+        name: _systems(value)
+        for name, value in _per_set(args.systems_for, "--systems-for", "SET=SYSTEMS", set_names)
+    }
+    limits = {
+        name: _positive(value, f"--limit-for {name}")
+        for name, value in _per_set(args.limit_for, "--limit-for", "SET=N", set_names)
+    }
+    common: dict[str, Any] = {
+        "api_key": args.api_key,
+        "concurrency": args.concurrency,
+        "timeout": args.timeout,
+        "max_retries": args.max_retries,
+        "temperature": 0.0,
+    }
+    answerer = OpenAITextCompleter(
+        args.model,
+        base_url=args.base_url,
+        version=ANSWER_VERSION,
+        max_output_tokens=args.answer_tokens,
+        **common,
+    )
     judge_model = args.model if args.judge_model is None else args.judge_model
     judge = None
     if judge_model.lower() != "none":
-        judge = OpenAITextCompleter(judge_model, base_url=args.judge_base_url or args.base_url,
-                                    version=JUDGE_VERSION, max_output_tokens=args.judge_tokens,
-                                    **common)
+        judge = OpenAITextCompleter(
+            judge_model,
+            base_url=args.judge_base_url or args.base_url,
+            version=JUDGE_VERSION,
+            max_output_tokens=args.judge_tokens,
+            **common,
+        )
     started = time.perf_counter()
     runs = []
     with EntityCache(args.cache or cache_root() / "qa-eval.sqlite") as cache:
         for folder, name in zip(args.data, set_names, strict=True):
             dataset = load_dataset(folder, limit=limits.get(name, args.limit))
             systems = per_set.get(name, args.systems)
-            _log(f"{dataset.name}: {len(dataset.queries)} questions, systems "
-                 f"{', '.join(s.spec_text for s in systems)}")
-            retrieved = retrieve(dataset, systems, k=args.k, retriever=args.retriever,
-                                 top_n=args.top_n, progress=not args.no_progress, log=_log)
-            run = run_qa(dataset, systems, retrieved, answerer, judge, cache,
-                         progress=not args.no_progress, block=args.block)
-            _log(f"{dataset.name}: answers {run.n_answer_calls} new / {run.n_answer_cached} "
-                 f"cached; judge {run.n_judge_calls} new / {run.n_judge_cached} cached")
+            _log(
+                f"{dataset.name}: {len(dataset.queries)} questions, systems "
+                f"{', '.join(s.spec_text for s in systems)}"
+            )
+            retrieved = retrieve(
+                dataset,
+                systems,
+                k=args.k,
+                retriever=args.retriever,
+                top_n=args.top_n,
+                progress=not args.no_progress,
+                log=_log,
+            )
+            run = run_qa(
+                dataset,
+                systems,
+                retrieved,
+                answerer,
+                judge,
+                cache,
+                progress=not args.no_progress,
+                block=args.block,
+            )
+            _log(
+                f"{dataset.name}: answers {run.n_answer_calls} new / {run.n_answer_cached} "
+                f"cached; judge {run.n_judge_calls} new / {run.n_judge_cached} cached"
+            )
             write_outputs(run, args.out / dataset.name)
             runs.append(run)
     elapsed = time.perf_counter() - started
     table = markdown(runs, args.model, judge.model if judge else None, args.k)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "table.md").write_text(table, encoding="utf-8")
-    (args.out / "qa_meta.json").write_text(json.dumps(
-        {"seconds": round(elapsed, 1), "model": args.model, "judge_model": judge_model,
-         "base_url": args.base_url, "k": args.k, "retriever": args.retriever,
-         "limit": args.limit, "limit_for": limits}, indent=2) + "\n", encoding="utf-8")
+    (args.out / "qa_meta.json").write_text(
+        json.dumps(
+            {
+                "seconds": round(elapsed, 1),
+                "model": args.model,
+                "judge_model": judge_model,
+                "base_url": args.base_url,
+                "k": args.k,
+                "retriever": args.retriever,
+                "limit": args.limit,
+                "limit_for": limits,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(table)
     if args.write_doc is not None:
         write_doc_section(args.write_doc, table)

@@ -89,9 +89,17 @@ def _is_refusal(answer: str) -> bool:
     return "enough information" in normalize_answer(answer)
 
 
-def run_qa(dataset: Dataset, systems: Sequence[System], retrieved: Retrieved,
-           answerer: OpenAITextCompleter, judge: OpenAITextCompleter | None,
-           cache: EntityCache | None, *, progress: bool = False, block: int = 25) -> QARun:
+def run_qa(
+    dataset: Dataset,
+    systems: Sequence[System],
+    retrieved: Retrieved,
+    answerer: OpenAITextCompleter,
+    judge: OpenAITextCompleter | None,
+    cache: EntityCache | None,
+    *,
+    progress: bool = False,
+    block: int = 25,
+) -> QARun:
     """Answer every question with every system, judge the answers, score them.
 
     Questions go in blocks of ``block``: every system answers a block, then the judge reads
@@ -118,10 +126,12 @@ def run_qa(dataset: Dataset, systems: Sequence[System], retrieved: Retrieved,
     replies: dict[int, str | None] = {}
     counts = [0, 0, 0, 0]  # answers computed, cached; verdicts computed, cached
     for start in range(0, n, block):  # questions in blocks: a killed run leaves whole blocks
-        slots = [s * n + q for q in range(start, min(start + block, n))
-                 for s in range(len(systems))]
-        answered = run_extraction([prompts[i] for i in slots], answerer, cache=cache,
-                                  progress=progress)
+        slots = [
+            s * n + q for q in range(start, min(start + block, n)) for s in range(len(systems))
+        ]
+        answered = run_extraction(
+            [prompts[i] for i in slots], answerer, cache=cache, progress=progress
+        )
         counts[0] += answered.n_computed
         counts[1] += answered.n_cached
         for i, result in zip(slots, answered.results, strict=True):
@@ -130,8 +140,14 @@ def run_qa(dataset: Dataset, systems: Sequence[System], retrieved: Retrieved,
         if judge is None or not judge_slots:
             continue
         judged = run_extraction(
-            [judge_prompt(dataset.queries[i % n].text, str(answers[i]), truths[i % n][0])
-             for i in judge_slots], judge, cache=cache, progress=progress)
+            [
+                judge_prompt(dataset.queries[i % n].text, str(answers[i]), truths[i % n][0])
+                for i in judge_slots
+            ],
+            judge,
+            cache=cache,
+            progress=progress,
+        )
         counts[2] += judged.n_computed
         counts[3] += judged.n_cached
         for i, result in zip(judge_slots, judged.results, strict=True):
@@ -143,26 +159,30 @@ def run_qa(dataset: Dataset, systems: Sequence[System], retrieved: Retrieved,
             i = s_index * n + q_index
             answer, truth = answers[i], truths[q_index]
             reply = replies.get(i)
-            rows.append(QARecord(
-                query_id=query.id,
-                system=system.label,
-                top_ids=retrieved.top[system.ranker][q_index],
-                perfect_recall=retrieved.perfect_recall[system.ranker][q_index],
-                answer=answer,
-                answer_error=None if answer is not None else errors[i],
-                judge_reply=reply,
-                judged_correct=parse_judgement(reply),
-                exact_match=None if answer is None else best_exact_match(answer, truth),
-                f1=None if answer is None else best_f1(answer, truth),
-                gold_in_answer=None if answer is None else answer_in_text(answer, truth),
-                answer_in_context=answer_in_text(contexts[i], truth),
-                refused=None if answer is None else _is_refusal(answer),
-            ))
+            rows.append(
+                QARecord(
+                    query_id=query.id,
+                    system=system.label,
+                    top_ids=retrieved.top[system.ranker][q_index],
+                    perfect_recall=retrieved.perfect_recall[system.ranker][q_index],
+                    answer=answer,
+                    answer_error=None if answer is not None else errors[i],
+                    judge_reply=reply,
+                    judged_correct=parse_judgement(reply),
+                    exact_match=None if answer is None else best_exact_match(answer, truth),
+                    f1=None if answer is None else best_f1(answer, truth),
+                    gold_in_answer=None if answer is None else answer_in_text(answer, truth),
+                    answer_in_context=answer_in_text(contexts[i], truth),
+                    refused=None if answer is None else _is_refusal(answer),
+                )
+            )
         records[system.label] = rows
     failed = sum(1 for a in answers if a is None)
     if failed:
-        message = (f"{dataset.name}: {failed} of {len(answers)} answers failed (counted apart; "
-                   "a re-run retries them)")
+        message = (
+            f"{dataset.name}: {failed} of {len(answers)} answers failed (counted apart; "
+            "a re-run retries them)"
+        )
         logger.warning(message)
         warnings.warn(message, stacklevel=2)
     return QARun(dataset.name, list(systems), list(dataset.queries), records, *counts)

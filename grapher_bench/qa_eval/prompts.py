@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 
 from grapher_core.candidates import Candidate
+from grapher_core.edges.base import Proximity
 from grapher_core.expand import format_graph_context, format_relation_context
-from grapher_core.proximity import Proximity
 
 __all__ = [
     "A12_TEMPLATE",
@@ -112,14 +112,16 @@ def flat_context(texts: Sequence[str]) -> str:
     return "\n\n".join(f"[{rank}] {text.strip()}" for rank, text in enumerate(texts, start=1))
 
 
-def graph_context(objects: Sequence[Candidate], proximities: Sequence[Proximity],
-                  seeds: int = 3) -> str:
+def graph_context(
+    objects: Sequence[Candidate], proximities: Sequence[Proximity], seeds: int = 3
+) -> str:
     """The top-K objects as GraphER's graph-shaped text view (the ``graph`` layout)."""
     return format_graph_context(objects, proximities, seeds=seeds, max_chars=None)
 
 
-def relation_context(objects: Sequence[Candidate], proximities: Sequence[Proximity],
-                     seeds: int = 3) -> str:
+def relation_context(
+    objects: Sequence[Candidate], proximities: Sequence[Proximity], seeds: int = 3
+) -> str:
     """The top-K objects as GRAG-style trees with relation text (the ``relation`` layout)."""
     return format_relation_context(objects, proximities, seeds=seeds, max_chars=None)
 
@@ -133,5 +135,7 @@ def answer_prompt(query: str, context: str) -> str:
 
 def judge_prompt(query: str, generated: str, ground_truth: str) -> str:
     """A.1.3 filled with the question, the generated answer and the ground truth."""
-    return _fill(A13_TEMPLATE, {"query": query, "generated_answer": generated,
-                                "ground_truth_answer": ground_truth})
+    return _fill(
+        A13_TEMPLATE,
+        {"query": query, "generated_answer": generated, "ground_truth_answer": ground_truth},
+    )

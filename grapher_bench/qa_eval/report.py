@@ -43,8 +43,9 @@ def summary(records: Sequence[QARecord]) -> dict[str, Any]:
         "n": len(records),
         "judged_yes": yes,
         "judged_no": no,
-        "judge_unparsed": sum(1 for r in records if r.answer is not None
-                              and r.judged_correct is None),
+        "judge_unparsed": sum(
+            1 for r in records if r.answer is not None and r.judged_correct is None
+        ),
         "answer_failed": failed,
         "judge_accuracy": yes / (yes + no) if yes + no else None,
         "exact_match": _mean([r.exact_match for r in records]),
@@ -73,15 +74,19 @@ def comparisons(run: QARun) -> list[tuple[str, str]]:
 def paired(run: QARun, a: str, b: str, measure: str) -> PairedResult:
     """McNemar over one per-question yes/no measure (``judged_correct``, ``gold_in_answer``,
     ``answer_in_context``)."""
-    return paired_compare([getattr(r, measure) for r in run.records[a]],
-                          [getattr(r, measure) for r in run.records[b]])
+    return paired_compare(
+        [getattr(r, measure) for r in run.records[a]], [getattr(r, measure) for r in run.records[b]]
+    )
 
 
 def answers_differ(run: QARun, a: str, b: str) -> tuple[int, int]:
     """Questions both systems answered whose SQuAD-normalised answers differ, and how many both
     answered: did the change of context change the answer at all, right or wrong?"""
-    both = [(x.answer, y.answer) for x, y in zip(run.records[a], run.records[b], strict=True)
-            if x.answer is not None and y.answer is not None]
+    both = [
+        (x.answer, y.answer)
+        for x, y in zip(run.records[a], run.records[b], strict=True)
+        if x.answer is not None and y.answer is not None
+    ]
     return sum(normalize_answer(x) != normalize_answer(y) for x, y in both), len(both)
 
 
@@ -98,8 +103,10 @@ def markdown(runs: Sequence[QARun], model: str, judge_model: str | None, k: int)
     out: list[str] = []
     for run in runs:
         out.append(f"#### {run.dataset} ({len(run.queries)} questions, top {k})\n")
-        out.append("| system | PR@K | answer in context | judge: correct | unparsed | failed "
-                   "| EM | F1 | gold in answer | refused |")
+        out.append(
+            "| system | PR@K | answer in context | judge: correct | unparsed | failed "
+            "| EM | F1 | gold in answer | refused |"
+        )
         out.append("|---|---|---|---|---|---|---|---|---|---|")
         for system in run.systems:
             s = summary(run.records[system.label])
@@ -107,25 +114,32 @@ def markdown(runs: Sequence[QARun], model: str, judge_model: str | None, k: int)
                 f"| {system.label} | {_pct(s['perfect_recall'])} | {_pct(s['answer_in_context'])} "
                 f"| {_pct(s['judge_accuracy'])} | {s['judge_unparsed']} | {s['answer_failed']} "
                 f"| {_pct(s['exact_match'])} | {_pct(s['f1'])} | {_pct(s['gold_in_answer'])} "
-                f"| {_pct(s['refused'])} |")
+                f"| {_pct(s['refused'])} |"
+            )
         out.append("")
-        out.append("| A → B | answers differ | answer in context: Δ | A only / B only | p "
-                   "| gold in answer: Δ | A only / B only | p (McNemar) "
-                   "| judge: n | Δ | A only / B only | p |")
+        out.append(
+            "| A → B | answers differ | answer in context: Δ | A only / B only | p "
+            "| gold in answer: Δ | A only / B only | p (McNemar) "
+            "| judge: n | Δ | A only / B only | p |"
+        )
         out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for a, b in comparisons(run):
             differ, both = answers_differ(run, a, b)
             c = paired(run, a, b, "answer_in_context")
             g = paired(run, a, b, "gold_in_answer")
             j = paired(run, a, b, "judged_correct")
-            out.append(f"| {a} → {b} | {differ} / {both} | {c.delta:+.1f} "
-                       f"| {c.a_only} / {c.b_only} | {_p(c.p_value)} | {g.delta:+.1f} "
-                       f"| {g.a_only} / {g.b_only} | {_p(g.p_value)} | {j.n} | {j.delta:+.1f} "
-                       f"| {j.a_only} / {j.b_only} | {_p(j.p_value)} |")
+            out.append(
+                f"| {a} → {b} | {differ} / {both} | {c.delta:+.1f} "
+                f"| {c.a_only} / {c.b_only} | {_p(c.p_value)} | {g.delta:+.1f} "
+                f"| {g.a_only} / {g.b_only} | {_p(g.p_value)} | {j.n} | {j.delta:+.1f} "
+                f"| {j.a_only} / {j.b_only} | {_p(j.p_value)} |"
+            )
         out.append("")
     judge = judge_model or "none (LLM-free measures only)"
-    out.append(f"Answer model: `{model}`; judge model: `{judge}`. Percentages over answered "
-               "questions; the judge's accuracy over parsed verdicts (unparsed are not 'no').")
+    out.append(
+        f"Answer model: `{model}`; judge model: `{judge}`. Percentages over answered "
+        "questions; the judge's accuracy over parsed verdicts (unparsed are not 'no')."
+    )
     return "\n".join(out) + "\n"
 
 
@@ -139,17 +153,29 @@ def write_outputs(run: QARun, folder: Path) -> None:
     payload = {
         "dataset": run.dataset,
         "n_queries": len(run.queries),
-        "systems": {s.label: {"spec": s.spec_text, **summary(run.records[s.label])}
-                    for s in run.systems},
+        "systems": {
+            s.label: {"spec": s.spec_text, **summary(run.records[s.label])} for s in run.systems
+        },
         "paired": [
-            {"a": a, "b": b, "answers_differ": answers_differ(run, a, b)[0],
-             **{f"context_{k}": v
-                for k, v in vars(paired(run, a, b, "answer_in_context")).items()},
-             **{f"judge_{k}": v for k, v in vars(paired(run, a, b, "judged_correct")).items()},
-             **{f"gold_{k}": v for k, v in vars(paired(run, a, b, "gold_in_answer")).items()}}
-            for a, b in comparisons(run)],
-        "llm_calls": {"answers_computed": run.n_answer_calls, "answers_cached": run.n_answer_cached,
-                      "judge_computed": run.n_judge_calls, "judge_cached": run.n_judge_cached},
+            {
+                "a": a,
+                "b": b,
+                "answers_differ": answers_differ(run, a, b)[0],
+                **{
+                    f"context_{k}": v
+                    for k, v in vars(paired(run, a, b, "answer_in_context")).items()
+                },
+                **{f"judge_{k}": v for k, v in vars(paired(run, a, b, "judged_correct")).items()},
+                **{f"gold_{k}": v for k, v in vars(paired(run, a, b, "gold_in_answer")).items()},
+            }
+            for a, b in comparisons(run)
+        ],
+        "llm_calls": {
+            "answers_computed": run.n_answer_calls,
+            "answers_cached": run.n_answer_cached,
+            "judge_computed": run.n_judge_calls,
+            "judge_cached": run.n_judge_cached,
+        },
     }
     (folder / "summary.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 

@@ -72,16 +72,20 @@ def best_f1(prediction: str, truths: Sequence[str]) -> float:
 def answer_in_text(text: str, truths: Sequence[str]) -> bool:
     """True when a normalised answer or alias occurs in the normalised text, on word bounds."""
     haystack = f" {normalize_answer(text)} "
-    return any(f" {needle} " in haystack
-               for needle in (normalize_answer(t) for t in _truths(truths)) if needle)
+    return any(
+        f" {needle} " in haystack
+        for needle in (normalize_answer(t) for t in _truths(truths))
+        if needle
+    )
 
 
 _DECISION = re.compile(
-    r"decision\W{0,3}(?:is|was|:|=|-)?\W{0,3}(?:is\W{0,3})?[\"'*`(\[]*\s*(yes|no)\b",
-    re.IGNORECASE)
+    r"decision\W{0,3}(?:is|was|:|=|-)?\W{0,3}(?:is\W{0,3})?[\"'*`(\[]*\s*(yes|no)\b", re.IGNORECASE
+)
 _BARE = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-_VERDICT = re.compile(r"\b(?:answer is|verdict\W{0,3}|so the answer is)\W{0,3}(yes|no)\b",
-                      re.IGNORECASE)
+_VERDICT = re.compile(
+    r"\b(?:answer is|verdict\W{0,3}|so the answer is)\W{0,3}(yes|no)\b", re.IGNORECASE
+)
 
 
 def parse_judgement(reply: str | None) -> bool | None:

@@ -50,5 +50,11 @@ def paired_compare(a: Sequence[bool | None], b: Sequence[bool | None]) -> Paired
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
     a_only = sum(1 for x, y in pairs if x and not y)
     b_only = sum(1 for x, y in pairs if y and not x)
-    return PairedResult(len(pairs), sum(1 for x, _ in pairs if x), sum(1 for _, y in pairs if y),
-                        a_only, b_only, mcnemar_exact(a_only, b_only))
+    return PairedResult(
+        len(pairs),
+        sum(1 for x, _ in pairs if x),
+        sum(1 for _, y in pairs if y),
+        a_only,
+        b_only,
+        mcnemar_exact(a_only, b_only),
+    )

@@ -16,7 +16,7 @@ from typing import Any
 
 from grapher_bench.data import Dataset
 from grapher_bench.enrichment import LINK_GRAPH, proximities_for
-from grapher_bench.peers import is_peer, peer_graph
+from grapher_bench.peers.rankers import is_peer, peer_graph
 from grapher_bench.qa_eval.prompts import (
     CONTEXT_STYLES,
     flat_context,
@@ -55,8 +55,9 @@ def parse_system(text: str) -> System:
     if style not in CONTEXT_STYLES:
         raise ValueError(f"system {text!r}: context style must be one of {CONTEXT_STYLES}")
     if not _LABEL.match(ranker.strip()):
-        raise ValueError(f"system {text!r}: expected RANKER[GRAPH][:STYLE], "
-                         "e.g. gcs[mentions]:graph")
+        raise ValueError(
+            f"system {text!r}: expected RANKER[GRAPH][:STYLE], e.g. gcs[mentions]:graph"
+        )
     return System(ranker.strip(), style)
 
 
@@ -93,32 +94,54 @@ class Retrieved:
     specs: dict[str, RankerSpec]
 
 
-def retrieve(dataset: Dataset, systems: Sequence[System], *, k: int = 10,
-             retriever: str = "hybrid", top_n: int = 200, progress: bool = False,
-             log: Callable[[str], None] | None = None) -> Retrieved:
+def retrieve(
+    dataset: Dataset,
+    systems: Sequence[System],
+    *,
+    k: int = 10,
+    retriever: str = "hybrid",
+    top_n: int = 200,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> Retrieved:
     """Run every distinct ranker of ``systems`` once over ``dataset`` and keep its top K."""
     if not 1 <= k <= MAX_TOP:
         raise ValueError(f"k must be between 1 and {MAX_TOP}, got {k}")
     specs = {s.ranker: ranker_spec(s.ranker, dataset.task_type) for s in systems}
-    run = run_dataset(dataset, [], retriever=retriever, ks=(k,), top_n=top_n, progress=progress,
-                      log=log, specs=list(specs.values()))
-    context_specs = [RankerSpec(g, "gcs", g) for g in
-                     {context_graph(s, dataset.task_type) for s in specs.values()}]
+    run = run_dataset(
+        dataset,
+        [],
+        retriever=retriever,
+        ks=(k,),
+        top_n=top_n,
+        progress=progress,
+        log=log,
+        specs=list(specs.values()),
+    )
+    context_specs = [
+        RankerSpec(g, "gcs", g)
+        for g in {context_graph(s, dataset.task_type) for s in specs.values()}
+    ]
     metadata = _enriched_metadata(dataset, [*specs.values(), *context_specs], [], progress)
-    objects = {o.id: Candidate(o.id, o.text, None, meta)
-               for o, meta in zip(dataset.corpus, metadata, strict=True)}
+    objects = {
+        o.id: Candidate(o.id, o.text, None, meta)
+        for o, meta in zip(dataset.corpus, metadata, strict=True)
+    }
     top: dict[str, list[list[str]]] = {}
     recall: dict[str, list[float]] = {}
     for label in specs:
         rows = run.results[label].per_query
         top[label] = [list(rows[q.id]["top"][:k]) for q in dataset.queries]
-        recall[label] = [float(set(q.gold) <= set(ids))
-                         for q, ids in zip(dataset.queries, top[label], strict=True)]
+        recall[label] = [
+            float(set(q.gold) <= set(ids))
+            for q, ids in zip(dataset.queries, top[label], strict=True)
+        ]
     return Retrieved(top, recall, objects, specs)
 
 
-def render_context(ids: Sequence[str], objects: dict[str, Candidate], style: str,
-                   graph: str | None = None) -> str:
+def render_context(
+    ids: Sequence[str], objects: dict[str, Candidate], style: str, graph: str | None = None
+) -> str:
     """The ``{retrieved_objects}`` text of one question for one layout."""
     items = [objects[i] for i in ids]
     if style == "flat":

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from grapher_core.errors import InputTypeError
 from grapher_core.metadata import normalise_entity
 
 
@@ -71,9 +72,9 @@ def extractor_model(extractor: object) -> str:
 def check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
     """The texts as a list; a single string or a non-string item is refused by position."""
     if isinstance(texts, str):
-        raise TypeError(f"{what} expects a sequence of texts, not a single string")
+        raise InputTypeError(f"{what} expects a sequence of texts, not a single string")
     out = list(texts)
     for position, text in enumerate(out):
         if not isinstance(text, str):
-            raise TypeError(f"text at position {position} is {type(text).__name__}, not str")
+            raise InputTypeError(f"text at position {position} is {type(text).__name__}, not str")
     return out

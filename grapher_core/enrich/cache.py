@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grapher_core.enrich.base import ExtractionResult
-from grapher_core.errors import CacheError
+from grapher_core.errors import CacheError, ConfigError
 
 __all__ = ["CacheError", "CacheKey", "CacheStats", "EntityCache", "content_hash"]
 
@@ -100,7 +100,7 @@ class EntityCache:
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         self.path = Path(path)
         if self.path.exists() and self.path.is_dir():
-            raise ValueError(f"cache path {self.path} is a directory, expected a file")
+            raise ConfigError(f"cache path {self.path} is a directory, expected a file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         with self._guard("open"):
@@ -288,9 +288,7 @@ class EntityCache:
         return int(count)
 
 
-def _row_to_result(
-    entities: object, error: object, flags: object
-) -> ExtractionResult | None:
+def _row_to_result(entities: object, error: object, flags: object) -> ExtractionResult | None:
     """The stored result, or ``None`` when the row is not what ``put_many`` writes."""
     try:
         if flags is None or flags == "":

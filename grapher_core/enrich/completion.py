@@ -16,6 +16,7 @@ from typing import Any
 
 from grapher_core.enrich.base import ExtractionResult
 from grapher_core.enrich.llm import OpenAIChatClient
+from grapher_core.errors import ConfigError
 
 __all__ = ["OpenAITextCompleter", "completion_text"]
 
@@ -29,17 +30,20 @@ class OpenAITextCompleter(OpenAIChatClient):
     cut by ``max_output_tokens`` is kept and flagged ``truncated``.
     """
 
-    def __init__(self, model: str, *, version: str, max_output_tokens: int | None = 256,
-                 **options: Any) -> None:
+    def __init__(
+        self, model: str, *, version: str, max_output_tokens: int | None = 256, **options: Any
+    ) -> None:
         if not isinstance(version, str) or not version.strip():
-            raise ValueError("version must be a non-empty string (it is part of the cache key)")
+            raise ConfigError("version must be a non-empty string (it is part of the cache key)")
         super().__init__(model, max_output_tokens=max_output_tokens, **options)
         self.name = f"openai-text:{model}"
         self.version = version
 
     def __repr__(self) -> str:
-        return (f"OpenAITextCompleter(model={self.model!r}, base_url={self.base_url!r}, "
-                f"version={self.version!r}, concurrency={self.concurrency})")
+        return (
+            f"OpenAITextCompleter(model={self.model!r}, base_url={self.base_url!r}, "
+            f"version={self.version!r}, concurrency={self.concurrency})"
+        )
 
     def prepare(self, text: str) -> list[dict[str, str]]:
         """One user message: the filled prompt, verbatim."""

@@ -22,7 +22,7 @@ from typing import Any
 from grapher_core.enrich.base import ExtractionResult, check_texts, dedupe_entities
 from grapher_core.enrich.parsing import EntityParseError, parse_entity_list
 from grapher_core.enrich.tokens import CostEstimate, TokenCounter, estimate_cost, get_token_counter
-from grapher_core.errors import ConfigError
+from grapher_core.errors import ConfigError, MissingDependencyError
 from grapher_core.metadata import normalise_entity
 
 # --------------------------------------------------------------------------- prompts
@@ -198,19 +198,19 @@ class OpenAIChatClient:
         backoff_max: float = 30.0,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise ValueError("model must be a non-empty string (e.g. 'gpt-4o-mini')")
+            raise ConfigError("model must be a non-empty string (e.g. 'gpt-4o-mini')")
         if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
         if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
         if backoff_base < 0 or backoff_max < 0:
-            raise ValueError("backoff_base and backoff_max must be >= 0")
+            raise ConfigError("backoff_base and backoff_max must be >= 0")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None:
-                raise ValueError(
+                raise ConfigError(
                     "no API key: pass api_key=... or set OPENAI_API_KEY "
                     "(or give base_url for a local server that needs none)"
                 )
@@ -285,14 +285,13 @@ class OpenAIChatClient:
             await asyncio.gather(*workers, return_exceptions=True)
             await client.close()
 
-
     # ----------------------------------------------------------------- internals
 
     def _async_client(self) -> Any:
         try:
             import openai
         except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError(
+            raise MissingDependencyError(
                 "the LLM extractor needs the openai client: pip install 'grapher-rerank[llm]'"
             ) from error
         return openai.AsyncOpenAI(
@@ -386,12 +385,14 @@ class OpenAIEntityExtractor(OpenAIChatClient):
         drop_example_copies: bool = True,
     ) -> None:
         if prompt_version not in PROMPTS:
-            raise ValueError(f"unknown prompt_version {prompt_version!r}; known: {sorted(PROMPTS)}")
+            raise ConfigError(
+                f"unknown prompt_version {prompt_version!r}; known: {sorted(PROMPTS)}"
+            )
         if max_tokens_per_object < 1:
-            raise ValueError(f"max_tokens_per_object must be >= 1, got {max_tokens_per_object}")
+            raise ConfigError(f"max_tokens_per_object must be >= 1, got {max_tokens_per_object}")
         if isinstance(response_format, str):
             if response_format not in RESPONSE_FORMATS:
-                raise ValueError(
+                raise ConfigError(
                     f"response_format must be None, a dict or one of {sorted(RESPONSE_FORMATS)}, "
                     f"got {response_format!r}"
                 )
@@ -462,8 +463,6 @@ class OpenAIEntityExtractor(OpenAIChatClient):
             price_input_per_million=price_input_per_million,
             price_output_per_million=price_output_per_million,
         )
-
-
 
     def _interpret(self, response: Any, text: str) -> ExtractionResult:
         choices = getattr(response, "choices", None) or []

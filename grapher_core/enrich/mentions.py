@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from grapher_core.candidates import CorpusObject
+from grapher_core.errors import InputError, MissingDependencyError
 from grapher_core.metadata import normalise_entity
 
 __all__ = ["DEFAULT_MAX_SHARE", "add_mentions", "find_mentions", "title_of"]
@@ -45,9 +46,37 @@ def _stopwords() -> frozenset[str]:
     try:
         from spacy.lang.en.stop_words import STOP_WORDS
     except ImportError:  # spaCy absent: a small built-in list
-        return frozenset({"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has",
-                          "he", "in", "is", "it", "its", "of", "on", "that", "the", "to", "was",
-                          "were", "will", "with", "this", "use"})
+        return frozenset(
+            {
+                "a",
+                "an",
+                "and",
+                "are",
+                "as",
+                "at",
+                "be",
+                "by",
+                "for",
+                "from",
+                "has",
+                "he",
+                "in",
+                "is",
+                "it",
+                "its",
+                "of",
+                "on",
+                "that",
+                "the",
+                "to",
+                "was",
+                "were",
+                "will",
+                "with",
+                "this",
+                "use",
+            }
+        )
     return frozenset(STOP_WORDS) | {"use", "this", "to"}
 
 
@@ -75,25 +104,32 @@ def _body(obj: CorpusObject, title: str) -> str:
     return rest if rest and first.strip() == title else obj.text
 
 
-def find_mentions(corpus: Sequence[CorpusObject], *, title_field: str = "title",
-                  skip_stopword_titles: bool = True, strip_parentheses: bool = True,
-                  max_share: float | None = DEFAULT_MAX_SHARE) -> list[list[str]]:
+def find_mentions(
+    corpus: Sequence[CorpusObject],
+    *,
+    title_field: str = "title",
+    skip_stopword_titles: bool = True,
+    strip_parentheses: bool = True,
+    max_share: float | None = DEFAULT_MAX_SHARE,
+) -> list[list[str]]:
     """For each object, the titles of *other* objects that its text mentions (in order of
     first appearance). ``max_share=None`` keeps hub titles."""
     try:
         import ahocorasick
     except ImportError as error:
-        raise ImportError("title mentions need pyahocorasick (the 'mentions' extra)"
-                          ) from error
+        raise MissingDependencyError(
+            "title mentions need pyahocorasick (the 'mentions' extra)"
+        ) from error
     if max_share is not None and not 0.0 < max_share <= 1.0:
-        raise ValueError(f"max_share must be in (0, 1] or None, got {max_share!r}")
+        raise InputError(f"max_share must be in (0, 1] or None, got {max_share!r}")
     stop = _stopwords() if skip_stopword_titles else frozenset()
     titles = [title_of(o, title_field) for o in corpus]
     targets: dict[str, set[str]] = {}
     for title in titles:
         for alias in _aliases(title, strip_parentheses):
-            if skip_stopword_titles and (len(alias) < _MIN_TITLE_CHARS or alias in stop
-                                         or alias.isdigit()):
+            if skip_stopword_titles and (
+                len(alias) < _MIN_TITLE_CHARS or alias in stop or alias.isdigit()
+            ):
                 continue
             if alias:
                 targets.setdefault(alias, set()).add(title)
@@ -110,7 +146,8 @@ def find_mentions(corpus: Sequence[CorpusObject], *, title_field: str = "title",
         for end, (alias, owners) in automaton.iter(text):
             start = end - len(alias) + 1
             if (start > 0 and text[start - 1].isalnum()) or (
-                    end + 1 < len(text) and text[end + 1].isalnum()):
+                end + 1 < len(text) and text[end + 1].isalnum()
+            ):
                 continue
             for owner in owners:
                 if owner != own:
@@ -123,16 +160,20 @@ def find_mentions(corpus: Sequence[CorpusObject], *, title_field: str = "title",
     return out
 
 
-def add_mentions(corpus: Sequence[CorpusObject],
-                 metadata: Sequence[Mapping[str, Any]] | None = None, *,
-                 field: str = "mentions", title_field: str = "title",
-                 **options: Any) -> list[dict[str, Any]]:
+def add_mentions(
+    corpus: Sequence[CorpusObject],
+    metadata: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    field: str = "mentions",
+    title_field: str = "title",
+    **options: Any,
+) -> list[dict[str, Any]]:
     """New metadata dicts (never the given ones) with ``field`` = the mentioned titles and
     ``title_field`` filled in from the first line where it was absent. ``options`` go to
     :func:`find_mentions`."""
     metadata = [o.metadata for o in corpus] if metadata is None else metadata
     if len(metadata) != len(corpus):
-        raise ValueError(f"{len(metadata)} metadata dicts for {len(corpus)} objects")
+        raise InputError(f"{len(metadata)} metadata dicts for {len(corpus)} objects")
     lists = find_mentions(corpus, title_field=title_field, **options)
     out = []
     for obj, meta, mentions in zip(corpus, metadata, lists, strict=True):

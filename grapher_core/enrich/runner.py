@@ -19,7 +19,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from grapher_core.candidates import CorpusObject
 from grapher_core.enrich.base import EntityExtractor, ExtractionResult, check_texts, extractor_model
 from grapher_core.enrich.cache import CacheKey, EntityCache, content_hash
-from grapher_core.progress import progress_bar
+from grapher_core.errors import InputError, InputTypeError
+from grapher_core.utils.progress import progress_bar
 
 T = TypeVar("T")
 
@@ -71,7 +72,7 @@ def cache_key(extractor: EntityExtractor) -> CacheKey:
     for attribute in ("name", "version"):
         value = getattr(extractor, attribute, None)
         if not isinstance(value, str) or not value:
-            raise TypeError(
+            raise InputTypeError(
                 f"extractor {extractor!r} needs a non-empty str attribute {attribute!r} "
                 "(it is part of the cache key)"
             )
@@ -83,8 +84,6 @@ _log = logging.getLogger(__name__)
 #: A surrogate code point alone (JSON's ``"\\ud800"``): valid in a Python ``str``, not encodable
 #: as UTF-8, so no extractor (an HTTP request, a tokenizer) can take it as it is.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 
 
 def _extractable(texts: list[str], names: Sequence[str] | None) -> list[str]:
@@ -137,8 +136,9 @@ class _Plan:
         self.n_cached = len(self.known)
         self.todo_digests = [d for d in first if d not in self.known]
         self.todo_texts = [first[d] for d in self.todo_digests]
-        self.bar = progress_bar(self.n_unique, f"entities [{extractor.name}]", unit="obj",
-                                enabled=progress)
+        self.bar = progress_bar(
+            self.n_unique, f"entities [{extractor.name}]", unit="obj", enabled=progress
+        )
         if self.n_cached:
             self.bar.update(self.n_cached)
 
@@ -147,7 +147,7 @@ class _Plan:
         rows = []
         for position, result in items:
             if not isinstance(result, ExtractionResult):
-                raise TypeError(
+                raise InputTypeError(
                     f"extractor returned {type(result).__name__}, expected ExtractionResult"
                 )
             digest = self.todo_digests[position]
@@ -173,7 +173,7 @@ def _run_batches(plan: _Plan, extractor: EntityExtractor) -> None:
         batch = plan.todo_texts[start : start + size]
         results = extractor.extract_batch(batch)
         if len(results) != len(batch):
-            raise ValueError(
+            raise InputError(
                 f"extractor {extractor.name!r} returned {len(results)} results "
                 f"for a batch of {len(batch)} texts"
             )
@@ -298,15 +298,17 @@ async def aextract_entities(
 
 def _check_objects(objects: Iterable[CorpusObject], key: str) -> list[CorpusObject]:
     if not isinstance(key, str) or not key:
-        raise ValueError(f"key must be a non-empty string, got {key!r}")
+        raise InputError(f"key must be a non-empty string, got {key!r}")
     out = list(objects)
     for position, obj in enumerate(out):
         if not isinstance(obj, CorpusObject):
-            raise TypeError(
+            raise InputTypeError(
                 f"object at position {position} is {type(obj).__name__}, expected CorpusObject"
             )
         if not isinstance(obj.text, str):
-            raise TypeError(f"object {obj.id!r} has non-string text ({type(obj.text).__name__})")
+            raise InputTypeError(
+                f"object {obj.id!r} has non-string text ({type(obj.text).__name__})"
+            )
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from grapher_core.enrich.base import EntityExtractor
 from grapher_core.enrich.cache import EntityCache
 from grapher_core.enrich.runner import run_extraction
+from grapher_core.errors import ConfigError, InputError
 
 
 class EntityBatchMapper:
@@ -47,7 +48,7 @@ class EntityBatchMapper:
         cache_path: str | Path | None = None,
     ) -> None:
         if not key:
-            raise ValueError("key must be a non-empty string")
+            raise ConfigError("key must be a non-empty string")
         self.extractor = extractor
         self.text_column = text_column
         self.key = key
@@ -57,7 +58,7 @@ class EntityBatchMapper:
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """One batch in, the same batch with entity columns out (input never mutated)."""
         if self.text_column not in batch:
-            raise ValueError(f"batch has no column {self.text_column!r} (columns: {sorted(batch)})")
+            raise InputError(f"batch has no column {self.text_column!r} (columns: {sorted(batch)})")
         texts = [str(text) for text in batch[self.text_column]]
         if self.cache_path is not None and self._cache is None:
             self._cache = EntityCache(self.cache_path)

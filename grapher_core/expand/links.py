@@ -17,8 +17,9 @@ from dataclasses import field as dc_field
 from typing import Any, Protocol
 
 from grapher_core.candidates import Candidate
+from grapher_core.edges.base import LinkKey
+from grapher_core.edges.entities import SharedEntities
 from grapher_core.metadata import read_list
-from grapher_core.proximity import LinkKey, SharedEntities
 
 __all__ = ["DEFAULT_ENTITY_SHARE", "EntityLinks", "Linkable", "linkable"]
 
@@ -50,17 +51,31 @@ class EntityLinks:
 
     def for_candidates(self, candidates: Sequence[Candidate]) -> EntityLinks:
         """The same links with this query's hub entities excluded."""
-        counts = Counter(value for c in candidates
-                         for value in dict.fromkeys(read_list(c.metadata.get(self.field))))
-        limit = max(self.max_share * len(candidates) if isinstance(self.max_share, float)
-                    else self.max_share, 1)  # an entity one candidate holds is never a hub
-        return EntityLinks(self.field, self.max_share, self.kind,
-                           frozenset(v for v, n in counts.items() if n > limit))
+        counts = Counter(
+            value
+            for c in candidates
+            for value in dict.fromkeys(read_list(c.metadata.get(self.field)))
+        )
+        limit = max(
+            self.max_share * len(candidates)
+            if isinstance(self.max_share, float)
+            else self.max_share,
+            1,
+        )  # an entity one candidate holds is never a hub
+        return EntityLinks(
+            self.field,
+            self.max_share,
+            self.kind,
+            frozenset(v for v, n in counts.items() if n > limit),
+        )
 
     def link_keys(self, candidate: Candidate) -> list[LinkKey]:
         """One key per entity of the candidate that is not a hub."""
-        return [((self.field, value),) for value in read_list(candidate.metadata.get(self.field))
-                if value not in self.hubs]
+        return [
+            ((self.field, value),)
+            for value in read_list(candidate.metadata.get(self.field))
+            if value not in self.hubs
+        ]
 
     def own_keys(self, candidate: Candidate) -> list[LinkKey]:
         """None: an entity key finds *every* object naming it, so a candidate holding it does

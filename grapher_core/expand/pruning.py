@@ -8,7 +8,7 @@ factor) and drops objects whose ``alpha`` is below ``drop_below``.
 * :class:`CosinePruner` -- today's fixed rule: ``alpha = 1`` when the query cosine reaches a
   threshold, else 0 (the object is dropped);
 * the learned ``alpha = sigmoid(MLP(|z_node - z_query|))`` lives in
-  :mod:`grapher_core.learned.pruning` (it needs torch).
+  :mod:`grapher_core.learned.pruner` (it needs torch).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from grapher_core.errors import ConfigError
 
 __all__ = ["CosinePruner", "SoftPruner", "unit_rows"]
 
@@ -43,7 +45,7 @@ class CosinePruner:
 
     def __post_init__(self) -> None:
         if not -1.0 <= float(self.threshold) <= 1.0:
-            raise ValueError(f"threshold is a cosine in [-1, 1], got {self.threshold!r}")
+            raise ConfigError(f"threshold is a cosine in [-1, 1], got {self.threshold!r}")
 
     def alphas(self, query: np.ndarray, objects: np.ndarray) -> np.ndarray:
         cos = unit_rows(objects) @ unit_rows(np.asarray(query).reshape(1, -1)).ravel()

@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from grapher_core.candidates import Candidate
+from grapher_core.edges.entities import SharedEntities
+from grapher_core.edges.keys import AdjacentChunks, ForeignKeys
 from grapher_core.metadata import normalise_entity, read_int, read_list
-from grapher_core.proximity import AdjacentChunks, ForeignKeys, SharedEntities
 
 __all__ = ["fk_join", "relation_text", "relations_between"]
 
@@ -66,8 +67,9 @@ def relation_text(a: Candidate, b: Candidate, proximity: Any) -> str | None:
     none (checked on the metadata, so it also serves edges built elsewhere)."""
     if isinstance(proximity, ForeignKeys):
         if proximity.target_field is None:
-            linked = b.id in read_list(a.metadata.get(proximity.field)) or \
-                a.id in read_list(b.metadata.get(proximity.field))
+            linked = b.id in read_list(a.metadata.get(proximity.field)) or a.id in read_list(
+                b.metadata.get(proximity.field)
+            )
             if not linked:
                 return None
             if proximity.kind == "contextual":
@@ -82,16 +84,21 @@ def relation_text(a: Candidate, b: Candidate, proximity: Any) -> str | None:
         return None
     if isinstance(proximity, AdjacentChunks):
         doc_a, doc_b = a.metadata.get(proximity.doc_field), b.metadata.get(proximity.doc_field)
-        i, j = (read_int(a.metadata.get(proximity.index_field)),
-                read_int(b.metadata.get(proximity.index_field)))
+        i, j = (
+            read_int(a.metadata.get(proximity.index_field)),
+            read_int(b.metadata.get(proximity.index_field)),
+        )
         if doc_a is None or str(doc_a) != str(doc_b) or i is None or j is None:
             return None
         return {1: "next chunk", -1: "previous chunk"}.get(j - i)
     field = getattr(proximity, "field", None)
     if isinstance(proximity, SharedEntities) or (field and hasattr(proximity, "for_candidates")):
         names_b = {normalise_entity(e) for e in read_list(b.metadata.get(field or "entities"))}
-        shared = [e for e in dict.fromkeys(read_list(a.metadata.get(field or "entities")))
-                  if normalise_entity(e) in names_b]
+        shared = [
+            e
+            for e in dict.fromkeys(read_list(a.metadata.get(field or "entities")))
+            if normalise_entity(e) in names_b
+        ]
         return f"shares {', '.join(map(str, shared[:3]))}" if shared else None
     return str(getattr(proximity, "kind", "linked"))
 

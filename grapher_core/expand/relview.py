@@ -28,9 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from grapher_core.candidates import Candidate, RankedCandidate
+from grapher_core.edges.base import Proximity
+from grapher_core.errors import InputError
 from grapher_core.expand.relations import relations_between
 from grapher_core.expand.textview import view_inputs
-from grapher_core.proximity import Proximity
 
 __all__ = ["RelationView", "format_relation_context", "relation_view"]
 
@@ -47,23 +48,31 @@ class RelationView:
         return "\n".join(self.lines)
 
 
-def relation_view(objects: Sequence[Candidate | RankedCandidate],
-                  proximities: Sequence[Proximity], *, seeds: int | Sequence[str] = 3,
-                  query_embedding: np.ndarray | None = None, max_children: int | None = None,
-                  max_chars: int | None = 300,
-                  title: Callable[[Candidate], str] | None = None) -> RelationView:
+def relation_view(
+    objects: Sequence[Candidate | RankedCandidate],
+    proximities: Sequence[Proximity],
+    *,
+    seeds: int | Sequence[str] = 3,
+    query_embedding: np.ndarray | None = None,
+    max_children: int | None = None,
+    max_chars: int | None = 300,
+    title: Callable[[Candidate], str] | None = None,
+) -> RelationView:
     """Ego-graph trees from the seeds with relation text; objects no seed reaches (or beyond
     ``max_children``) become roots of their own, in rank order."""
     if max_children is not None and max_children < 0:
-        raise ValueError(f"max_children must be >= 0, got {max_children}")
+        raise InputError(f"max_children must be >= 0, got {max_children}")
     items, roots, _, undirected = view_inputs(objects, proximities, seeds)
     n = len(items)
     name = title or _title
     similarity = _similarities(items, query_embedding)
 
     def neighbours(i: int) -> list[int]:
-        found = [int(j) for j in undirected.indices[undirected.indptr[i]:undirected.indptr[i + 1]]
-                 if int(j) != i]
+        found = [
+            int(j)
+            for j in undirected.indices[undirected.indptr[i] : undirected.indptr[i + 1]]
+            if int(j) != i
+        ]
         return sorted(found, key=lambda j: (-similarity[j], j))
 
     def relation(i: int, j: int) -> str:
@@ -101,7 +110,7 @@ def relation_view(objects: Sequence[Candidate | RankedCandidate],
         text = " ".join(items[i].text.split())
         first = name(items[i])
         if text.startswith(first):
-            text = text[len(first):].lstrip(" .:-")
+            text = text[len(first) :].lstrip(" .:-")
         if max_chars is not None and len(text) > max_chars:
             text = text[: max(max_chars - 1, 0)].rstrip() + "…"
         return text
@@ -129,9 +138,14 @@ def relation_view(objects: Sequence[Candidate | RankedCandidate],
             lines.append(body)
         visit(root, str(number), 0)
     coo = undirected.tocoo()
-    other = sorted({(min(int(a), int(b)), max(int(a), int(b))) for a, b in
-                    zip(coo.row, coo.col, strict=True) if a != b}
-                   - {(min(i, p), max(i, p)) for i, p in parent.items() if p is not None})
+    other = sorted(
+        {
+            (min(int(a), int(b)), max(int(a), int(b)))
+            for a, b in zip(coo.row, coo.col, strict=True)
+            if a != b
+        }
+        - {(min(i, p), max(i, p)) for i, p in parent.items() if p is not None}
+    )
     if other:
         lines.append("Other connections:")
         for a, b in other:
@@ -141,15 +155,24 @@ def relation_view(objects: Sequence[Candidate | RankedCandidate],
     return RelationView(tuple(lines), tuple(edges), tuple(root_ids))
 
 
-def format_relation_context(objects: Sequence[Candidate | RankedCandidate],
-                            proximities: Sequence[Proximity], *,
-                            seeds: int | Sequence[str] = 3,
-                            query_embedding: np.ndarray | None = None,
-                            max_children: int | None = None,
-                            max_chars: int | None = 300) -> str:
+def format_relation_context(
+    objects: Sequence[Candidate | RankedCandidate],
+    proximities: Sequence[Proximity],
+    *,
+    seeds: int | Sequence[str] = 3,
+    query_embedding: np.ndarray | None = None,
+    max_children: int | None = None,
+    max_chars: int | None = 300,
+) -> str:
     """:func:`relation_view` rendered as text, ready for a prompt."""
-    return relation_view(objects, proximities, seeds=seeds, query_embedding=query_embedding,
-                         max_children=max_children, max_chars=max_chars).render()
+    return relation_view(
+        objects,
+        proximities,
+        seeds=seeds,
+        query_embedding=query_embedding,
+        max_children=max_children,
+        max_chars=max_chars,
+    ).render()
 
 
 def _similarities(items: Sequence[Candidate], query: np.ndarray | None) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Neighbour sources: where expansion fetches objects that are not among the candidates.
 
 A source answers one question in one round trip: "give me every object matching any of these
-link keys". A :data:`~grapher_core.proximity.LinkKey` is ``((field, value), ...)`` -- all pairs
+link keys". A :data:`~grapher_core.edges.base.LinkKey` is ``((field, value), ...)`` -- all pairs
 must match, ``field`` ``None`` meaning the object id -- so the same protocol serves foreign
 keys (ids), title mentions (a ``title`` field) and chunk neighbours (``doc_id`` + ``chunk_index``).
 
@@ -19,8 +19,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject
+from grapher_core.edges.base import LinkKey, link_value
+from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.metadata import read_list
-from grapher_core.proximity import LinkKey, link_value
 
 __all__ = ["InMemorySource", "NeighbourSource", "check_keys", "field_values"]
 
@@ -42,17 +43,21 @@ class NeighbourSource(Protocol):
 def check_keys(keys: Sequence[LinkKey]) -> list[LinkKey]:
     """Validate link keys up front so a malformed key names itself, not a deep frame."""
     if isinstance(keys, (str, bytes)):
-        raise TypeError("fetch needs a sequence of link keys, not a string")
+        raise InputTypeError("fetch needs a sequence of link keys, not a string")
     out: list[LinkKey] = []
     for key in keys:
         if not isinstance(key, tuple) or not key:
-            raise ValueError(f"a link key is a non-empty tuple of (field, value) pairs, "
-                             f"got {key!r}")
+            raise InputError(
+                f"a link key is a non-empty tuple of (field, value) pairs, got {key!r}"
+            )
         for pair in key:
-            if (not isinstance(pair, tuple) or len(pair) != 2
-                    or not (pair[0] is None or isinstance(pair[0], str))
-                    or not isinstance(pair[1], str)):
-                raise ValueError(f"bad (field, value) pair {pair!r} in link key {key!r}")
+            if (
+                not isinstance(pair, tuple)
+                or len(pair) != 2
+                or not (pair[0] is None or isinstance(pair[0], str))
+                or not isinstance(pair[1], str)
+            ):
+                raise InputError(f"bad (field, value) pair {pair!r} in link key {key!r}")
         out.append(key)
     return out
 
@@ -62,7 +67,7 @@ def field_values(object_id: str, metadata: Mapping[str, Any], field: str | None)
 
     A list field gives each item; a scalar string gives itself *and* its delimited parts (the
     core's :func:`~grapher_core.metadata.read_list` splits ``"a|b"``; a title with a comma must
-    still match whole). Values are in :func:`~grapher_core.proximity.link_value` form.
+    still match whole). Values are in :func:`~grapher_core.edges.base.link_value` form.
     """
     if field is None:
         return [object_id]
@@ -88,22 +93,27 @@ class InMemorySource:
     is built on first use; ``calls`` counts :meth:`fetch` calls (one per expansion hop).
     """
 
-    def __init__(self, objects: Sequence[CorpusObject | Candidate],
-                 embeddings: np.ndarray | None = None,
-                 metadata: Sequence[Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        objects: Sequence[CorpusObject | Candidate],
+        embeddings: np.ndarray | None = None,
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
         items = list(objects)
         for position, obj in enumerate(items):
             if not isinstance(obj, (CorpusObject, Candidate)):
-                raise TypeError(f"object at position {position} is a {type(obj).__name__}, "
-                                "not a CorpusObject or Candidate")
+                raise InputTypeError(
+                    f"object at position {position} is a {type(obj).__name__}, "
+                    "not a CorpusObject or Candidate"
+                )
         ids = [o.id for o in items]
         if len(set(ids)) != len(ids):
             repeated = sorted(i for i, count in Counter(ids).items() if count > 1)
-            raise ValueError(f"duplicate object ids in the source: {repeated[:5]}")
+            raise ConfigError(f"duplicate object ids in the source: {repeated[:5]}")
         if embeddings is not None and len(embeddings) != len(items):
-            raise ValueError(f"got {len(embeddings)} embeddings for {len(items)} objects")
+            raise ConfigError(f"got {len(embeddings)} embeddings for {len(items)} objects")
         if metadata is not None and len(metadata) != len(items):
-            raise ValueError(f"got {len(metadata)} metadata dicts for {len(items)} objects")
+            raise ConfigError(f"got {len(metadata)} metadata dicts for {len(items)} objects")
         self._objects = items
         self._metadata = [o.metadata for o in items] if metadata is None else list(metadata)
         self._embeddings = embeddings
@@ -117,8 +127,7 @@ class InMemorySource:
         index = self._indexes.get(fields)
         if index is None:
             index = defaultdict(list)
-            for position, (obj, meta) in enumerate(zip(self._objects, self._metadata,
-                                                       strict=True)):
+            for position, (obj, meta) in enumerate(zip(self._objects, self._metadata, strict=True)):
                 for combo in product(*(field_values(obj.id, meta, f) for f in fields)):
                     index[combo].append(position)
             self._indexes[fields] = index

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate, RankedCandidate
-from grapher_core.graph import CandidateGraph, build_graph
-from grapher_core.proximity import Proximity
+from grapher_core.edges.base import Proximity
+from grapher_core.edges.graph import CandidateGraph, build_graph
+from grapher_core.errors import InputError
 from grapher_core.rerank import validate_candidates
 
 __all__ = ["TextView", "TextViewNode", "format_graph_context", "text_view"]
@@ -49,8 +50,13 @@ class TextView:
     nodes: tuple[TextViewNode, ...]
     extra_edges: tuple[tuple[str, str, tuple[str, ...]], ...]
 
-    def render(self, *, max_chars: int | None = 400, indent: str = "  ",
-               title: Callable[[Candidate], str] | None = None) -> str:
+    def render(
+        self,
+        *,
+        max_chars: int | None = 400,
+        indent: str = "  ",
+        title: Callable[[Candidate], str] | None = None,
+    ) -> str:
         """The hierarchical description as text; ``max_chars`` truncates each object's text."""
         name = title or _title
         lines: list[str] = []
@@ -65,35 +71,44 @@ class TextView:
                 lines.append(f"{pad}{indent}{indent}{text}")
         if self.extra_edges:
             lines.append("Other links:")
-            lines.extend(f"- [{a}] -- [{b}] ({', '.join(kinds)})"
-                         for a, b, kinds in self.extra_edges)
+            lines.extend(
+                f"- [{a}] -- [{b}] ({', '.join(kinds)})" for a, b, kinds in self.extra_edges
+            )
         return "\n".join(lines)
 
 
-def view_inputs(objects: Sequence[Candidate | RankedCandidate], proximities: Sequence[Proximity],
-                seeds: int | Sequence[str]
-                ) -> tuple[list[Candidate], list[int], CandidateGraph, sp.csr_matrix]:
+def view_inputs(
+    objects: Sequence[Candidate | RankedCandidate],
+    proximities: Sequence[Proximity],
+    seeds: int | Sequence[str],
+) -> tuple[list[Candidate], list[int], CandidateGraph, sp.csr_matrix]:
     """What every text view starts from: the objects (checked), the positions of the seeds
     (the first ``seeds`` objects, or the given ids), their graph and its undirected form (a link
     either way connects two objects in a prompt)."""
-    items = validate_candidates([o.candidate if isinstance(o, RankedCandidate) else o
-                                 for o in objects])
+    items = validate_candidates(
+        [o.candidate if isinstance(o, RankedCandidate) else o for o in objects]
+    )
     position = {c.id: i for i, c in enumerate(items)}
     if isinstance(seeds, int):
         if seeds < 0:
-            raise ValueError(f"seeds must be >= 0, got {seeds}")
+            raise InputError(f"seeds must be >= 0, got {seeds}")
         roots = list(range(min(seeds, len(items))))
     else:
         unknown = [s for s in seeds if s not in position]
         if unknown:
-            raise ValueError(f"seed ids not among the objects: {unknown[:5]}")
+            raise InputError(f"seed ids not among the objects: {unknown[:5]}")
         roots = [position[s] for s in dict.fromkeys(seeds)]
     graph = build_graph(items, proximities)
     return items, roots, graph, (graph.adjacency + graph.adjacency.T).tocsr()
 
 
-def text_view(objects: Sequence[Candidate | RankedCandidate], proximities: Sequence[Proximity],
-              *, seeds: int | Sequence[str] = 3, max_depth: int | None = None) -> TextView:
+def text_view(
+    objects: Sequence[Candidate | RankedCandidate],
+    proximities: Sequence[Proximity],
+    *,
+    seeds: int | Sequence[str] = 3,
+    max_depth: int | None = None,
+) -> TextView:
     """Split the objects' graph into a BFS tree from the seeds plus the remaining edges.
 
     ``objects`` are in rank order (best first); ``seeds`` is how many of the first ones root
@@ -138,9 +153,15 @@ def text_view(objects: Sequence[Candidate | RankedCandidate], proximities: Seque
     def visit(i: int, label: str) -> None:  # pre-order traversal
         labels[i] = label
         up = parent[i]
-        nodes.append(TextViewNode(label, items[i], depth[i],
-                                  None if up is None else labels[up],
-                                  () if up is None else kinds(up, i)))
+        nodes.append(
+            TextViewNode(
+                label,
+                items[i],
+                depth[i],
+                None if up is None else labels[up],
+                () if up is None else kinds(up, i),
+            )
+        )
         for number, j in enumerate(children.get(i, []), start=1):
             visit(j, f"{label}.{number}")
 
@@ -155,12 +176,18 @@ def text_view(objects: Sequence[Candidate | RankedCandidate], proximities: Seque
     return TextView(tuple(nodes), tuple(extra))
 
 
-def format_graph_context(objects: Sequence[Candidate | RankedCandidate],
-                         proximities: Sequence[Proximity], *, seeds: int | Sequence[str] = 3,
-                         max_chars: int | None = 400, max_depth: int | None = None) -> str:
+def format_graph_context(
+    objects: Sequence[Candidate | RankedCandidate],
+    proximities: Sequence[Proximity],
+    *,
+    seeds: int | Sequence[str] = 3,
+    max_chars: int | None = 400,
+    max_depth: int | None = None,
+) -> str:
     """:func:`text_view` rendered as text, ready for a prompt."""
     return text_view(objects, proximities, seeds=seeds, max_depth=max_depth).render(
-        max_chars=max_chars)
+        max_chars=max_chars
+    )
 
 
 def _neighbours(matrix: sp.csr_matrix, i: int) -> list[int]:

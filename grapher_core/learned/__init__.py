@@ -1,5 +1,7 @@
-"""Learned rankers (GraphER-GAT and its MLP ablation): models, checkpoints, inference, and the
-training code they share.
+"""Learned rankers, one folder per family with the same file names inside (``gat/``, ``grag/``,
+``qa_gnn/``: ``model features checkpoint ranker train``), and what they share: the training
+loop (``loop``), the inputs every ranker reads (``inputs``), checkpoint files (``weights``) and
+the learned expansion pruner (``pruner``).
 
 Needs the ``gat`` extra (torch, torch-geometric, safetensors). Importing this package is cheap;
 torch loads when a model is built or a checkpoint is read.
@@ -12,7 +14,7 @@ __all__ = ["GATRanker", "MLPRanker"]
 
 def __getattr__(name: str) -> object:
     if name in __all__:
-        from grapher_core.learned import ranker
+        from grapher_core.learned.gat import ranker
 
         return getattr(ranker, name)
     raise AttributeError(name)

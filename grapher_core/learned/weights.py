@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grapher_core.errors import CheckpointError
+from grapher_core.errors import CheckpointError, InputFileNotFoundError
 
 __all__ = ["checkpoint_paths", "load_state", "read_weights", "write_weights"]
 
@@ -25,8 +25,13 @@ def checkpoint_paths(path: str | Path) -> tuple[Path, Path]:
     return stem.with_name(stem.name + ".safetensors"), stem.with_name(stem.name + ".json")
 
 
-def write_weights(state: dict[str, Any], config: dict[str, Any], path: str | Path, *,
-                  metadata: dict[str, str] | None = None) -> tuple[Path, Path]:
+def write_weights(
+    state: dict[str, Any],
+    config: dict[str, Any],
+    path: str | Path,
+    *,
+    metadata: dict[str, str] | None = None,
+) -> tuple[Path, Path]:
     """Write a state dict and its JSON config; returns both paths. Tensors are copied to CPU."""
     from safetensors.torch import save_file
 
@@ -45,7 +50,7 @@ def read_weights(path: str | Path, device: str = "cpu") -> tuple[dict[str, Any],
     weights, meta = checkpoint_paths(path)
     for file in (weights, meta):
         if not file.is_file():
-            raise FileNotFoundError(f"checkpoint file not found: {file}")
+            raise InputFileNotFoundError(f"checkpoint file not found: {file}")
     try:
         config = json.loads(meta.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
@@ -57,8 +62,9 @@ def read_weights(path: str | Path, device: str = "cpu") -> tuple[dict[str, Any],
     try:
         tensors = load_file(str(weights), device=device)
     except Exception as error:  # safetensors raises its own, OS and value errors: name the file
-        raise CheckpointError(f"{weights}: not a readable safetensors file "
-                              f"({type(error).__name__}: {error})") from error
+        raise CheckpointError(
+            f"{weights}: not a readable safetensors file ({type(error).__name__}: {error})"
+        ) from error
     return tensors, config
 
 
@@ -69,5 +75,6 @@ def load_state(model: Any, state: dict[str, Any], where: str) -> None:
     except RuntimeError as error:  # tensor shapes differ from the config's
         raise CheckpointError(f"{where}: {error}") from None
     if missing or unexpected:
-        raise CheckpointError(f"{where}: missing {sorted(missing)[:5]}, "
-                              f"unexpected {sorted(unexpected)[:5]}")
+        raise CheckpointError(
+            f"{where}: missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}"
+        )

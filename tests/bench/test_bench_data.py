@@ -22,8 +22,9 @@ def test_real_datasets_load_with_their_task_types(benchmarks_dir: Path) -> None:
     assert spider.queries[0].extra["db_id"] == "concert_singer"
     assert load_dataset(benchmarks_dir / "squad_chunks", limit=5).task_type == "chunks"
     assert load_dataset(benchmarks_dir / "musique", limit=5).task_type == "passages"
-    assert load_dataset(benchmarks_dir / "hotpotqa", limit=5, task_type="chunks").task_type \
-        == "chunks"
+    assert (
+        load_dataset(benchmarks_dir / "hotpotqa", limit=5, task_type="chunks").task_type == "chunks"
+    )
     names = [p.name for p in find_datasets(benchmarks_dir)]
     assert "spider_dev" in names and "hotpotqa_sentences" in names
 
@@ -44,8 +45,9 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     (bad / "queries.jsonl").write_text("")
     with pytest.raises(ValueError, match=r"corpus.jsonl:2"):
         load_dataset(bad)
-    missing = _write(tmp_path / "missing", [{"id": "a", "text": "x"}],
-                     [{"id": "q", "text": "?", "gold": ["b"]}])
+    missing = _write(
+        tmp_path / "missing", [{"id": "a", "text": "x"}], [{"id": "q", "text": "?", "gold": ["b"]}]
+    )
     with pytest.raises(ValueError, match="not in the corpus"):
         load_dataset(missing)
     with pytest.raises(ValueError, match="task type"):
@@ -53,9 +55,11 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
 
 
 def test_loader_keeps_extra_fields_and_dedupes_gold(tmp_path: Path) -> None:
-    folder = _write(tmp_path / "ok", [{"id": "a", "text": "x", "metadata": {"doc_id": "d",
-                                                                             "chunk_index": 0}}],
-                    [{"id": "q", "text": "?", "gold": ["a", "a"], "answer": "y"}])
+    folder = _write(
+        tmp_path / "ok",
+        [{"id": "a", "text": "x", "metadata": {"doc_id": "d", "chunk_index": 0}}],
+        [{"id": "q", "text": "?", "gold": ["a", "a"], "answer": "y"}],
+    )
     dataset = load_dataset(folder)
     assert dataset.queries[0].gold == ["a"] and dataset.queries[0].extra == {"answer": "y"}
     assert dataset.task_type == "chunks" and dataset.n_multi == 0

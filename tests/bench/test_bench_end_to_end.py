@@ -9,8 +9,19 @@ import pytest
 
 from grapher_bench.cli import main
 
-REQUIRED = {"PR@5", "PR@10", "PR@5>1", "PR@10>1", "recall@10", "FirstRR", "MRR", "MHits@10",
-            "MTRR", "TMHits@10", "rerank_ms_median"}
+REQUIRED = {
+    "PR@5",
+    "PR@10",
+    "PR@5>1",
+    "PR@10>1",
+    "recall@10",
+    "FirstRR",
+    "MRR",
+    "MHits@10",
+    "MTRR",
+    "TMHits@10",
+    "rerank_ms_median",
+}
 
 
 def _results(folder: Path) -> dict:
@@ -28,9 +39,22 @@ def _results(folder: Path) -> dict:
 @pytest.mark.slow
 def test_bench_on_spider_dev_subset(benchmarks_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "spider"
-    code = main(["bench", "--data", str(benchmarks_dir / "spider_dev"), "--limit", "150",
-                 "--retriever", "hybrid", "--rankers", "baseline,db-first,ppr,gcs",
-                 "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "bench",
+            "--data",
+            str(benchmarks_dir / "spider_dev"),
+            "--limit",
+            "150",
+            "--retriever",
+            "hybrid",
+            "--rankers",
+            "baseline,db-first,ppr,gcs",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     data = _results(out)
     assert data["n_queries"] == 150 and data["n_candidates"] == 200
@@ -47,11 +71,27 @@ def test_bench_on_spider_dev_subset(benchmarks_dir: Path, tmp_path: Path) -> Non
 def test_bench_on_hotpotqa_with_title_mentions(benchmarks_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "hotpot"
     doc = tmp_path / "benchmarks.md"
-    doc.write_text("# B\n\nkeep me\n<!-- bench:start -->\nSTALE-CONTENT\n"
-                   "<!-- bench:end -->\ntail\n")
-    code = main(["bench", "--data", str(benchmarks_dir / "hotpotqa"), "--limit", "120",
-                 "--retriever", "bm25", "--graphs", "mentions", "--out", str(out),
-                 "--write-doc", str(doc), "--no-progress"])
+    doc.write_text(
+        "# B\n\nkeep me\n<!-- bench:start -->\nSTALE-CONTENT\n<!-- bench:end -->\ntail\n"
+    )
+    code = main(
+        [
+            "bench",
+            "--data",
+            str(benchmarks_dir / "hotpotqa"),
+            "--limit",
+            "120",
+            "--retriever",
+            "bm25",
+            "--graphs",
+            "mentions",
+            "--out",
+            str(out),
+            "--write-doc",
+            str(doc),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     data = _results(out)
     assert data["n_multi"] == 120

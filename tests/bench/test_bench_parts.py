@@ -16,7 +16,14 @@ from grapher_core import Candidate, CorpusObject, GraphReranker
 
 def test_tokenize_splits_identifiers() -> None:
     assert tokenize("customer_id OrderDate HTTPServer singers") == [
-        "customer", "id", "order", "date", "http", "server", "singer"]
+        "customer",
+        "id",
+        "order",
+        "date",
+        "http",
+        "server",
+        "singer",
+    ]
 
 
 def _passage(title: str, body: str) -> CorpusObject:
@@ -42,17 +49,21 @@ def test_mentions_respect_word_boundaries_and_skip_stopword_titles() -> None:
 
 
 def test_mention_edges_reach_every_object_with_the_title() -> None:
-    candidates = [Candidate("a", "", 1.0, {"title": "A", "mentions": ["B"]}),
-                  Candidate("b1", "", 0.5, {"title": "B"}),
-                  Candidate("b2", "", 0.2, {"title": "B"})]
+    candidates = [
+        Candidate("a", "", 1.0, {"title": "A", "mentions": ["B"]}),
+        Candidate("b1", "", 0.5, {"title": "B"}),
+        Candidate("b2", "", 0.2, {"title": "B"}),
+    ]
     (proximity,) = proximities_for("mentions")
     assert proximity.adjacency(candidates).toarray()[0].tolist() == [0.0, 1.0, 1.0]
 
 
 def test_db_first_promotes_the_top_database() -> None:
-    candidates = [Candidate("x.a", "", 0.9, {"db_id": "x"}),
-                  Candidate("y.b", "", 0.8, {"db_id": "y"}),
-                  Candidate("x.c", "", 0.1, {"db_id": "x"})]
+    candidates = [
+        Candidate("x.a", "", 0.9, {"db_id": "x"}),
+        Candidate("y.b", "", 0.8, {"db_id": "y"}),
+        Candidate("x.c", "", 0.1, {"db_id": "x"}),
+    ]
     order = [r.id for r in GraphReranker([], ranker=DatabaseFirstRanker()).rerank(candidates)]
     assert order == ["x.a", "x.c", "y.b"]
     assert [r.id for r in GraphReranker([], ranker="db-first").rerank(candidates)] == order
@@ -81,8 +92,11 @@ def test_embedding_cache_embeds_each_text_once(tmp_path: Path) -> None:
 
 
 def test_hybrid_retriever_mixes_bm25_and_cosine() -> None:
-    corpus = [CorpusObject("a", "red apple"), CorpusObject("b", "green pear"),
-              CorpusObject("c", "blue sky")]
+    corpus = [
+        CorpusObject("a", "red apple"),
+        CorpusObject("b", "green pear"),
+        CorpusObject("c", "blue sky"),
+    ]
     vectors = np.eye(3, dtype=np.float32)
     retriever = BaseRetriever(corpus, "hybrid", vectors, top_n=2)
     result = retriever.retrieve("pear", np.array([1.0, 0.0, 0.0]))

@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 
 from grapher_bench.cli import main as bench_main
-from grapher_bench.latency import measure, render, synthetic_candidates, write_section
+from grapher_bench.latency.rerank import measure, render, synthetic_candidates, write_section
 from grapher_core import SharedEntities, build_graph
 from grapher_core.cli import main
 
 
 def test_demo_end_to_end_finds_the_table_plain_retrieval_misses(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     pytest.importorskip("sentence_transformers")
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
@@ -34,8 +35,10 @@ def test_synthetic_entities_match_measured_density() -> None:
     graph = build_graph(synthetic_candidates(200), [SharedEntities()])
     assert 16 <= graph.n_edges / 200 <= 25  # spaCy entity graphs measured on the multi-hop sets
     hubs_removed = build_graph(synthetic_candidates(2000), [SharedEntities(max_holders=50)])
-    assert hubs_removed.n_edges < build_graph(synthetic_candidates(2000),
-                                              [SharedEntities()]).n_edges / 5
+    assert (
+        hubs_removed.n_edges
+        < build_graph(synthetic_candidates(2000), [SharedEntities()]).n_edges / 5
+    )
 
 
 def test_latency_rows_and_section_writing(tmp_path: Path) -> None:
@@ -43,8 +46,10 @@ def test_latency_rows_and_section_writing(tmp_path: Path) -> None:
     assert row.n == 50 and row.edges > 0
     assert 0 < row.graph_ms[0] <= row.graph_ms[1]
     doc = tmp_path / "benchmarks.md"
-    doc.write_text("# B\n\n<!-- latency:start -->\nSTALE ROW\n<!-- latency:end -->\n\n"
-                   "<!-- bench:start -->\nkeep me\n<!-- bench:end -->\n")
+    doc.write_text(
+        "# B\n\n<!-- latency:start -->\nSTALE ROW\n<!-- latency:end -->\n\n"
+        "<!-- bench:start -->\nkeep me\n<!-- bench:end -->\n"
+    )
     write_section(doc, render([row], "grapher-bench bench-latency --sizes 50"))
     text = doc.read_text()
     assert "STALE ROW" not in text and "keep me" in text
@@ -53,12 +58,30 @@ def test_latency_rows_and_section_writing(tmp_path: Path) -> None:
     assert "clock: wall (elapsed)" in text
 
 
-def test_latency_cpu_clock_is_used_and_named(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_latency_cpu_clock_is_used_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     doc = tmp_path / "benchmarks.md"
     doc.write_text("<!-- latency:start -->\n<!-- latency:end -->\n")
-    assert bench_main(["bench-latency", "--sizes", "30", "--workloads", "zipf", "--repeats", "3",
-                       "--no-reference", "--clock", "cpu", "--write", str(doc)]) == 0
+    assert (
+        bench_main(
+            [
+                "bench-latency",
+                "--sizes",
+                "30",
+                "--workloads",
+                "zipf",
+                "--repeats",
+                "3",
+                "--no-reference",
+                "--clock",
+                "cpu",
+                "--write",
+                str(doc),
+            ]
+        )
+        == 0
+    )
     text = doc.read_text()
     assert "clock: CPU time of the process per call" in text
     assert "--clock cpu --write" in text
@@ -69,7 +92,7 @@ def test_latency_cpu_clock_is_used_and_named(tmp_path: Path,
 def test_alpha_argument_names_bad_values() -> None:
     import argparse
 
-    from grapher_core.cli import alpha_argument
+    from grapher_core.cli.arguments import alpha_argument
 
     assert alpha_argument("0.3") == 0.3
     for bad in ("0", "1", "1.5", "x"):
@@ -79,7 +102,7 @@ def test_alpha_argument_names_bad_values() -> None:
 
 @pytest.mark.parametrize("workload", ["calibrated", "zipf"])
 def test_reference_pipeline_gives_the_same_top_10(workload: str) -> None:
-    from grapher_bench.latency import WORKLOADS, reference_rerank
+    from grapher_bench.latency.rerank import WORKLOADS, reference_rerank
     from grapher_core import GraphReranker
 
     candidates = WORKLOADS[workload](300)
@@ -93,7 +116,7 @@ def test_reference_pipeline_gives_the_same_top_10(workload: str) -> None:
 def test_hub_memory_reports_a_bounded_graph() -> None:
     import warnings
 
-    from grapher_bench.latency import hub_memory
+    from grapher_bench.latency.rerank import hub_memory
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

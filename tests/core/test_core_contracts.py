@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from grapher_core import AdjacentChunks, ForeignKeys, SemanticKNN, SharedEntities
 from grapher_core.expand.source import InMemorySource
-from grapher_core.rankers import make_ranker
+from grapher_core.ranking.registry import make_ranker
 from grapher_core.testing import (
     ContractError,
     check_neighbour_source,
@@ -37,7 +37,7 @@ def test_builtin_proximities_keep_the_contract(proximity) -> None:
 
 
 def test_shared_concepts_keeps_the_contract() -> None:
-    from grapher_core.concept_proximity import SharedConcepts
+    from grapher_core.edges.concepts import SharedConcepts
 
     check_proximity(SharedConcepts())
 
@@ -114,8 +114,10 @@ def test_testing_does_not_import_pytest() -> None:
     import grapher_core.testing as testing
 
     tree = ast.parse(Path(testing.__file__).read_text())
-    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
-             for a in n.names}
-    names |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
-              if isinstance(n, ast.ImportFrom)}
+    names = {
+        a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    names |= {
+        (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+    }
     assert "pytest" not in names and "unittest" not in names

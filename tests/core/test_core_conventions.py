@@ -21,13 +21,23 @@ from grapher_core.metadata import encode_list
 
 def test_explanation_metadata_is_plain_json() -> None:
     ranked = RankedCandidate(
-        id="a", score=0.9, original_score=0.5, rank=1, original_rank=3,
+        id="a",
+        score=0.9,
+        original_score=0.5,
+        rank=1,
+        original_rank=3,
         candidate=Candidate(id="a", text="a", score=0.5),
-        explanation=(Contribution("b", ("structural", "contextual"), 1.0, 0.25),))
+        explanation=(Contribution("b", ("structural", "contextual"), 1.0, 0.25),),
+    )
     out = explanation_to_metadata(ranked)
     assert json.loads(json.dumps(out)) == [
-        {"neighbour_id": "b", "kinds": ["structural", "contextual"], "edge_weight": 1.0,
-         "contribution": 0.25}]
+        {
+            "neighbour_id": "b",
+            "kinds": ["structural", "contextual"],
+            "edge_weight": 1.0,
+            "contribution": 0.25,
+        }
+    ]
     assert len(set(OUTPUT_KEYS)) == len(OUTPUT_KEYS) == 6 and EXPANDED_KEY in OUTPUT_KEYS
 
 
@@ -51,10 +61,13 @@ def test_wrappers_write_the_core_keys() -> None:
     assert lc.EXPLANATION_KEY is li_post.EXPLANATION_KEY is EXPLANATION_KEY
 
 
-@pytest.mark.parametrize("error, builtin", [(InputError, ValueError), (ConfigError, ValueError),
-                                            (CheckpointError, ValueError)])
-def test_errors_share_one_base_and_keep_their_builtin(error: type[Exception],
-                                                      builtin: type[Exception]) -> None:
+@pytest.mark.parametrize(
+    "error, builtin",
+    [(InputError, ValueError), (ConfigError, ValueError), (CheckpointError, ValueError)],
+)
+def test_errors_share_one_base_and_keep_their_builtin(
+    error: type[Exception], builtin: type[Exception]
+) -> None:
     with pytest.raises(GraphERError):
         raise error("x")
     with pytest.raises(builtin):
@@ -64,7 +77,7 @@ def test_errors_share_one_base_and_keep_their_builtin(error: type[Exception],
 def test_library_errors_derive_from_the_base() -> None:
     from grapher_core.enrich.llm import ExtractorConfigError
     from grapher_core.enrich.parsing import EntityParseError
-    from grapher_core.learned.checkpoint import EmbeddingMismatchError
+    from grapher_core.errors import EmbeddingMismatchError
 
     for error in (ExtractorConfigError, EntityParseError, EmbeddingMismatchError):
         assert issubclass(error, GraphERError) and issubclass(error, ValueError)

@@ -20,13 +20,16 @@ from grapher_core.diagnostics import GraphERDiagnosticError, GraphERWarning
 
 
 def _tables(n: int = 6) -> list[Candidate]:
-    out = [Candidate(f"t{i}", score=1.0 - i / 10, metadata={"foreign_keys": [f"t{i + 1}"]})
-           for i in range(n)]
+    out = [
+        Candidate(f"t{i}", score=1.0 - i / 10, metadata={"foreign_keys": [f"t{i + 1}"]})
+        for i in range(n)
+    ]
     return out
 
 
-def _said(reranker: GraphReranker, candidates: list[Candidate], calls: int = 3,
-          **options: object) -> list[str]:
+def _said(
+    reranker: GraphReranker, candidates: list[Candidate], calls: int = 3, **options: object
+) -> list[str]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(calls):
@@ -46,18 +49,24 @@ def test_missing_entity_field_is_said_once() -> None:
 
 
 def test_links_naming_no_candidate_suggest_the_target_field() -> None:
-    candidates = [Candidate(f"uuid-{i}", score=1.0 - i / 10,
-                            metadata={"table_id": f"db.t{i}", "foreign_keys": [f"db.t{i + 1}"]})
-                  for i in range(5)]
+    candidates = [
+        Candidate(
+            f"uuid-{i}",
+            score=1.0 - i / 10,
+            metadata={"table_id": f"db.t{i}", "foreign_keys": [f"db.t{i + 1}"]},
+        )
+        for i in range(5)
+    ]
     said = _said(GraphReranker([ForeignKeys()]), candidates)
     assert len(said) == 1
     assert "target_field='table_id'" in said[0]
 
 
 def test_zero_edges_is_said_once() -> None:
-    candidates = [Candidate(f"c{i}", score=1.0 - i / 10, metadata={"doc_id": f"d{i}",
-                                                                   "chunk_index": 0})
-                  for i in range(5)]
+    candidates = [
+        Candidate(f"c{i}", score=1.0 - i / 10, metadata={"doc_id": f"d{i}", "chunk_index": 0})
+        for i in range(5)
+    ]
     said = _said(GraphReranker([AdjacentChunks()]), candidates)
     assert len(said) == 1 and "0 edges over 5 candidates" in said[0]
 
@@ -86,8 +95,7 @@ def test_healthy_graph_says_nothing_and_reports_edges_per_kind() -> None:
     assert result.edges == {"structural": 18}  # 9 links, both directions
 
 
-def test_each_reranker_says_it_again_and_logging_gets_it(caplog: pytest.LogCaptureFixture
-                                                         ) -> None:
+def test_each_reranker_says_it_again_and_logging_gets_it(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="grapher"):
         assert len(_said(GraphReranker([ForeignKeys("fk")]), _tables())) == 1
         assert len(_said(GraphReranker([ForeignKeys("fk")]), _tables())) == 1
@@ -101,12 +109,15 @@ def test_warning_points_at_the_callers_line() -> None:
     assert caught and caught[0].filename == __file__
 
 
-@pytest.mark.parametrize("proximity, options", [
-    (ForeignKeys("foreign_key"), {}),
-    (SemanticKNN(), {}),
-    (AdjacentChunks(), {}),
-    (ForeignKeys(), {"top_n": 5}),
-])
+@pytest.mark.parametrize(
+    "proximity, options",
+    [
+        (ForeignKeys("foreign_key"), {}),
+        (SemanticKNN(), {}),
+        (AdjacentChunks(), {}),
+        (ForeignKeys(), {"top_n": 5}),
+    ],
+)
 def test_strict_raises_instead(proximity: object, options: dict[str, int]) -> None:
     reranker = GraphReranker([proximity], strict=True)  # type: ignore[list-item]
     with pytest.raises(GraphERDiagnosticError):
@@ -115,7 +126,8 @@ def test_strict_raises_instead(proximity: object, options: dict[str, int]) -> No
 
 def test_strict_passes_a_healthy_call() -> None:
     vectors = np.eye(4)
-    candidates = [Candidate(f"v{i}", score=1.0 - i / 10, embedding=vectors[i % 2])
-                  for i in range(4)]
+    candidates = [
+        Candidate(f"v{i}", score=1.0 - i / 10, embedding=vectors[i % 2]) for i in range(4)
+    ]
     ranked = GraphReranker([SemanticKNN(threshold=0.5)], strict=True).rerank(candidates)
     assert len(ranked) == 4

@@ -42,8 +42,17 @@ def test_read_list_json_string_with_delimiters_inside_items() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(3, 3), (3.0, 3), ("4", 4), (" 5 ", 5), (3.5, None), ("x", None), (None, None),
-     (True, None), ([1], None)],
+    [
+        (3, 3),
+        (3.0, 3),
+        ("4", 4),
+        (" 5 ", 5),
+        (3.5, None),
+        ("x", None),
+        (None, None),
+        (True, None),
+        ([1], None),
+    ],
 )
 def test_read_int(value: object, expected: int | None) -> None:
     assert read_int(value) == expected

@@ -6,20 +6,22 @@ from pathlib import Path
 
 import pytest
 
-import grapher_core.paths as paths
-from grapher_core.enrich.cli import default_cache_path
+import grapher_core.utils.paths as paths
+from grapher_core.cli.enrich import default_cache_path
 
 
-def test_grapher_cache_wins_and_is_shared_by_enrich(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grapher_cache_wins_and_is_shared_by_enrich(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GRAPHER_CACHE", str(tmp_path / "c"))
     monkeypatch.setenv("GRAPHER_CACHE_DIR", str(tmp_path / "old"))
     assert paths.cache_root() == tmp_path / "c" and (tmp_path / "c").is_dir()
     assert default_cache_path() == tmp_path / "c" / "entities.sqlite"
 
 
-def test_deprecated_variable_still_works_with_a_warning(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deprecated_variable_still_works_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("GRAPHER_CACHE", raising=False)
     monkeypatch.setenv("GRAPHER_CACHE_DIR", str(tmp_path / "old"))
     monkeypatch.setattr(paths, "_warned", type(paths._warned)())

@@ -14,7 +14,7 @@ from grapher_core import (
     SharedEntities,
     build_graph,
 )
-from grapher_core.proximity import Proximity, links_to_matrix
+from grapher_core.edges.base import Proximity, links_to_matrix
 
 
 def cands(*metas: dict, ids: list[str] | None = None) -> list[Candidate]:
@@ -47,8 +47,7 @@ class TestForeignKeys:
         assert a.tolist() == [[0, 1, 0], [1, 0, 1], [0, 1, 0]]
 
     def test_target_field(self) -> None:
-        c = cands({"title": "Paris", "mentions": ["France"]}, {"title": "France"},
-                  ids=["p1", "p2"])
+        c = cands({"title": "Paris", "mentions": ["France"]}, {"title": "France"}, ids=["p1", "p2"])
         a = dense(ForeignKeys("mentions", target_field="title").adjacency(c))
         assert a.tolist() == [[0, 1], [1, 0]]
 
@@ -62,11 +61,13 @@ class TestSharedEntities:
         # E0 = {x, y}, E1 = {x}, E2 = {y, z, w}
         c = cands({"entities": ["X", "y"]}, {"entities": ["x "]}, {"entities": "y|z|w"})
         a = dense(SharedEntities().adjacency(c))
-        expected = np.array([
-            [0, 1 / 1, 1 / 3],  # |E0∩E1|/|E1| = 1, |E0∩E2|/|E2| = 1/3
-            [1 / 2, 0, 0],
-            [1 / 2, 0, 0],
-        ])
+        expected = np.array(
+            [
+                [0, 1 / 1, 1 / 3],  # |E0∩E1|/|E1| = 1, |E0∩E2|/|E2| = 1/3
+                [1 / 2, 0, 0],
+                [1 / 2, 0, 0],
+            ]
+        )
         np.testing.assert_allclose(a, expected)
 
     def test_duplicate_entities_count_once(self) -> None:
@@ -134,10 +135,12 @@ class TestGraph:
 
             def adjacency(self, candidates: list[Candidate]) -> sp.csr_matrix:
                 authors = [c.metadata.get("author") for c in candidates]
-                rows = [i for i, a in enumerate(authors) for j, b in enumerate(authors)
-                        if a and a == b]
-                cols = [j for i, a in enumerate(authors) for j, b in enumerate(authors)
-                        if a and a == b]
+                rows = [
+                    i for i, a in enumerate(authors) for j, b in enumerate(authors) if a and a == b
+                ]
+                cols = [
+                    j for i, a in enumerate(authors) for j, b in enumerate(authors) if a and a == b
+                ]
                 return links_to_matrix(rows, cols, len(candidates))
 
         assert isinstance(SameAuthor(), Proximity)
@@ -173,8 +176,10 @@ class TestGraph:
     def test_edges_scale_with_links_not_pairs(self) -> None:
         # 20 000 candidates in chains of 4 tables: edges grow linearly.
         n = 20_000
-        c = [Candidate(id=f"t{i}", metadata={"foreign_keys": [f"t{i + 1}"] if i % 4 != 3 else []})
-             for i in range(n)]
+        c = [
+            Candidate(id=f"t{i}", metadata={"foreign_keys": [f"t{i + 1}"] if i % 4 != 3 else []})
+            for i in range(n)
+        ]
         g = build_graph(c, [ForeignKeys()])
         assert g.n_edges == 2 * 3 * (n // 4)
 
@@ -186,7 +191,8 @@ def _sparse_product_reference(candidates: list[Candidate], limit: float | None) 
     sets = [normalised_set(read_list(c.metadata.get("entities"))) for c in candidates]
     vocabulary = sorted(set().union(*sets)) if sets else []
     b = np.array([[e in s for e in vocabulary] for s in sets], dtype=float).reshape(
-        len(sets), len(vocabulary))
+        len(sets), len(vocabulary)
+    )
     if limit is not None:
         b = b[:, b.sum(axis=0) <= limit]
     sizes = b.sum(axis=1)
@@ -198,19 +204,25 @@ def _sparse_product_reference(candidates: list[Candidate], limit: float | None) 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_shared_entities_counting_paths_equal_the_product(
-        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The compiled sparse product (default), numpy's dense bincount and numpy's sorted runs
     (the fallbacks without scipy's private kernels) all give ``B diag(1/|E|) B^T``, canonical,
     int32 indices, and bit for bit the same data."""
-    import grapher_core.proximity as proximity
+    import grapher_core.edges.entities as proximity
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 120))
     vocabulary = [f"E{v}" for v in range(int(rng.integers(1, 40)))]
     candidates = [
-        Candidate(id=str(i), metadata={"entities": [vocabulary[j] for j in
-                                                    rng.integers(0, len(vocabulary),
-                                                                 int(rng.integers(0, 6)))]})
+        Candidate(
+            id=str(i),
+            metadata={
+                "entities": [
+                    vocabulary[j] for j in rng.integers(0, len(vocabulary), int(rng.integers(0, 6)))
+                ]
+            },
+        )
         for i in range(n)
     ]
     caps: list[dict[str, Any]] = [{}, {"max_holders": 3}, {"max_share": 0.2}]
@@ -237,20 +249,23 @@ def test_shared_entities_counting_paths_equal_the_product(
 
 def test_shared_entities_hub_dense_pool_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """A nearly complete graph (the bench's Zipf pool): the compiled product and numpy agree."""
-    import grapher_core.proximity as proximity
+    import grapher_core.edges.entities as proximity
 
     rng = np.random.default_rng(3)
     weights = 1.0 / np.arange(1, 401)
     picks = rng.choice(400, size=(200, 8), p=weights / weights.sum())
-    candidates = [Candidate(id=str(i), metadata={"entities": [f"z{e}" for e in row]})
-                  for i, row in enumerate(picks)]
+    candidates = [
+        Candidate(id=str(i), metadata={"entities": [f"z{e}" for e in row]})
+        for i, row in enumerate(picks)
+    ]
     compiled = SharedEntities().adjacency(candidates)
     monkeypatch.setattr(proximity, "_csr_matmat", None)
     numpy_path = SharedEntities().adjacency(candidates)
     assert compiled.nnz == numpy_path.nnz > 20_000
     assert (compiled != numpy_path).nnz == 0
-    np.testing.assert_allclose(compiled.toarray(), _sparse_product_reference(candidates, None),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        compiled.toarray(), _sparse_product_reference(candidates, None), atol=1e-12
+    )
 
 
 class TestHubRules:
@@ -289,18 +304,20 @@ class TestHubRules:
         assert SharedEntities(max_share=0.6).adjacency(c).nnz == 12  # 3.6: e* stay
         assert SharedEntities(max_share=0.6, max_holders=2).adjacency(c).nnz == 0
 
-    def test_one_entity_shared_by_everyone_is_bounded_with_one_warning(
-            self) -> None:
-        import grapher_core.proximity as proximity
+    def test_one_entity_shared_by_everyone_is_bounded_with_one_warning(self) -> None:
+        import grapher_core.edges.entities as proximity
 
         proximity._warned.discard(("edge_budget", "hub_test"))
         n = 2000  # 4 M pairs > max(100 000, 8 n)
-        c = [Candidate(id=str(i), metadata={"hub_test": ["everyone", f"pair {i // 2}"]})
-             for i in range(n)]
+        c = [
+            Candidate(id=str(i), metadata={"hub_test": ["everyone", f"pair {i // 2}"]})
+            for i in range(n)
+        ]
         with pytest.warns(RuntimeWarning, match="edge_budget") as record:
             a = SharedEntities("hub_test").adjacency(c)
         assert len(record) == 1 and "1 entities held by more than 2 of 2000" in str(
-            record[0].message)
+            record[0].message
+        )
         assert a.nnz == n  # only the pairs remain, both ways, with |E_j| = 1
         np.testing.assert_allclose(a.data, 1.0)
         import warnings
@@ -312,13 +329,21 @@ class TestHubRules:
         assert unbounded.adjacency(c[:600]).nnz == 600 * 599  # the paper's graph, on request
 
     def test_budget_drops_largest_entities_first(self) -> None:
-        import grapher_core.proximity as proximity
+        import grapher_core.edges.entities as proximity
 
         # pairs: big (h=700): 489 300; mid (h=300): 89 700; small pairs: 2 each
         n = 800
-        c = [Candidate(id=str(i), metadata={"entities": (["big"] if i < 700 else [])
-                                            + (["mid"] if i >= 500 else [])
-                                            + [f"s{i // 2}"]}) for i in range(n)]
+        c = [
+            Candidate(
+                id=str(i),
+                metadata={
+                    "entities": (["big"] if i < 700 else [])
+                    + (["mid"] if i >= 500 else [])
+                    + [f"s{i // 2}"]
+                },
+            )
+            for i in range(n)
+        ]
         with pytest.warns(RuntimeWarning):
             proximity._warned.discard(("edge_budget", "entities"))
             a = SharedEntities().adjacency(c)
@@ -326,8 +351,10 @@ class TestHubRules:
         np.testing.assert_allclose(a.toarray(), expected, atol=1e-12)
 
     def test_small_pools_are_never_trimmed(self) -> None:
-        c = cands(*[{"entities": ["hub", "other hub"]} for _ in range(200)],
-                  ids=[str(i) for i in range(200)])
+        c = cands(
+            *[{"entities": ["hub", "other hub"]} for _ in range(200)],
+            ids=[str(i) for i in range(200)],
+        )
         import warnings
 
         with warnings.catch_warnings():
@@ -340,8 +367,9 @@ def test_shared_entities_counts_past_narrow_integers(shared: int) -> None:
     """Counts are kept in the narrowest integer that holds the longest entity list: two
     candidates sharing 127, 128 (past int8) or 40 000 (past int16) entities count them all."""
     common = [f"e{k}" for k in range(shared)]
-    c = cands({"entities": [*common, "own a"]}, {"entities": common},
-              {"entities": [*common[:3], "own c"]})
+    c = cands(
+        {"entities": [*common, "own a"]}, {"entities": common}, {"entities": [*common[:3], "own c"]}
+    )
     a = SharedEntities(edge_budget=None).adjacency(c).toarray()
     assert a[1, 0] == pytest.approx(shared / (shared + 1))
     assert a[0, 1] == pytest.approx(1.0)

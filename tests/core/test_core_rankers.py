@@ -9,12 +9,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grapher_core.rankers import (
-    DEFAULT_GCS_ALPHA,
-    gcs_scores,
-    make_ranker,
-    ppr_scores,
-)
+from grapher_core.ranking.propagation import DEFAULT_GCS_ALPHA, gcs_scores, ppr_scores
+from grapher_core.ranking.registry import make_ranker
 
 
 def gcs_closed_form(a: np.ndarray, s: np.ndarray, alpha: float) -> np.ndarray:
@@ -57,8 +53,9 @@ def test_gcs_matches_closed_form(alpha: float, seed: int) -> None:
     s = rng.random(n)
     expected = gcs_closed_form(a, s, alpha)
     np.testing.assert_allclose(gcs_scores(a, s, alpha, method="solve"), expected, atol=1e-9)
-    np.testing.assert_allclose(gcs_scores(a, s, alpha, tol=1e-13, method="iterate"), expected,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        gcs_scores(a, s, alpha, tol=1e-13, method="iterate"), expected, atol=1e-9
+    )
     np.testing.assert_allclose(gcs_scores(a, s, alpha, method="iterate"), expected, atol=1e-6)
     np.testing.assert_allclose(gcs_scores(a, s, alpha, tol=1e-13), expected, atol=1e-9)
 
@@ -70,8 +67,9 @@ def test_gcs_solve_handles_directed_edges_into_sinks() -> None:
     s = np.array([0.2, 0.1, 0.9])
     expected = gcs_closed_form(a, s, 0.3)
     np.testing.assert_allclose(gcs_scores(a, s, 0.3, method="solve"), expected, atol=1e-12)
-    np.testing.assert_allclose(gcs_scores(a, s, 0.3, method="iterate", tol=1e-14), expected,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        gcs_scores(a, s, 0.3, method="iterate", tol=1e-14), expected, atol=1e-12
+    )
     with pytest.raises(ValueError, match="method"):
         gcs_scores(a, s, 0.3, method="magic")
 
@@ -90,8 +88,14 @@ def test_ppr_matches_networkx(alpha: float, seed: int) -> None:
     graph.add_nodes_from(range(n))
     graph.add_weighted_edges_from((j, i, a[i, j]) for i, j in zip(*np.nonzero(a), strict=True))
     personalization = {i: float(v) for i, v in enumerate(s)}
-    reference = nx.pagerank(graph, alpha=1 - alpha, personalization=personalization,
-                            dangling=personalization, tol=1e-14, max_iter=10_000)
+    reference = nx.pagerank(
+        graph,
+        alpha=1 - alpha,
+        personalization=personalization,
+        dangling=personalization,
+        tol=1e-14,
+        max_iter=10_000,
+    )
     np.testing.assert_allclose(ours, [reference[i] for i in range(n)], atol=1e-6)
     assert ours.sum() == pytest.approx(1.0)
 
@@ -159,8 +163,10 @@ def test_make_ranker() -> None:
 graphs = st.integers(min_value=1, max_value=25).flatmap(
     lambda n: st.tuples(
         st.just(n),
-        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1),
-                           st.floats(0.01, 5.0)), max_size=3 * n),
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.floats(0.01, 5.0)),
+            max_size=3 * n,
+        ),
         st.lists(st.floats(0.0, 100.0), min_size=n, max_size=n),
         st.floats(0.05, 0.95),
         st.randoms(use_true_random=False),
@@ -186,7 +192,7 @@ def test_gcs_properties(case: tuple) -> None:
     np.testing.assert_allclose(gcs_scores(a, s, alpha, method="solve"), p, atol=1e-6)
     assert np.all(np.isfinite(p))
     assert np.all(p >= s)  # never below the seed
-    isolated = (np.asarray(a.sum(axis=1)).ravel() == 0)
+    isolated = np.asarray(a.sum(axis=1)).ravel() == 0
     np.testing.assert_allclose(p[isolated], s[isolated])
     assert p.max() <= s.max() + 1e-9  # a weighted average cannot exceed the best seed
     order = list(range(n))
@@ -214,7 +220,7 @@ def test_ppr_properties(case: tuple) -> None:
 def test_gcs_extrapolation_converges_fast_on_bipartite_graphs_with_the_same_result() -> None:
     import warnings
 
-    from grapher_core.rankers import _iterate_affine, row_normalise
+    from grapher_core.ranking.propagation import _iterate_affine, row_normalise
 
     # a star schema (hub table + 30 leaves) is bipartite: W has eigenvalue -1, so the literal
     # iteration converges like 0.9^k at alpha 0.1; the extrapolation removes that mode.

@@ -13,14 +13,18 @@ from grapher_core import (
     RankContext,
     SharedEntities,
 )
-from grapher_core.graph import CandidateGraph
+from grapher_core.edges.graph import CandidateGraph
 
 
 def tables() -> list[Candidate]:
     """Orders and Stores match the question; Customers only matters through its foreign key."""
     return [
-        Candidate("shop.orders", "Table: orders", 0.90, {"foreign_keys": ["shop.customers",
-                                                                           "shop.stores"]}),
+        Candidate(
+            "shop.orders",
+            "Table: orders",
+            0.90,
+            {"foreign_keys": ["shop.customers", "shop.stores"]},
+        ),
         Candidate("shop.stores", "Table: stores", 0.85, {"foreign_keys": '["shop.orders"]'}),
         Candidate("shop.products", "Table: products", 0.80, {}),
         Candidate("shop.suppliers", "Table: suppliers", 0.75, {}),
@@ -54,8 +58,9 @@ def test_ppr_and_custom_ranker() -> None:
     class Reverse:
         name = "reverse"
 
-        def rank(self, graph: CandidateGraph, seeds: np.ndarray,
-                 context: RankContext) -> np.ndarray:
+        def rank(
+            self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext
+        ) -> np.ndarray:
             assert context.query == "q"
             return -seeds
 
@@ -80,8 +85,9 @@ def test_empty_and_single() -> None:
 
 def test_duplicate_ids_are_named() -> None:
     with pytest.raises(ValueError, match=r"duplicate candidate ids: 'a'"):
-        GraphReranker().rerank([Candidate("a", score=1), Candidate("b", score=1),
-                                Candidate("a", score=2)])
+        GraphReranker().rerank(
+            [Candidate("a", score=1), Candidate("b", score=1), Candidate("a", score=2)]
+        )
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), "0.5", True])
@@ -115,8 +121,11 @@ def test_bad_ids_and_types() -> None:
 
 def test_negative_scores_are_scaled_not_rejected() -> None:
     # Cosine similarities can be negative; seeds are min-max scaled so PPR accepts them too.
-    candidates = [Candidate("a", score=0.2), Candidate("b", score=-0.3),
-                  Candidate("c", score=-0.1, metadata={"foreign_keys": ["a"]})]
+    candidates = [
+        Candidate("a", score=0.2),
+        Candidate("b", score=-0.3),
+        Candidate("c", score=-0.1, metadata={"foreign_keys": ["a"]}),
+    ]
     for ranker in ("gcs", "ppr"):
         ids = [r.id for r in GraphReranker([ForeignKeys()], ranker=ranker).rerank(candidates)]
         assert ids[0] == "a" and ids[-1] == "b"
@@ -125,8 +134,9 @@ def test_negative_scores_are_scaled_not_rejected() -> None:
 def test_hub_linked_to_everything_does_not_jump_ahead_under_gcs() -> None:
     n = 50
     candidates = [Candidate(f"c{i}", score=1.0 - i / n) for i in range(n - 1)]
-    candidates.append(Candidate("hub", score=0.01,
-                                metadata={"foreign_keys": [f"c{i}" for i in range(n - 1)]}))
+    candidates.append(
+        Candidate("hub", score=0.01, metadata={"foreign_keys": [f"c{i}" for i in range(n - 1)]})
+    )
     results = GraphReranker([ForeignKeys()], ranker="gcs", alpha=0.1).rerank(candidates)
     assert [r.id for r in results[:5]] == ["c0", "c1", "c2", "c3", "c4"]
 
@@ -146,8 +156,9 @@ def test_ranker_returning_wrong_shape_is_named() -> None:
     class Broken:
         name = "broken"
 
-        def rank(self, graph: CandidateGraph, seeds: np.ndarray,
-                 context: RankContext) -> np.ndarray:
+        def rank(
+            self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext
+        ) -> np.ndarray:
             return seeds[:-1]
 
     with pytest.raises(ValueError, match="broken"):
@@ -223,8 +234,10 @@ def test_top_per_row_equals_a_stable_sort_of_each_row(seed: int, shape: str) -> 
     offsets = np.cumsum(lengths) - lengths
     position = np.arange(total) - np.repeat(offsets, lengths)
     for limit in (1, 3, 5, 20):
-        expected = [offsets[r] + np.argsort(-shares[offsets[r]:offsets[r] + lengths[r]],
-                                            kind="stable")[:limit]
-                    for r in range(lengths.size)]
+        expected = [
+            offsets[r]
+            + np.argsort(-shares[offsets[r] : offsets[r] + lengths[r]], kind="stable")[:limit]
+            for r in range(lengths.size)
+        ]
         got = _top_per_row(shares, segment, position, offsets, lengths, limit)
         np.testing.assert_array_equal(got, np.concatenate(expected))

@@ -8,14 +8,16 @@ import numpy as np
 import pytest
 
 from grapher_core import AdjacentChunks, Candidate, ForeignKeys, GraphReranker, SharedEntities
-from grapher_core.autodetect import detect_proximities
-from grapher_core.calibration import relevance_scores
+from grapher_core.edges.detect import detect_proximities
+from grapher_core.ranking.calibration import relevance_scores
 
 
 def _pool() -> list[Candidate]:
-    return [Candidate("orders", score=0.62, metadata={"foreign_keys": ["customers"]}),
-            Candidate("customers", score=0.40, metadata={"foreign_keys": ["orders"]}),
-            Candidate("products", score=0.35)]
+    return [
+        Candidate("orders", score=0.62, metadata={"foreign_keys": ["customers"]}),
+        Candidate("customers", score=0.40, metadata={"foreign_keys": ["orders"]}),
+        Candidate("products", score=0.35),
+    ]
 
 
 def test_relevance_does_not_move_when_the_pool_gains_negative_cosines() -> None:
@@ -46,9 +48,13 @@ def test_logit_rankers_map_into_zero_one() -> None:
 
 
 def test_detects_foreign_keys_entities_and_chunks() -> None:
-    candidates = [Candidate("a", metadata={"foreign_keys": ["b"], "entities": ["x"],
-                                           "doc_id": "d", "chunk_index": 0}),
-                  Candidate("b", metadata={"doc_id": "d", "chunk_index": 1})]
+    candidates = [
+        Candidate(
+            "a",
+            metadata={"foreign_keys": ["b"], "entities": ["x"], "doc_id": "d", "chunk_index": 0},
+        ),
+        Candidate("b", metadata={"doc_id": "d", "chunk_index": 1}),
+    ]
     found = detect_proximities(candidates)
     assert ForeignKeys("foreign_keys") in found
     assert SharedEntities("entities") in found
@@ -57,17 +63,24 @@ def test_detects_foreign_keys_entities_and_chunks() -> None:
 
 def test_detects_the_target_field_of_links_to_names() -> None:
     """LlamaIndex schema documents: node ids are UUIDs, links name table ids."""
-    candidates = [Candidate(f"9f1c-{i}", score=1.0 - i / 10,
-                            metadata={"table_id": f"shop.t{i}", "foreign_keys": [f"shop.t{i + 1}"]})
-                  for i in range(4)]
+    candidates = [
+        Candidate(
+            f"9f1c-{i}",
+            score=1.0 - i / 10,
+            metadata={"table_id": f"shop.t{i}", "foreign_keys": [f"shop.t{i + 1}"]},
+        )
+        for i in range(4)
+    ]
     assert detect_proximities(candidates) == [ForeignKeys("foreign_keys", target_field="table_id")]
     ranked = GraphReranker(strict=True).run(candidates)
     assert ranked.edges == {"structural": 6}
 
 
 def test_mentions_resolve_against_titles() -> None:
-    candidates = [Candidate("p1", metadata={"title": "Ada Lovelace", "mentions": ["Babbage"]}),
-                  Candidate("p2", metadata={"title": "Babbage"})]
+    candidates = [
+        Candidate("p1", metadata={"title": "Ada Lovelace", "mentions": ["Babbage"]}),
+        Candidate("p2", metadata={"title": "Babbage"}),
+    ]
     assert detect_proximities(candidates) == [ForeignKeys("mentions", target_field="title")]
 
 

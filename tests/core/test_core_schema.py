@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from grapher_core.schema import read_schema
+from grapher_core.enrich.schema import read_schema
 
 
 @pytest.fixture

@@ -43,38 +43,75 @@ def test_every_option_has_help(capsys: pytest.CaptureFixture[str]) -> None:
                 continue
             spec, _, rest = line.strip().partition("  ")
             follows = lines[i + 1] if i + 1 < len(lines) else ""
-            has_help = rest.strip() or (follows.startswith(" " * 6) and follows.strip()
-                                        and not follows.strip().startswith("-"))
+            has_help = rest.strip() or (
+                follows.startswith(" " * 6)
+                and follows.strip()
+                and not follows.strip().startswith("-")
+            )
             assert has_help, f"grapher {command}: {spec} has no help"
 
 
-def test_rerank_over_a_sqlalchemy_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                      ) -> None:
+def test_rerank_over_a_sqlalchemy_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("sqlalchemy")
     path = tmp_path / "shop.db"
     with sqlite3.connect(path) as connection:
         connection.executescript(SHOP)
-    assert main(["rerank", "Which customers bought tracks?", "--database",
-                 f"sqlite:///{path}", "--top", "3", "--fetch", "6"]) == 0
+    assert (
+        main(
+            [
+                "rerank",
+                "Which customers bought tracks?",
+                "--database",
+                f"sqlite:///{path}",
+                "--top",
+                "3",
+                "--fetch",
+                "6",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "6 objects; 6 retrieved" in out
     assert "graph: ForeignKeys('foreign_keys'); edges per kind: structural: 10" in out
     assert out.count("shop.") >= 6  # both columns filled
 
 
-def test_rerank_over_a_corpus_with_other_field_names(tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_rerank_over_a_corpus_with_other_field_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("sentence_transformers")
     corpus = tmp_path / "langs.jsonl"
-    rows = [("Fortran", "Fortran was the first widely used high-level language."),
-            ("ALGOL", "ALGOL was designed after Fortran and influenced Pascal."),
-            ("Pascal", "Pascal was designed by Niklaus Wirth for teaching."),
-            ("COBOL", "COBOL is a business language.")]
-    corpus.write_text("".join(json.dumps({"key": t.lower(), "body": f"{t}\n{b}"}) + "\n"
-                              for t, b in rows))
-    assert main(["rerank", "Who designed Pascal?", "--corpus", str(corpus), "--id-field", "key",
-                 "--text-field", "body", "--mentions", "--top", "2", "--fetch", "4"]) == 0
+    rows = [
+        ("Fortran", "Fortran was the first widely used high-level language."),
+        ("ALGOL", "ALGOL was designed after Fortran and influenced Pascal."),
+        ("Pascal", "Pascal was designed by Niklaus Wirth for teaching."),
+        ("COBOL", "COBOL is a business language."),
+    ]
+    corpus.write_text(
+        "".join(json.dumps({"key": t.lower(), "body": f"{t}\n{b}"}) + "\n" for t, b in rows)
+    )
+    assert (
+        main(
+            [
+                "rerank",
+                "Who designed Pascal?",
+                "--corpus",
+                str(corpus),
+                "--id-field",
+                "key",
+                "--text-field",
+                "body",
+                "--mentions",
+                "--top",
+                "2",
+                "--fetch",
+                "4",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "ForeignKeys('mentions' -> 'title')" in out
     assert "structural:" in out

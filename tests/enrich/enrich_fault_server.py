@@ -250,8 +250,7 @@ def fault_server() -> Iterator[Callable[..., FaultServer]]:
         server.stop()
 
 
-_JUDGE_INPUT = re.compile(
-    r"- Generated Answer: (.*)\n- Ground Truth Answer: (.*)\n", re.DOTALL)
+_JUDGE_INPUT = re.compile(r"- Generated Answer: (.*)\n- Ground Truth Answer: (.*)\n", re.DOTALL)
 
 
 def qa_reply(messages: list[dict[str, Any]]) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from grapher_core import CorpusObject, build_graph
 from grapher_core.candidates import Candidate
+from grapher_core.edges.entities import SharedEntities
 from grapher_core.enrich import (
     EntityCache,
     EntityExtractor,
@@ -22,7 +23,6 @@ from grapher_core.enrich import (
     run_extraction,
 )
 from grapher_core.metadata import normalise_entity
-from grapher_core.proximity import SharedEntities
 
 TEXTS = [
     "Barack Obama was born in Honolulu, Hawaii. Barack  Obama later moved to Chicago.",

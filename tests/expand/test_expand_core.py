@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from grapher_core import AdjacentChunks, Candidate, CorpusObject, ForeignKeys, GraphReranker
+from grapher_core.edges.base import link_value
+from grapher_core.edges.entities import SharedEntities
 from grapher_core.expand import (
     ExpandingReranker,
     GraphExpander,
@@ -15,7 +17,6 @@ from grapher_core.expand import (
     check_keys,
     field_values,
 )
-from grapher_core.proximity import SharedEntities, link_value
 
 MENTIONS = ForeignKeys("mentions", target_field="title")
 
@@ -25,10 +26,12 @@ def unit(*values: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def passage(title: str, mentions: list[str], vector: np.ndarray | None = None,
-            score: float | None = None) -> Candidate:
-    return Candidate(title, f"{title}\nabout {title}", score,
-                     {"title": title, "mentions": mentions}, vector)
+def passage(
+    title: str, mentions: list[str], vector: np.ndarray | None = None, score: float | None = None
+) -> Candidate:
+    return Candidate(
+        title, f"{title}\nabout {title}", score, {"title": title, "mentions": mentions}, vector
+    )
 
 
 class CountingSource:
@@ -72,8 +75,10 @@ def test_proximity_link_keys() -> None:
     first = Candidate("d#0", metadata={"doc_id": "d", "chunk_index": 0})
     middle = Candidate("d#2", metadata={"doc_id": "d", "chunk_index": "2"})
     assert chunks.link_keys(first) == [(("doc_id", "d"), ("chunk_index", "1"))]
-    assert chunks.link_keys(middle) == [(("doc_id", "d"), ("chunk_index", "1")),
-                                        (("doc_id", "d"), ("chunk_index", "3"))]
+    assert chunks.link_keys(middle) == [
+        (("doc_id", "d"), ("chunk_index", "1")),
+        (("doc_id", "d"), ("chunk_index", "3")),
+    ]
     assert chunks.link_keys(Candidate("x", metadata={"doc_id": "d"})) == []
 
 
@@ -92,8 +97,9 @@ def test_in_memory_source_fetches_by_id_field_and_composite_key() -> None:
     ]
     source = InMemorySource(objects)
     assert isinstance(source, NeighbourSource)
-    got = source.fetch([((None, "e#0"),), (("title", "D"),),
-                        (("chunk_index", "1"), ("doc_id", "d"))])
+    got = source.fetch(
+        [((None, "e#0"),), (("title", "D"),), (("chunk_index", "1"), ("doc_id", "d"))]
+    )
     assert [c.id for c in got] == ["e#0", "d#0", "d#1"]
     assert source.calls == 1
     assert all(c.score is None and c.embedding is None for c in got)
@@ -116,8 +122,10 @@ def test_in_memory_source_rejects_bad_input() -> None:
 def test_expansion_fetches_missing_link_target_in_one_call_per_hop(corpus) -> None:
     source = CountingSource(InMemorySource(corpus))
     film = corpus[0]
-    candidates = [Candidate(film.id, film.text, 0.9, film.metadata, film.embedding),
-                  Candidate("Other", "Other", 0.5, {"title": "Other"}, corpus[4].embedding)]
+    candidates = [
+        Candidate(film.id, film.text, 0.9, film.metadata, film.embedding),
+        Candidate("Other", "Other", 0.5, {"title": "Other"}, corpus[4].embedding),
+    ]
     expander = GraphExpander([MENTIONS], source, seeds=2, hops=2, budget=10)
     result = expander.expand(candidates, query_embedding=unit(1, 0, 0))
     assert result.added == ("Director", "Mother")  # hop 1 then hop 2
@@ -130,10 +138,13 @@ def test_expansion_fetches_missing_link_target_in_one_call_per_hop(corpus) -> No
 
 def test_expansion_skips_links_already_among_candidates(corpus) -> None:
     source = CountingSource(InMemorySource(corpus))
-    candidates = [Candidate(c.id, c.text, 1.0 - i / 10, c.metadata, c.embedding)
-                  for i, c in enumerate(corpus[:2])]
+    candidates = [
+        Candidate(c.id, c.text, 1.0 - i / 10, c.metadata, c.embedding)
+        for i, c in enumerate(corpus[:2])
+    ]
     result = GraphExpander([MENTIONS], source, seeds=1, hops=1).expand(
-        candidates, query_embedding=unit(1, 0, 0))
+        candidates, query_embedding=unit(1, 0, 0)
+    )
     assert result.added == () and result.fetch_calls == 0  # Director is a candidate already
 
 
@@ -150,8 +161,9 @@ def test_budget_keeps_most_query_similar() -> None:
     q = unit(1, 0)
     objects = [passage(f"T{i}", [], unit(1, i)) for i in range(5)]  # T0 most similar
     hub = passage("Hub", [f"T{i}" for i in range(5)][::-1], unit(1, 0), score=1.0)
-    result = GraphExpander([MENTIONS], InMemorySource([*objects, hub]), seeds=1,
-                           budget=2).expand([hub], query_embedding=q)
+    result = GraphExpander([MENTIONS], InMemorySource([*objects, hub]), seeds=1, budget=2).expand(
+        [hub], query_embedding=q
+    )
     assert result.added == ("T0", "T1")
 
 
@@ -159,8 +171,9 @@ def test_prune_threshold_drops_dissimilar_neighbours() -> None:
     q = unit(1, 0)
     near, far = passage("Near", [], unit(1, 0.1)), passage("Far", [], unit(0, 1))
     hub = passage("Hub", ["Far", "Near"], unit(1, 0), score=1.0)
-    result = GraphExpander([MENTIONS], InMemorySource([near, far, hub]), seeds=1,
-                           prune_threshold=0.5).expand([hub], query_embedding=q)
+    result = GraphExpander(
+        [MENTIONS], InMemorySource([near, far, hub]), seeds=1, prune_threshold=0.5
+    ).expand([hub], query_embedding=q)
     assert result.added == ("Near",)
     assert result.similarities["Near"] == pytest.approx(float(unit(1, 0.1) @ q))
 
@@ -169,12 +182,20 @@ def test_seed_scores_calibrated_to_candidate_scale() -> None:
     q = unit(1, 0)
     # Candidate scores are exactly 2 * cosine + 1: the fitted line must give that back.
     vectors = [unit(1, t) for t in (0.0, 0.5, 1.0, 2.0)]
-    candidates = [Candidate(f"c{i}", "", float(2 * (v @ q) + 1),
-                            {"title": f"c{i}", "mentions": ["New"] if i == 0 else []}, v)
-                  for i, v in enumerate(vectors)]
+    candidates = [
+        Candidate(
+            f"c{i}",
+            "",
+            float(2 * (v @ q) + 1),
+            {"title": f"c{i}", "mentions": ["New"] if i == 0 else []},
+            v,
+        )
+        for i, v in enumerate(vectors)
+    ]
     new = passage("New", [], unit(1, 1.5))
     result = GraphExpander([MENTIONS], InMemorySource([new]), seeds=1).expand(
-        candidates, query_embedding=q)
+        candidates, query_embedding=q
+    )
     assert result.candidates[-1].score == pytest.approx(2 * float(unit(1, 1.5) @ q) + 1)
 
 
@@ -198,8 +219,9 @@ def test_embedder_embeds_fetched_objects_without_vectors() -> None:
 
     hub = passage("Hub", ["New"], unit(1, 0), score=1.0)
     other = passage("Other", [], unit(0, 1), score=0.1)
-    result = GraphExpander([MENTIONS], InMemorySource([passage("New", [])]), seeds=1,
-                           embedder=Fixed()).expand([hub, other], query_embedding=unit(1, 0))
+    result = GraphExpander(
+        [MENTIONS], InMemorySource([passage("New", [])]), seeds=1, embedder=Fixed()
+    ).expand([hub, other], query_embedding=unit(1, 0))
     assert Fixed.calls == 1
     assert "New" in result.similarities
 
@@ -241,8 +263,9 @@ def test_expanding_reranker_lifts_fetched_link_target_into_top(corpus) -> None:
 
 
 def test_chunk_expansion_fetches_previous_and_next() -> None:
-    objects = [CorpusObject(f"d#{k}", f"chunk {k}", {"doc_id": "d", "chunk_index": k})
-               for k in range(5)]
+    objects = [
+        CorpusObject(f"d#{k}", f"chunk {k}", {"doc_id": "d", "chunk_index": k}) for k in range(5)
+    ]
     source = InMemorySource(objects)
     hit = Candidate("d#2", "chunk 2", 1.0, {"doc_id": "d", "chunk_index": 2})
     result = GraphExpander([AdjacentChunks()], source, seeds=1, hops=1).expand([hit])
@@ -252,11 +275,15 @@ def test_chunk_expansion_fetches_previous_and_next() -> None:
 
 def test_unscored_candidates_get_rank_seeds_and_fetched_are_placed_by_similarity() -> None:
     q = unit(1, 0)
-    candidates = [passage("A", ["New"], unit(1, 0.1)), passage("B", [], unit(1, 1)),
-                  passage("C", [], unit(0, 1))]
+    candidates = [
+        passage("A", ["New"], unit(1, 0.1)),
+        passage("B", [], unit(1, 1)),
+        passage("C", [], unit(0, 1)),
+    ]
     new = passage("New", [], unit(1, 0.2))
     result = GraphExpander([MENTIONS], InMemorySource([new]), seeds=1).expand(
-        candidates, query_embedding=q)
+        candidates, query_embedding=q
+    )
     scores = [c.score for c in result.candidates]
     assert scores[:3] == [1.0, 0.5, pytest.approx(1 / 3)]  # the rank seeds, now explicit
     assert scores[2] <= scores[3] <= 1.0  # as similar as A: calibrated near the top

@@ -30,12 +30,21 @@ from langchain_grapher.neighbours import (  # noqa: E402
 MENTIONS = ForeignKeys("mentions", target_field="title")
 
 PASSAGES = [
-    ("Inception", "Inception is a 2010 science fiction film written and directed by "
-     "Christopher Nolan.", ["Christopher Nolan"]),
-    ("Christopher Nolan", "Christopher Nolan is a film director; his mother is Christina "
-     "Jensen, an English teacher.", ["Christina Jensen"]),
-    ("Christina Jensen", "Christina Jensen is an American flight attendant and English "
-     "teacher from Evanston.", []),
+    (
+        "Inception",
+        "Inception is a 2010 science fiction film written and directed by Christopher Nolan.",
+        ["Christopher Nolan"],
+    ),
+    (
+        "Christopher Nolan",
+        "Christopher Nolan is a film director; his mother is Christina Jensen, an English teacher.",
+        ["Christina Jensen"],
+    ),
+    (
+        "Christina Jensen",
+        "Christina Jensen is an American flight attendant and English teacher from Evanston.",
+        [],
+    ),
     ("Weather of Evanston", "Evanston has cold winters and warm summers.", []),
     ("Bread", "Bread is a staple food prepared from a dough of flour and water.", []),
     ("Football", "Association football is a team sport played with a spherical ball.", []),
@@ -68,9 +77,12 @@ class CountingChroma(langchain_chroma.Chroma):  # type: ignore[misc,name-defined
 
 
 def chroma(only: tuple[str, ...] | None = None) -> CountingChroma:
-    store = CountingChroma(collection_name=f"expand-{uuid.uuid4().hex[:8]}",
-                           embedding_function=embeddings(), client=chromadb.EphemeralClient(),
-                           collection_metadata={"hnsw:space": "cosine"})
+    store = CountingChroma(
+        collection_name=f"expand-{uuid.uuid4().hex[:8]}",
+        embedding_function=embeddings(),
+        client=chromadb.EphemeralClient(),
+        collection_metadata={"hnsw:space": "cosine"},
+    )
     store.add_documents([d for d in documents() if only is None or d.id in only])
     return store
 
@@ -87,11 +99,20 @@ def test_reranker_expands_through_store_in_one_call(make) -> None:  # type: igno
     question = "Who is the mother of the director of Inception?"
     retrieved = [d for d in documents() if d.id in ("Inception", "Bread", "Football")]
     plain = GraphERReranker(proximities=[MENTIONS], top_n=None, embeddings=embeddings())
-    assert {d.id for d in plain.compress_documents(retrieved, question)} == \
-        {"Inception", "Bread", "Football"}
+    assert {d.id for d in plain.compress_documents(retrieved, question)} == {
+        "Inception",
+        "Bread",
+        "Football",
+    }
     source = VectorStoreSource(store)
-    reranker = GraphERReranker(proximities=[MENTIONS], top_n=4, embeddings=embeddings(),
-                               neighbour_source=source, expand_hops=2, expand_seeds=1)
+    reranker = GraphERReranker(
+        proximities=[MENTIONS],
+        top_n=4,
+        embeddings=embeddings(),
+        neighbour_source=source,
+        expand_hops=2,
+        expand_seeds=1,
+    )
     before = CountingChroma.get_calls
     out = reranker.compress_documents(retrieved, question)
     ids = [d.id for d in out]
@@ -110,10 +131,12 @@ def test_reranker_expands_through_store_in_one_call(make) -> None:  # type: igno
 def test_vector_store_passed_directly_and_retriever_path() -> None:
     store = chroma()  # the full store is the neighbour source; retrieval sees only a part
     searched = chroma(only=("Inception", "Bread", "Football"))
-    reranker = GraphERReranker(proximities=[MENTIONS], embeddings=embeddings(),
-                               neighbour_source=store, expand_seeds=2)
-    retriever = GraphERRetriever(base_retriever=searched.as_retriever(), reranker=reranker,
-                                 k=3, fetch_k=3)
+    reranker = GraphERReranker(
+        proximities=[MENTIONS], embeddings=embeddings(), neighbour_source=store, expand_seeds=2
+    )
+    retriever = GraphERRetriever(
+        base_retriever=searched.as_retriever(), reranker=reranker, k=3, fetch_k=3
+    )
     out = retriever.invoke("Inception science fiction film director")
     assert [d.id for d in out][:2] == ["Inception", "Christopher Nolan"]
     assert out[1].metadata[EXPANDED_KEY] is True
@@ -121,16 +144,28 @@ def test_vector_store_passed_directly_and_retriever_path() -> None:
 
 
 def test_chunk_neighbours_from_chroma_with_integer_index() -> None:
-    store = langchain_chroma.Chroma(collection_name=f"chunks-{uuid.uuid4().hex[:8]}",
-                                    embedding_function=embeddings(),
-                                    client=chromadb.EphemeralClient())
-    chunks = [Document(id=f"guide#{k}", page_content=f"part {k} of the guide",
-                       metadata={"doc_id": "guide", "chunk_index": k}) for k in range(4)]
+    store = langchain_chroma.Chroma(
+        collection_name=f"chunks-{uuid.uuid4().hex[:8]}",
+        embedding_function=embeddings(),
+        client=chromadb.EphemeralClient(),
+    )
+    chunks = [
+        Document(
+            id=f"guide#{k}",
+            page_content=f"part {k} of the guide",
+            metadata={"doc_id": "guide", "chunk_index": k},
+        )
+        for k in range(4)
+    ]
     store.add_documents(chunks)
     source = VectorStoreSource(store)
-    got = source.fetch(AdjacentChunks().link_keys(
-        candidate=__import__("grapher_core").Candidate("guide#1", metadata={
-            "doc_id": "guide", "chunk_index": 1})))
+    got = source.fetch(
+        AdjacentChunks().link_keys(
+            candidate=__import__("grapher_core").Candidate(
+                "guide#1", metadata={"doc_id": "guide", "chunk_index": 1}
+            )
+        )
+    )
     assert sorted(c.id for c in got) == ["guide#0", "guide#2"]
     assert all(c.embedding is not None and c.embedding.shape == (384,) for c in got)
     assert source.calls == 1
@@ -151,8 +186,9 @@ def test_bad_neighbour_source_and_id_lookup() -> None:
 def test_without_source_behaves_as_before() -> None:
     docs = documents()[:3]
     a = GraphERReranker(proximities=[MENTIONS], top_n=None).compress_documents(docs, "q")
-    b = GraphERReranker(proximities=[MENTIONS], top_n=None,
-                        expand_budget=0).compress_documents(docs, "q")
+    b = GraphERReranker(proximities=[MENTIONS], top_n=None, expand_budget=0).compress_documents(
+        docs, "q"
+    )
     assert [(d.id, d.metadata) for d in a] == [(d.id, d.metadata) for d in b]
     assert all(EXPANDED_KEY not in d.metadata for d in a)
 
@@ -181,14 +217,24 @@ def test_entity_links_through_chroma_list_fields() -> None:
     from grapher_core import Candidate, SharedEntities
     from grapher_core.expand import GraphExpander
 
-    store = langchain_chroma.Chroma(collection_name=f"ents-{uuid.uuid4().hex[:8]}",
-                                    embedding_function=embeddings(),
-                                    client=chromadb.EphemeralClient())
-    store.add_documents([
-        Document(id="a", page_content="Nolan directed Inception", metadata={"entities": ["Nolan"]}),
-        Document(id="b", page_content="Nolan was born in London",
-                 metadata={"entities": ["Nolan", "London"]}),
-        Document(id="c", page_content="Paris is in France", metadata={"entities": ["Paris"]})])
+    store = langchain_chroma.Chroma(
+        collection_name=f"ents-{uuid.uuid4().hex[:8]}",
+        embedding_function=embeddings(),
+        client=chromadb.EphemeralClient(),
+    )
+    store.add_documents(
+        [
+            Document(
+                id="a", page_content="Nolan directed Inception", metadata={"entities": ["Nolan"]}
+            ),
+            Document(
+                id="b",
+                page_content="Nolan was born in London",
+                metadata={"entities": ["Nolan", "London"]},
+            ),
+            Document(id="c", page_content="Paris is in France", metadata={"entities": ["Paris"]}),
+        ]
+    )
     source = VectorStoreSource(store)
     seed = Candidate("a", "Nolan directed Inception", 1.0, {"entities": ["Nolan"]})
     result = GraphExpander([SharedEntities()], source, follow_entities=True).expand([seed])

@@ -27,9 +27,15 @@ from llama_index_grapher.neighbours import NodeSource
 
 
 def chain(n: int = 5) -> list[TextNode]:
-    nodes = [TextNode(id_=f"c{k}", text=f"chunk {k}", metadata={"title": f"T{k}"},
-                      embedding=[1.0, float(k), 0.0])
-             for k in range(n)]
+    nodes = [
+        TextNode(
+            id_=f"c{k}",
+            text=f"chunk {k}",
+            metadata={"title": f"T{k}"},
+            embedding=[1.0, float(k), 0.0],
+        )
+        for k in range(n)
+    ]
     for k, node in enumerate(nodes):
         if k > 0:
             node.relationships[NodeRelationship.PREVIOUS] = RelatedNodeInfo(node_id=f"c{k - 1}")
@@ -44,8 +50,7 @@ def test_docstore_source_follows_previous_next() -> None:
     docstore.add_documents(nodes)
     source = NodeSource(docstore)
     retrieved = [NodeWithScore(node=nodes[2], score=0.9), NodeWithScore(node=nodes[4], score=0.1)]
-    reranker = ExpandingReranker(GraphReranker([relationship_proximity()]), source, seeds=1,
-                                 hops=2)
+    reranker = ExpandingReranker(GraphReranker([relationship_proximity()]), source, seeds=1, hops=2)
     ranked, expansion = reranker.rerank_with_expansion(candidates_from_nodes(retrieved))
     assert set(expansion.added) == {"c1", "c3", "c0"}  # c3's next (c4) is retrieved already
     assert source.calls == expansion.fetch_calls == 2

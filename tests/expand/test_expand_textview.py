@@ -11,18 +11,27 @@ MENTIONS = ForeignKeys("mentions", target_field="title")
 
 
 def p(title: str, mentions: list[str], text: str = "") -> Candidate:
-    return Candidate(title, text or f"About {title}.", None,
-                     {"title": title, "mentions": mentions})
+    return Candidate(title, text or f"About {title}.", None, {"title": title, "mentions": mentions})
 
 
 def test_tree_from_seed_and_extra_edges() -> None:
     # Film -> Director -> Mother; Film -> Studio; Studio -- Director is a non-tree edge.
-    objects = [p("Film", ["Director", "Studio"]), p("Director", ["Mother"]),
-               p("Studio", ["Director"]), p("Mother", []), p("Alone", [])]
+    objects = [
+        p("Film", ["Director", "Studio"]),
+        p("Director", ["Mother"]),
+        p("Studio", ["Director"]),
+        p("Mother", []),
+        p("Alone", []),
+    ]
     view = text_view(objects, [MENTIONS], seeds=1)
     labels = {n.candidate.id: n.label for n in view.nodes}
-    assert labels == {"Film": "1", "Director": "1.1", "Studio": "1.2", "Mother": "1.1.1",
-                      "Alone": "2"}
+    assert labels == {
+        "Film": "1",
+        "Director": "1.1",
+        "Studio": "1.2",
+        "Mother": "1.1.1",
+        "Alone": "2",
+    }
     parents = {n.candidate.id: n.parent for n in view.nodes}
     assert parents["Mother"] == "1.1" and parents["Film"] is None
     assert view.extra_edges == (("1.1", "1.2", ("structural",)),)
@@ -47,8 +56,10 @@ def test_truncation_seeds_by_id_and_depth_cap() -> None:
 
 
 def test_accepts_ranked_candidates_and_chunk_edges() -> None:
-    chunks = [Candidate(f"d#{k}", f"chunk {k}", 1.0 / (k + 1),
-                        {"doc_id": "d", "chunk_index": k}) for k in range(3)]
+    chunks = [
+        Candidate(f"d#{k}", f"chunk {k}", 1.0 / (k + 1), {"doc_id": "d", "chunk_index": k})
+        for k in range(3)
+    ]
     ranked = GraphReranker([AdjacentChunks()]).rerank(chunks)
     view = text_view(ranked, [AdjacentChunks()], seeds=1)
     assert [n.label for n in view.nodes] == ["1", "1.1", "1.1.1"]

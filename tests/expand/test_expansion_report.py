@@ -5,26 +5,38 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grapher_bench.expansion_report import load_runs, markdown, write_section
+from grapher_bench.expansion.report import load_runs, markdown, write_section
 
 
 def _run(folder: Path, name: str, rows: dict[str, list[float]]) -> None:
     folder.mkdir(parents=True)
-    results = {label: {"PR@10": sum(v) / len(v), "PR@5": 0.0, "rerank_ms_median": 1.0}
-               for label, v in rows.items()}
+    results = {
+        label: {"PR@10": sum(v) / len(v), "PR@5": 0.0, "rerank_ms_median": 1.0}
+        for label, v in rows.items()
+    }
     (folder / "results.json").write_text(json.dumps({"dataset": name, "results": results}))
-    per_query = {label: {f"q{i}": {"PR@10": x} for i, x in enumerate(v)}
-                 for label, v in rows.items()}
+    per_query = {
+        label: {f"q{i}": {"PR@10": x} for i, x in enumerate(v)} for label, v in rows.items()
+    }
     (folder / "per_query.json").write_text(json.dumps(per_query))
 
 
 def test_report_compares_with_best_gcs_graph(tmp_path: Path) -> None:
-    _run(tmp_path / "musique", "musique", {
-        "baseline": [0, 0, 1, 0], "gcs[mentions]": [1, 0, 1, 0],
-        "gcs[entities-capped]": [1, 1, 1, 0], "expand-gcs": [1, 0, 1, 1],
-        "gat[mentions]": [0, 1, 1, 1], "gat[entities-capped]": [0, 0, 1, 0],
-        "graph-retriever-tuned": [0, 0, 1, 1],
-        "ego-gcs[k=2,n=10]": [0, 0, 0, 0], "ego-gcs[k=1,n=5]": [1, 1, 1, 1]})
+    _run(
+        tmp_path / "musique",
+        "musique",
+        {
+            "baseline": [0, 0, 1, 0],
+            "gcs[mentions]": [1, 0, 1, 0],
+            "gcs[entities-capped]": [1, 1, 1, 0],
+            "expand-gcs": [1, 0, 1, 1],
+            "gat[mentions]": [0, 1, 1, 1],
+            "gat[entities-capped]": [0, 0, 1, 0],
+            "graph-retriever-tuned": [0, 0, 1, 1],
+            "ego-gcs[k=2,n=10]": [0, 0, 0, 0],
+            "ego-gcs[k=1,n=5]": [1, 1, 1, 1],
+        },
+    )
     runs = load_runs(tmp_path)
     text = markdown(runs)
     assert "| best candidate-only graph | `gcs[entities-capped]` |" in text

@@ -5,21 +5,28 @@ from __future__ import annotations
 import numpy as np
 
 from grapher_core.candidates import Candidate
-from grapher_core.graph import CandidateGraph, build_graph
-from grapher_core.proximity import ForeignKeys
+from grapher_core.edges.graph import CandidateGraph, build_graph
+from grapher_core.edges.keys import ForeignKeys
 
 
-def table_candidates(n: int = 12, dim: int = 384, seed: int = 0,
-                     with_embeddings: bool = True) -> list[Candidate]:
+def table_candidates(
+    n: int = 12, dim: int = 384, seed: int = 0, with_embeddings: bool = True
+) -> list[Candidate]:
     rng = np.random.default_rng(seed)
     vectors = rng.normal(size=(n, dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     out = []
     for i in range(n):
         links = [f"db.t{j}" for j in (i - 1, i + 1) if 0 <= j < n and j // 3 == i // 3]
-        out.append(Candidate(f"db.t{i}", f"Table: t{i}\nColumns: id (int), name (text)",
-                             float(1.0 - i / (2 * n)), {"foreign_keys": links},
-                             vectors[i] if with_embeddings else None))
+        out.append(
+            Candidate(
+                f"db.t{i}",
+                f"Table: t{i}\nColumns: id (int), name (text)",
+                float(1.0 - i / (2 * n)),
+                {"foreign_keys": links},
+                vectors[i] if with_embeddings else None,
+            )
+        )
     return out
 
 

@@ -10,17 +10,17 @@ import pytest
 import torch
 from helpers_gat import graph_of, table_candidates
 
-from grapher_core.learned.checkpoint import (
+from grapher_core.learned.gat.checkpoint import (
     CheckpointConfig,
     EmbeddingMismatchError,
     checkpoint_paths,
     load_checkpoint,
     save_checkpoint,
 )
-from grapher_core.learned.model import GraphERNet, ModelSpec
-from grapher_core.learned.ranker import GATRanker, MLPRanker
-from grapher_core.rankers import RankContext
-from grapher_core.seeds import make_seeds
+from grapher_core.learned.gat.model import GraphERNet, ModelSpec
+from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
+from grapher_core.ranking.base import RankContext
+from grapher_core.ranking.seeds import make_seeds
 
 DIM = 16
 
@@ -29,8 +29,13 @@ def _save(tmp_path: Path, architecture: str = "gat", model_name: str = "test/mod
     torch.manual_seed(0)
     spec = ModelSpec(architecture, embedding_dim=DIM, hidden=8)
     model = GraphERNet(spec)
-    config = CheckpointConfig(model=spec, embedding_model=model_name, embedding_dim=DIM,
-                              alpha=0.3, training={"data": "unit-test"})
+    config = CheckpointConfig(
+        model=spec,
+        embedding_model=model_name,
+        embedding_dim=DIM,
+        alpha=0.3,
+        training={"data": "unit-test"},
+    )
     save_checkpoint(model, config, tmp_path / architecture)
     return tmp_path / architecture
 
@@ -87,8 +92,9 @@ def test_other_embedding_model_is_refused(tmp_path: Path) -> None:
         GATRanker(stem, embedder=_NamedEmbedder("other/model"))
     ranker = GATRanker(stem, embedder=_NamedEmbedder("test/model"))
     candidates = table_candidates(5, DIM, with_embeddings=False)
-    scores = ranker.rank(graph_of(candidates), make_seeds(candidates),
-                         RankContext(candidates, "which table?", None))
+    scores = ranker.rank(
+        graph_of(candidates), make_seeds(candidates), RankContext(candidates, "which table?", None)
+    )
     assert scores.shape == (5,) and np.all(np.isfinite(scores))
 
 

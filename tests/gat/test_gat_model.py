@@ -7,9 +7,9 @@ import pytest
 import torch
 from helpers_gat import graph_of, table_candidates
 
-from grapher_core.learned.features import EDGE_DIM, EDGE_KINDS, edge_arrays, graph_arrays
-from grapher_core.learned.model import GraphERNet, ModelSpec
-from grapher_core.seeds import make_seeds
+from grapher_core.learned.gat.features import EDGE_DIM, EDGE_KINDS, edge_arrays, graph_arrays
+from grapher_core.learned.gat.model import GraphERNet, ModelSpec
+from grapher_core.ranking.seeds import make_seeds
 
 
 def _inputs(n: int = 12, dim: int = 16, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -49,9 +49,12 @@ def test_mlp_has_no_message_passing() -> None:
     objects[1:] = torch.randn_like(objects[1:])  # every node but node 0 changes
     scalars = base["scalars"].clone()
     scalars[1:] = torch.rand_like(scalars[1:])
-    changed.update(objects=objects, scalars=scalars,
-                   edge_index=torch.zeros((2, 0), dtype=torch.long),
-                   edge_attr=torch.zeros((0, EDGE_DIM)))
+    changed.update(
+        objects=objects,
+        scalars=scalars,
+        edge_index=torch.zeros((2, 0), dtype=torch.long),
+        edge_attr=torch.zeros((0, EDGE_DIM)),
+    )
     with torch.no_grad():
         assert torch.allclose(model(**base)[0], model(**changed)[0])
         assert not torch.allclose(model(**base)[1:], model(**changed)[1:])
@@ -86,7 +89,7 @@ def test_edge_features_name_kinds_and_self_loops() -> None:
     assert edge_attr.shape == (graph.n_edges + 6, EDGE_DIM)
     structural = 1 + EDGE_KINDS.index("structural")
     assert edge_attr[: graph.n_edges, structural].all()
-    assert edge_attr[graph.n_edges:, -1].all() and not edge_attr[: graph.n_edges, -1].any()
+    assert edge_attr[graph.n_edges :, -1].all() and not edge_attr[: graph.n_edges, -1].any()
     # row 0 = source j, row 1 = target i of A[i, j]
     dense = graph.adjacency.toarray()
     for j, i in edge_index[:, : graph.n_edges].T:
@@ -112,7 +115,7 @@ def test_bad_spec_and_inputs_are_refused() -> None:
 @pytest.mark.parametrize("architecture", ["gat", "mlp"])
 @pytest.mark.parametrize("seed", range(3))
 def test_inference_plan_equals_forward(architecture: str, seed: int) -> None:
-    from grapher_core.learned.model import InferencePlan
+    from grapher_core.learned.gat.model import InferencePlan
 
     model = _model(architecture, seed=seed)
     inputs = _inputs(n=15, seed=seed)
@@ -120,8 +123,13 @@ def test_inference_plan_equals_forward(architecture: str, seed: int) -> None:
         for parameter in model.parameters():
             parameter.add_(0.3 * torch.randn_like(parameter))
         expected = model(**inputs)
-        got = InferencePlan(model)(inputs["scalars"], inputs["objects"], inputs["queries"][0],
-                                   inputs["edge_index"], inputs["edge_attr"])
+        got = InferencePlan(model)(
+            inputs["scalars"],
+            inputs["objects"],
+            inputs["queries"][0],
+            inputs["edge_index"],
+            inputs["edge_attr"],
+        )
     assert got.shape == expected.shape
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="eval mode"):

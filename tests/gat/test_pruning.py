@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 from grapher_core.expand import SoftPruner
-from grapher_core.learned.pruning import (
+from grapher_core.learned.pruner import (
     LearnedPruner,
     PruningExample,
     features,
@@ -28,8 +28,15 @@ def _examples(n_queries: int, seed: int) -> list[PruningExample]:
         gold = q + rng.normal(scale=0.3, size=(2, 16))
         other = rng.normal(size=(4, 16))
         objects = np.vstack([gold, other])
-        out.append(PruningExample(f"q{k}", f"g{k % 10}", features(q, objects),
-                                  np.array([1, 1, 0, 0, 0, 0], dtype=np.float32), 2))
+        out.append(
+            PruningExample(
+                f"q{k}",
+                f"g{k % 10}",
+                features(q, objects),
+                np.array([1, 1, 0, 0, 0, 0], dtype=np.float32),
+                2,
+            )
+        )
     return out
 
 
@@ -41,8 +48,9 @@ def test_pruner_learns_to_keep_gold_and_round_trips(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     for _ in range(30):
         q = rng.normal(size=16)
-        a = pruner.alphas(q, np.vstack([q + rng.normal(scale=0.3, size=(2, 16)),
-                                        rng.normal(size=(4, 16))]))
+        a = pruner.alphas(
+            q, np.vstack([q + rng.normal(scale=0.3, size=(2, 16)), rng.normal(size=(4, 16))])
+        )
         assert a.shape == (6,) and np.all((a >= 0) & (a <= 1))
         gold.extend(a[:2])
         other.extend(a[2:])

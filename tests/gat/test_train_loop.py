@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from grapher_core.errors import CheckpointError, GraphERError
-from grapher_core.learned.train import (
+from grapher_core.learned.loop import (
     LoopConfig,
     fit,
     pr_at_k,
@@ -62,8 +62,10 @@ def _logits(values: list[list[float]]) -> torch.Tensor:
 
 
 def _toy_labels(rows: list[list[float]]) -> list[Toy]:
-    return [Toy("g", np.zeros((len(r), 3), np.float32), np.asarray(r, np.float32),
-                int(sum(r))) for r in rows]
+    return [
+        Toy("g", np.zeros((len(r), 3), np.float32), np.asarray(r, np.float32), int(sum(r)))
+        for r in rows
+    ]
 
 
 def test_listwise_loss_is_softmax_cross_entropy_per_query() -> None:
@@ -102,11 +104,17 @@ def test_split_holds_out_whole_groups() -> None:
 @pytest.mark.parametrize("loss", ["bce", "pairwise", "listwise"])
 def test_fit_learns_and_keeps_the_best_epoch(loss: str) -> None:
     toys = _toys()
-    config = LoopConfig(loss=loss, epochs=6, patience=6, lr=0.05, batch_size=8, device="cpu",
-                        metric="PR@2")
+    config = LoopConfig(
+        loss=loss, epochs=6, patience=6, lr=0.05, batch_size=8, device="cpu", metric="PR@2"
+    )
     untrained = pr_at_k(toys, [e.features[:, 1] for e in toys], ks=(2,))
-    result = fit(lambda: torch.nn.Linear(3, 1), ToyAdapter(), toys, config,
-                 metric=lambda ex, s: pr_at_k(ex, s, ks=(2,)))
+    result = fit(
+        lambda: torch.nn.Linear(3, 1),
+        ToyAdapter(),
+        toys,
+        config,
+        metric=lambda ex, s: pr_at_k(ex, s, ks=(2,)),
+    )
     val = [toys[i] for i in result.val_indices]
     again = pr_at_k(val, predict(result.model, ToyAdapter(), val, "cpu"), ks=(2,))
     assert again == result.best_metrics  # the restored weights are the best epoch's
@@ -123,8 +131,12 @@ def test_fit_stops_early_and_is_deterministic() -> None:
     second = fit(lambda: torch.nn.Linear(3, 1), ToyAdapter(), toys, config)
     assert torch.equal(first.model.weight, second.model.weight)
     with pytest.raises(ValueError, match="not among"):
-        fit(lambda: torch.nn.Linear(3, 1), ToyAdapter(), toys,
-            LoopConfig(epochs=1, device="cpu", metric="MRR"))
+        fit(
+            lambda: torch.nn.Linear(3, 1),
+            ToyAdapter(),
+            toys,
+            LoopConfig(epochs=1, device="cpu", metric="MRR"),
+        )
     with pytest.raises(ValueError, match="loss must be one of"):
         LoopConfig(loss="hinge")
 

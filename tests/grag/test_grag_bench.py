@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grapher_bench.grag_bench import has_answer, mcnemar, normalise_answer, paired_bootstrap
+from grapher_bench.grag.bench import has_answer, mcnemar, normalise_answer, paired_bootstrap
 
 
 def test_has_answer_uses_squad_normalisation_and_whole_words() -> None:
@@ -30,12 +30,12 @@ def test_paired_bootstrap_and_mcnemar_detect_a_real_difference_only() -> None:
     b = np.array([0] * 10 + [1] * 5 + [0] * 5)
     test = mcnemar(a, b)
     assert (test["only_a"], test["only_b"]) == (10, 0)
-    assert test["p"] == pytest.approx(2 * 0.5 ** 10)
+    assert test["p"] == pytest.approx(2 * 0.5**10)
     assert mcnemar(a, a)["p"] == 1.0
 
 
 def test_in_domain_split_is_seeded_and_disjoint() -> None:
-    from grapher_bench.grag_cli import _kept, held_out
+    from grapher_bench.grag.cli import _kept, held_out
 
     ids = [f"q{i}" for i in range(50)]
     held = held_out(ids, 0.7)
@@ -59,7 +59,7 @@ def test_grag_compare_pairs_the_same_rows_and_writes_its_section(tmp_path) -> No
     import argparse
     import json
 
-    from grapher_bench.grag_cli import run_compare
+    from grapher_bench.grag.cli import run_compare
 
     def rows(mrr: list[float]) -> list[dict[str, float]]:
         return [{"MRR": m, "MHits@10": m, "PR@10": float(m > 0.5)} for m in mrr]
@@ -70,8 +70,9 @@ def test_grag_compare_pairs_the_same_rows_and_writes_its_section(tmp_path) -> No
     a.write_text(json.dumps(better))
     b.write_text(json.dumps(worse))
     doc.write_text("x\n<!-- cmp:start -->\nstale\n<!-- cmp:end -->\ny\n")
-    args = argparse.Namespace(a=a, b=b, names="concepts,fast", rows="G-RAG,G-RAG-RL,MLP",
-                              docs=doc, markers="cmp")
+    args = argparse.Namespace(
+        a=a, b=b, names="concepts,fast", rows="G-RAG,G-RAG-RL,MLP", docs=doc, markers="cmp"
+    )
     assert run_compare(args) == 0
     text = doc.read_text()
     assert "stale" not in text and text.startswith("x\n") and text.endswith("y\n")
@@ -84,13 +85,19 @@ def test_grag_compare_pairs_the_same_rows_and_writes_its_section(tmp_path) -> No
 
 
 def test_summary_names_concept_rows_by_their_run_and_keeps_shared_rows_once() -> None:
-    from grapher_bench.grag_cli import render_summary
+    from grapher_bench.grag.cli import render_summary
 
     def run(text: str, value: float) -> dict:
         m = {k: value for k in ("MRR", "MHits@10", "PR@5", "PR@10")}
-        return {"protocol": {"concept_text": text, "top_n": 20},
-                "runs": {"gold/hotpotqa": {"trained_on": "x", "metrics": {
-                    "w/o reranker": {**m, "MRR": 0.5}, "G-RAG-RL": m}}}}
+        return {
+            "protocol": {"concept_text": text, "top_n": 20},
+            "runs": {
+                "gold/hotpotqa": {
+                    "trained_on": "x",
+                    "metrics": {"w/o reranker": {**m, "MRR": 0.5}, "G-RAG-RL": m},
+                }
+            },
+        }
 
     text = render_summary(run("fast", 0.4), [run("concepts", 0.6)])
     assert "| G-RAG-RL [fast] | 40.0 /" in text and "| G-RAG-RL [concepts] | 60.0 /" in text

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grapher_core.concepts import (
+from grapher_core.enrich.concepts import (
     QUESTION_NODE,
     ConceptGraph,
     SpacyConceptParser,
@@ -31,8 +31,16 @@ AMR = """(w / want-01
 def test_penman_reader_reads_concepts_relations_and_constants() -> None:
     graph = penman_to_graph(AMR)
     assert graph.roots == ("want-01",)
-    assert set(graph.nodes) == {"want-01", "boy", "go-02", "city", "name", "new york",
-                                "date-entity", "2010"}
+    assert set(graph.nodes) == {
+        "want-01",
+        "boy",
+        "go-02",
+        "city",
+        "name",
+        "new york",
+        "date-entity",
+        "2010",
+    }
     assert ("go-02", "ARG0", "boy") in graph.edges  # the re-entrant b
     assert ("name", "op1", "new york") in graph.edges
 
@@ -44,8 +52,9 @@ def test_penman_round_trip() -> None:
     assert set(again.edges) == set(graph.edges)
     assert again.roots == graph.roots
     # a disconnected graph (two sentences) is written as two AMRs and read back as one graph
-    two = graph.union(ConceptGraph(("rain-01", "london"), (("rain-01", "location", "london"),),
-                                   ("rain-01",)))
+    two = graph.union(
+        ConceptGraph(("rain-01", "london"), (("rain-01", "location", "london"),), ("rain-01",))
+    )
     back = penman_to_graph(graph_to_penman(two))
     assert set(back.nodes) == set(two.nodes) and set(back.edges) == set(two.edges)
     assert set(back.roots) == {"want-01", "rain-01"}
@@ -61,9 +70,11 @@ def test_bad_penman_is_named() -> None:
 
 
 def test_storage_form_survives_every_list_shape() -> None:
-    graph = ConceptGraph(("james cameron", "direct", "titanic"),
-                         (("direct", "nsubj", "james cameron"), ("direct", "dobj", "titanic")),
-                         ("direct",))
+    graph = ConceptGraph(
+        ("james cameron", "direct", "titanic"),
+        (("direct", "nsubj", "james cameron"), ("direct", "dobj", "titanic")),
+        ("direct",),
+    )
     values = encode_graph(graph)
     assert decode_graph(values) == graph
     assert read_graph(values) == graph
@@ -76,15 +87,24 @@ def _toy() -> ConceptGraph:
     # question -> a -> b -> c ; a -> d ; question -> e ; f isolated
     return ConceptGraph(
         (QUESTION_NODE, "a", "b", "c", "d", "e", "f"),
-        ((QUESTION_NODE, "question", "a"), ("a", "r", "b"), ("c", "r", "b"), ("a", "r", "d"),
-         (QUESTION_NODE, "question", "e")),
-        (QUESTION_NODE,))
+        (
+            (QUESTION_NODE, "question", "a"),
+            ("a", "r", "b"),
+            ("c", "r", "b"),
+            ("a", "r", "d"),
+            (QUESTION_NODE, "question", "e"),
+        ),
+        (QUESTION_NODE,),
+    )
 
 
 def test_shortest_paths_keep_only_maximal_paths() -> None:
     paths = shortest_paths(_toy())
-    assert paths == [[QUESTION_NODE, "e"], [QUESTION_NODE, "a", "d"],
-                     [QUESTION_NODE, "a", "b", "c"]]
+    assert paths == [
+        [QUESTION_NODE, "e"],
+        [QUESTION_NODE, "a", "d"],
+        [QUESTION_NODE, "a", "b", "c"],
+    ]
     # the concept text: concepts along the kept paths, in order, each once; f is unreachable
     assert path_text(_toy()) == "question e a d b c"
     assert shortest_paths(ConceptGraph(("x",))) == []
@@ -100,13 +120,19 @@ def test_question_graph_links_the_question_roots() -> None:
 
 
 def test_document_paths_leave_the_question_concepts_out() -> None:
-    from grapher_core.learned.grag_features import node_texts, path_concepts
+    from grapher_core.learned.grag.features import node_texts, path_concepts
 
     question = ConceptGraph(("director", "film"), (("director", "of", "film"),), ("director",))
-    document = ConceptGraph(("film", "titanic", "1997"),
-                            (("film", "name", "titanic"), ("titanic", "time", "1997")), ())
-    assert path_concepts(question, document) == [QUESTION_NODE, "director", "film", "titanic",
-                                                 "1997"]
+    document = ConceptGraph(
+        ("film", "titanic", "1997"), (("film", "name", "titanic"), ("titanic", "time", "1997")), ()
+    )
+    assert path_concepts(question, document) == [
+        QUESTION_NODE,
+        "director",
+        "film",
+        "titanic",
+        "1997",
+    ]
     assert path_concepts(question, document, "document") == ["titanic", "1997"]
     assert node_texts(["p"], [document], question, "document") == ["p\ntitanic 1997"]
     with pytest.raises(ValueError, match="paths must be one of"):
@@ -130,12 +156,12 @@ def test_concept_overlaps_count_common_nodes_and_edges() -> None:
 def test_spacy_parser_builds_concepts_and_collapses_function_words() -> None:
     pytest.importorskip("spacy")
     parser = SpacyConceptParser()
-    graph, = parser.parse(["James Cameron was born in Kapuskasing, Ontario."])
+    (graph,) = parser.parse(["James Cameron was born in Kapuskasing, Ontario."])
     assert "james cameron" in graph.nodes and "kapuskasing" in graph.nodes
     assert "the" not in graph.nodes and "in" not in graph.nodes
     assert ("bear", "in", "kapuskasing") in graph.edges  # "born in K." -> one edge, role "in"
     assert graph.roots == ("bear",)
-    result, = parser.extract_batch(["Paris is in France."])
+    (result,) = parser.extract_batch(["Paris is in France."])
     assert decode_graph(result.entities) == parser.parse(["Paris is in France."])[0]
     with pytest.raises(TypeError, match="sequence"):
         parser.parse("one string")

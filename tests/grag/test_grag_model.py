@@ -11,16 +11,17 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from grapher_core.candidates import Candidate  # noqa: E402
-from grapher_core.concept_proximity import SharedConcepts, shared_concepts  # noqa: E402
-from grapher_core.concepts import ConceptGraph, encode_graph  # noqa: E402
-from grapher_core.graph import build_graph  # noqa: E402
-from grapher_core.learned.checkpoint import EmbeddingMismatchError  # noqa: E402
-from grapher_core.learned.grag import GRAGConfig, GRAGRanker, load_grag, save_grag  # noqa: E402
-from grapher_core.learned.grag_features import edge_arrays  # noqa: E402
-from grapher_core.learned.grag_model import EdgeMeanConv, GRAGNet, GRAGSpec  # noqa: E402
-from grapher_core.learned.grag_train import GRAGExample, grag_metrics, train_grag  # noqa: E402
-from grapher_core.learned.train import LoopConfig  # noqa: E402
-from grapher_core.rankers import RankContext  # noqa: E402
+from grapher_core.edges.concepts import SharedConcepts, shared_concepts  # noqa: E402
+from grapher_core.edges.graph import build_graph  # noqa: E402
+from grapher_core.enrich.concepts import ConceptGraph, encode_graph  # noqa: E402
+from grapher_core.errors import EmbeddingMismatchError  # noqa: E402
+from grapher_core.learned.grag.checkpoint import GRAGConfig, load_grag, save_grag  # noqa: E402
+from grapher_core.learned.grag.features import edge_arrays  # noqa: E402
+from grapher_core.learned.grag.model import EdgeMeanConv, GRAGNet, GRAGSpec  # noqa: E402
+from grapher_core.learned.grag.ranker import GRAGRanker  # noqa: E402
+from grapher_core.learned.grag.train import GRAGExample, grag_metrics, train_grag  # noqa: E402
+from grapher_core.learned.loop import LoopConfig  # noqa: E402
+from grapher_core.ranking.base import RankContext  # noqa: E402
 
 
 def test_eq5_edge_weighted_mean_on_three_nodes() -> None:
@@ -50,8 +51,13 @@ def test_untrained_residual_network_scores_the_cosine_and_mlp_ignores_edges() ->
     assert torch.allclose(scores, x @ q[0], atol=1e-6)  # s_i = y . x_i with x_L = x_0 at init
     mlp = GRAGNet(GRAGSpec(variant="mlp", embedding_dim=4, hidden=3, residual=False)).eval()
     a = mlp(x, edges, torch.ones(2, 2), q, torch.zeros(5, dtype=torch.long))
-    b = mlp(x, torch.zeros((2, 0), dtype=torch.long), torch.zeros(0, 2), q,
-            torch.zeros(5, dtype=torch.long))
+    b = mlp(
+        x,
+        torch.zeros((2, 0), dtype=torch.long),
+        torch.zeros(0, 2),
+        q,
+        torch.zeros(5, dtype=torch.long),
+    )
     assert torch.allclose(a, b)
 
 
@@ -60,19 +66,23 @@ def test_edge_features_normalise_each_dimension_and_read_the_proximities() -> No
     b = ConceptGraph(("x", "y", "z"), (("x", "r", "y"),))
     c = ConceptGraph(("z", "w"))
     arrays = edge_arrays(3, [a, b, c], graph="documents")
-    pairs = {(int(s), int(t)): tuple(w) for s, t, w in
-             zip(*arrays.edge_index, arrays.edge_weight, strict=True)}
+    pairs = {
+        (int(s), int(t)): tuple(w)
+        for s, t, w in zip(*arrays.edge_index, arrays.edge_weight, strict=True)
+    }
     # common nodes: a-b 3, a-c 1, b-c 1 -> /3; common edges: a-b 1 -> /1
     assert pairs[(0, 1)] == pytest.approx((1.0, 1.0))
     assert pairs[(2, 0)] == pytest.approx((1 / 3, 0.0))
     assert len(pairs) == 6
-    candidates = [Candidate(str(i), "t", 1.0, {"concepts": encode_graph(g)})
-                  for i, g in enumerate((a, b, c))]
+    candidates = [
+        Candidate(str(i), "t", 1.0, {"concepts": encode_graph(g)}) for i, g in enumerate((a, b, c))
+    ]
     graph = build_graph(candidates, shared_concepts())
     assert set(graph.by_kind) == {"concept_nodes", "concept_edges"}
     from_kinds = edge_arrays(3, None, graph="documents", by_kind=graph.by_kind)
-    assert np.array_equal(np.sort(from_kinds.edge_weight, axis=0),
-                          np.sort(arrays.edge_weight, axis=0))
+    assert np.array_equal(
+        np.sort(from_kinds.edge_weight, axis=0), np.sort(arrays.edge_weight, axis=0)
+    )
     with pytest.raises(ValueError, match="count"):
         SharedConcepts(count="words")
 
@@ -86,8 +96,9 @@ def _examples(n_queries: int, rng: np.random.Generator, d: int = 8) -> list[GRAG
         labels[:2] = 1.0
         x[:2] += 0.6 * q  # positives lean towards the query
         edges = np.array([[0, 1, 2, 3], [1, 0, 3, 2]])
-        out.append(GRAGExample(f"q{k}", f"q{k}", labels, 2, x, q, edges,
-                               np.ones((4, 2), dtype=np.float32)))
+        out.append(
+            GRAGExample(f"q{k}", f"q{k}", labels, 2, x, q, edges, np.ones((4, 2), dtype=np.float32))
+        )
     return out
 
 
@@ -95,20 +106,26 @@ def test_training_on_the_shared_loop_learns_and_saves(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     examples = _examples(40, rng)
     spec = GRAGSpec(embedding_dim=8, hidden=8, residual=False)
-    result = train_grag(examples, spec, LoopConfig(loss="listwise", epochs=30, lr=5e-3,
-                                                   batch_size=8, patience=30))
+    result = train_grag(
+        examples, spec, LoopConfig(loss="listwise", epochs=30, lr=5e-3, batch_size=8, patience=30)
+    )
     assert result.best_metrics["MRR"] > 0.6  # chance is ~0.41 for 2 of 6
     chance = grag_metrics(examples, [rng.normal(size=6) for _ in examples])["MRR"]
     assert result.best_metrics["MRR"] > chance
-    config = GRAGConfig(spec=spec, embedding_model="toy", embedding_dim=8, text="plain",
-                        graph="documents", paths="document")
+    config = GRAGConfig(
+        spec=spec,
+        embedding_model="toy",
+        embedding_dim=8,
+        text="plain",
+        graph="documents",
+        paths="document",
+    )
     save_grag(result.model, config, tmp_path / "toy")
     model, loaded = load_grag(tmp_path / "toy")
     assert loaded.spec == spec and loaded.text == "plain" and loaded.paths == "document"
     with pytest.raises(ValueError, match="paths must be one of"):
         GRAGConfig(spec=spec, embedding_model="toy", embedding_dim=8, paths="question")
-    for a, b in zip(model.state_dict().values(), result.model.state_dict().values(),
-                    strict=True):
+    for a, b in zip(model.state_dict().values(), result.model.state_dict().values(), strict=True):
         assert torch.equal(a, b)
 
 
@@ -132,8 +149,11 @@ class _Toy:
 def _toy_checkpoint(tmp_path: Path, text: str = "concepts") -> Path:
     spec = GRAGSpec(embedding_dim=8, hidden=4)
     torch.manual_seed(0)
-    save_grag(GRAGNet(spec), GRAGConfig(spec=spec, embedding_model="toy", embedding_dim=8,
-                                        text=text), tmp_path / "ck")
+    save_grag(
+        GRAGNet(spec),
+        GRAGConfig(spec=spec, embedding_model="toy", embedding_dim=8, text=text),
+        tmp_path / "ck",
+    )
     return tmp_path / "ck"
 
 
@@ -149,18 +169,24 @@ def test_checkpoint_refuses_another_embedding_model(tmp_path: Path) -> None:
 
 def test_ranker_scores_every_candidate_with_stored_concepts(tmp_path: Path) -> None:
     ranker = GRAGRanker(_toy_checkpoint(tmp_path), embedder=_Toy(), strict=True)
-    graphs = [ConceptGraph(("paris", "france"), (("paris", "in", "france"),), ("paris",)),
-              ConceptGraph(("berlin", "germany"), (("berlin", "in", "germany"),)),
-              ConceptGraph(("france", "wine"), (("france", "make", "wine"),))]
-    candidates = [Candidate(str(i), f"text {i}", 1.0 - i / 10, {"concepts": encode_graph(g)})
-                  for i, g in enumerate(graphs)]
+    graphs = [
+        ConceptGraph(("paris", "france"), (("paris", "in", "france"),), ("paris",)),
+        ConceptGraph(("berlin", "germany"), (("berlin", "in", "germany"),)),
+        ConceptGraph(("france", "wine"), (("france", "make", "wine"),)),
+    ]
+    candidates = [
+        Candidate(str(i), f"text {i}", 1.0 - i / 10, {"concepts": encode_graph(g)})
+        for i, g in enumerate(graphs)
+    ]
     ranker._questions["where is paris"] = ConceptGraph(("paris",), (), ("paris",))
-    scores = ranker.rank(build_graph(candidates, []), np.ones(3),
-                         RankContext(candidates, "where is paris"))
+    scores = ranker.rank(
+        build_graph(candidates, []), np.ones(3), RankContext(candidates, "where is paris")
+    )
     assert scores.shape == (3,) and np.all(np.isfinite(scores))
     with pytest.raises(ValueError, match="question text"):
-        ranker.rank(build_graph(candidates, []), np.ones(3),
-                    RankContext(candidates, None, np.ones(8)))
+        ranker.rank(
+            build_graph(candidates, []), np.ones(3), RankContext(candidates, None, np.ones(8))
+        )
     bare = [Candidate("x", "no concepts here", 1.0)]
     with pytest.raises(ValueError, match="no concept graph"):
         ranker.rank(build_graph(bare, []), np.ones(1), RankContext(bare, "where is paris"))

@@ -14,9 +14,9 @@ pytest.importorskip("spacy")
 
 from grapher_core import Candidate, GraphReranker
 from grapher_core.cli import main
-from grapher_core.concept_proximity import shared_concepts
-from grapher_core.concepts import SpacyConceptParser, encode_graph, read_graph
-from grapher_core.learned.checkpoint import EmbeddingMismatchError
+from grapher_core.edges.concepts import shared_concepts
+from grapher_core.enrich.concepts import SpacyConceptParser, encode_graph, read_graph
+from grapher_core.errors import EmbeddingMismatchError
 
 QUESTION = "Which country is the director of Titanic from?"
 TEXTS = {
@@ -30,16 +30,20 @@ TEXTS = {
 @pytest.fixture(scope="module")
 def enriched() -> list[Candidate]:
     graphs = SpacyConceptParser().parse(list(TEXTS.values()))
-    return [Candidate(key, text, 0.5 - i / 10, {"concepts": encode_graph(g)})
-            for i, ((key, text), g) in enumerate(zip(TEXTS.items(), graphs, strict=True))]
+    return [
+        Candidate(key, text, 0.5 - i / 10, {"concepts": encode_graph(g)})
+        for i, ((key, text), g) in enumerate(zip(TEXTS.items(), graphs, strict=True))
+    ]
 
 
 def test_core_g_rag_works_out_of_the_box(enriched: list[Candidate]) -> None:
     reranker = GraphReranker(shared_concepts(), ranker="g-rag")
     out = reranker.rerank(enriched, query=QUESTION)
     assert [r.id for r in out][-1] == "bread"  # the unrelated passage is last
-    assert reranker.ranker.describe()["embedding_model"] == "all-MiniLM-L6-v2" or \
-        reranker.ranker.describe()["embedding_dim"] == 384
+    assert (
+        reranker.ranker.describe()["embedding_model"] == "all-MiniLM-L6-v2"
+        or reranker.ranker.describe()["embedding_dim"] == 384
+    )
     for text in ("fast", "plain"):
         again = GraphReranker(shared_concepts(), ranker="g-rag", text=text, graph="documents")
         assert {r.id for r in again.rerank(enriched, query=QUESTION)} == set(TEXTS)
@@ -69,14 +73,14 @@ def test_langchain_transformer_and_reranker() -> None:
     from langchain_grapher import GraphERReranker
     from langchain_grapher.transformers import ConceptGraphTransformer
 
-    documents = [Document(id=k, page_content=t, metadata={"source": k})
-                 for k, t in TEXTS.items()]
+    documents = [Document(id=k, page_content=t, metadata={"source": k}) for k, t in TEXTS.items()]
     enriched = ConceptGraphTransformer(list_format="json").transform_documents(documents)
     assert "concepts" not in documents[0].metadata  # copies, the input is untouched
     graph = read_graph(enriched[0].metadata["concepts"])
     assert "james cameron" in graph.nodes
-    out = GraphERReranker(proximities=shared_concepts(), ranker="g-rag",
-                          top_n=2).compress_documents(enriched, QUESTION)
+    out = GraphERReranker(
+        proximities=shared_concepts(), ranker="g-rag", top_n=2
+    ).compress_documents(enriched, QUESTION)
     assert len(out) == 2 and "bread" not in {d.id for d in out}
 
 
@@ -93,18 +97,30 @@ def test_llamaindex_extractor_and_postprocessor() -> None:
     processed = GraphERConceptExtractor().process_nodes(nodes)
     assert "concepts" in processed[0].excluded_embed_metadata_keys
     scored = [NodeWithScore(node=n, score=0.5 - i / 10) for i, n in enumerate(processed)]
-    out = GraphERPostprocessor(ranker="g-rag", top_n=2).postprocess_nodes(scored,
-                                                                           query_str=QUESTION)
+    out = GraphERPostprocessor(ranker="g-rag", top_n=2).postprocess_nodes(
+        scored, query_str=QUESTION
+    )
     assert len(out) == 2 and "bread" not in {n.node.node_id for n in out}
 
 
-def test_grapher_enrich_concepts_extractor(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_grapher_enrich_concepts_extractor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "corpus.jsonl"
     source.write_text("".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in TEXTS.items()))
     out = tmp_path / "out.jsonl"
-    args = ["enrich", "--extractor", "concepts", "--input", str(source), "--output", str(out),
-            "--cache", str(tmp_path / "cache.sqlite"), "--no-progress"]
+    args = [
+        "enrich",
+        "--extractor",
+        "concepts",
+        "--input",
+        str(source),
+        "--output",
+        str(out),
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+        "--no-progress",
+    ]
     assert main(args) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == list(TEXTS)
@@ -115,7 +131,8 @@ def test_grapher_enrich_concepts_extractor(tmp_path: Path,
 
 
 def test_no_retriever_order_warning_when_g_rag_builds_its_own_graph(
-        recwarn: pytest.WarningsRecorder) -> None:
+    recwarn: pytest.WarningsRecorder,
+) -> None:
     """g-rag builds its concept graph itself: with no proximities (the wrapper's auto-detection
     finds none in ``concepts``) the diagnostics must not say the order is the retriever's."""
     pytest.importorskip("langchain_core")
@@ -124,8 +141,7 @@ def test_no_retriever_order_warning_when_g_rag_builds_its_own_graph(
     from langchain_grapher import GraphERReranker
     from langchain_grapher.transformers import ConceptGraphTransformer
 
-    documents = [Document(id=k, page_content=t, metadata={"source": k})
-                 for k, t in TEXTS.items()]
+    documents = [Document(id=k, page_content=t, metadata={"source": k}) for k, t in TEXTS.items()]
     enriched = ConceptGraphTransformer().transform_documents(documents)
     reranker = GraphERReranker(ranker="g-rag", top_n=2)
     out = reranker.compress_documents(enriched, QUESTION)

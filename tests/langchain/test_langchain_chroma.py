@@ -60,8 +60,9 @@ def schema_documents(list_format: str) -> tuple[Document, ...]:
     with sqlite3.connect(path) as connection:
         connection.executescript(SCHEMA)
     try:
-        return tuple(SQLSchemaLoader(f"sqlite:///{path}", db_id="shop",
-                                     list_format=list_format).load())
+        return tuple(
+            SQLSchemaLoader(f"sqlite:///{path}", db_id="shop", list_format=list_format).load()
+        )
     finally:
         path.unlink(missing_ok=True)
 
@@ -80,9 +81,12 @@ def store(list_format: str) -> Any:
 
 
 def graph_retriever(k: int = 4, list_format: str = "list") -> GraphERRetriever:
-    return GraphERRetriever(base_retriever=store(list_format).as_retriever(),
-                            reranker=GraphERReranker(proximities=[ForeignKeys()]),
-                            k=k, fetch_k=8)
+    return GraphERRetriever(
+        base_retriever=store(list_format).as_retriever(),
+        reranker=GraphERReranker(proximities=[ForeignKeys()]),
+        k=k,
+        fetch_k=8,
+    )
 
 
 @pytest.mark.parametrize("list_format", ["list", "json"])
@@ -106,8 +110,7 @@ def test_retriever_uses_store_scores_and_lifts_linked_tables(list_format: str) -
     plain = [d.id for d in store(list_format).similarity_search(query, k=8)]
     out = graph_retriever(k=8, list_format=list_format).invoke(query)
     assert sorted(d.id for d in out) == sorted(plain)
-    assert all(d.metadata["relevance_score"] > 0 and "retrieval_score" in d.metadata
-               for d in out)
+    assert all(d.metadata["relevance_score"] > 0 and "retrieval_score" in d.metadata for d in out)
     top3 = [d.id for d in out[:3]]
     assert "shop.orders" in top3 and "shop.customers" in top3
     # tables with no foreign key and no lift never move above a linked, better-seeded one
@@ -131,12 +134,12 @@ def test_lcel_chain_up_to_the_prompt() -> None:
         return "\n\n".join(d.page_content for d in documents)
 
     prompt = ChatPromptTemplate.from_template(
-        "Write SQL for the question using these tables:\n{tables}\n\nQuestion: {question}")
-    chain = (
-        {"tables": graph_retriever(k=3) | RunnableLambda(format_docs),
-         "question": RunnablePassthrough()}
-        | prompt
+        "Write SQL for the question using these tables:\n{tables}\n\nQuestion: {question}"
     )
+    chain = {
+        "tables": graph_retriever(k=3) | RunnableLambda(format_docs),
+        "question": RunnablePassthrough(),
+    } | prompt
     value = chain.invoke("Which customers placed orders?")
     text = value.to_string()
     assert "Table: orders" in text and "Table: customers" in text
@@ -153,8 +156,11 @@ class TestGraphERRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"base_retriever": store("list").as_retriever(),
-                "reranker": GraphERReranker(proximities=[ForeignKeys()]), "fetch_k": 8}
+        return {
+            "base_retriever": store("list").as_retriever(),
+            "reranker": GraphERReranker(proximities=[ForeignKeys()]),
+            "fetch_k": 8,
+        }
 
     @property
     def retriever_query_example(self) -> str:

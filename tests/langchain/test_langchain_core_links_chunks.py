@@ -1,12 +1,13 @@
-"""grapher_core.links and grapher_core.chunks: helpers behind the link and chunk transformers."""
+"""grapher_core.enrich.links and grapher_core.enrich.chunks: helpers behind the link and chunk
+transformers."""
 
 from __future__ import annotations
 
 import pytest
 
 from grapher_core import Candidate, ForeignKeys
-from grapher_core.chunks import chunk_metadata, chunk_positions, document_id, stable_id
-from grapher_core.links import (
+from grapher_core.enrich.chunks import chunk_metadata, chunk_positions, document_id, stable_id
+from grapher_core.enrich.links import (
     build_target_index,
     extract_links,
     normalise_target,
@@ -57,14 +58,18 @@ def test_extract_links_rejects_bad_input() -> None:
 
 
 def test_resolve_links_relative_fragments_trailing_slash_and_self() -> None:
-    index = build_target_index({
-        "https://x.org/wiki/Paris": "paris",
-        "https://x.org/wiki/Rome": "rome",
-        "https://x.org/wiki/Nice/": "nice",
-    })
+    index = build_target_index(
+        {
+            "https://x.org/wiki/Paris": "paris",
+            "https://x.org/wiki/Rome": "rome",
+            "https://x.org/wiki/Nice/": "nice",
+        }
+    )
     targets = ["Paris#History", "/wiki/Nice", "https://x.org/wiki/Rome", "Unknown", "Paris"]
     assert resolve_links(targets, index, base="https://x.org/wiki/Rome", self_id="rome") == [
-        "paris", "nice"]
+        "paris",
+        "nice",
+    ]
     assert normalise_target("a%20b.md#top", "https://h/d/") == "https://h/d/a b.md"
 
 
@@ -78,8 +83,11 @@ def test_build_target_index_names_ambiguous_targets() -> None:
 def test_resolved_links_become_structural_edges() -> None:
     index = build_target_index([("a.md", "A"), ("b.md", "B")])
     links = resolve_links(extract_links("[b](b.md)"), index, self_id="A")
-    candidates = [Candidate("A", metadata={"links": encode_list(links, "json")}),
-                  Candidate("B"), Candidate("C")]
+    candidates = [
+        Candidate("A", metadata={"links": encode_list(links, "json")}),
+        Candidate("B"),
+        Candidate("C"),
+    ]
     matrix = ForeignKeys(field="links").adjacency(candidates).toarray()
     assert matrix[0, 1] == 1 and matrix[1, 0] == 1 and matrix[:, 2].sum() == 0
 
@@ -87,7 +95,11 @@ def test_resolved_links_become_structural_edges() -> None:
 def test_chunk_positions_use_offsets_when_complete_else_order() -> None:
     positions = chunk_positions(["a", "b", "a", "b"], starts=[50, None, 0, 10])
     assert [(p.doc_id, p.chunk_index, p.n_chunks) for p in positions] == [
-        ("a", 1, 2), ("b", 0, 2), ("a", 0, 2), ("b", 1, 2)]
+        ("a", 1, 2),
+        ("b", 0, 2),
+        ("a", 0, 2),
+        ("b", 1, 2),
+    ]
     assert chunk_metadata("d", 2)[1] == {"doc_id": "d", "chunk_index": 1, "n_chunks_in_doc": 2}
     with pytest.raises(ValueError, match="chunk 1"):
         chunk_positions(["a", ""])

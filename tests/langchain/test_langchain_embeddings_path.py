@@ -11,8 +11,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from grapher_core import ForeignKeys, SemanticKNN
 from grapher_core.conventions import EXPLANATION_KEY, RELEVANCE_SCORE_KEY
-from grapher_core.graph import CandidateGraph
-from grapher_core.rankers import RankContext
+from grapher_core.edges.graph import CandidateGraph
+from grapher_core.ranking.base import RankContext
 from langchain_grapher import GraphERReranker, GraphERRetriever
 
 
@@ -52,19 +52,24 @@ TEXTS = ["orders table", "customers table", "products table", "stock table", "su
 
 def _store() -> InMemoryVectorStore:
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
-    store.add_documents([Document(id=f"t{i}", page_content=t,
-                                  metadata={"foreign_keys": [f"t{(i + 1) % 5}"]})
-                         for i, t in enumerate(TEXTS)])
+    store.add_documents(
+        [
+            Document(id=f"t{i}", page_content=t, metadata={"foreign_keys": [f"t{(i + 1) % 5}"]})
+            for i, t in enumerate(TEXTS)
+        ]
+    )
     return store
 
 
 async def test_retriever_gives_semantic_knn_its_vectors() -> None:
     embeddings, ranker = RecordingEmbeddings(), GraphRecorder()
-    reranker = GraphERReranker(ranker=ranker, embeddings=embeddings,
-                               proximities=[SemanticKNN(k=2, threshold=-1.0)])
+    reranker = GraphERReranker(
+        ranker=ranker, embeddings=embeddings, proximities=[SemanticKNN(k=2, threshold=-1.0)]
+    )
     assert reranker.needs_embeddings
-    retriever = GraphERRetriever(base_retriever=_store().as_retriever(), reranker=reranker,
-                                 k=3, fetch_k=5)
+    retriever = GraphERRetriever(
+        base_retriever=_store().as_retriever(), reranker=reranker, k=3, fetch_k=5
+    )
     out = retriever.invoke("which customers?")
     assert embeddings.calls == [("query", 1), ("docs", 5)]
     graph = ranker.graphs[-1]
@@ -75,8 +80,9 @@ async def test_retriever_gives_semantic_knn_its_vectors() -> None:
     assert embeddings.calls[2:] == [("query", 1)]  # the documents' vectors come from the cache
     assert ranker.graphs[-1].by_kind["semantic"].nnz == graph.by_kind["semantic"].nnz
     # the compressor takes the same path (and the same cache)
-    reranker.compress_documents([d for d, _ in _store().similarity_search_with_score("x", k=5)],
-                                "which customers?")
+    reranker.compress_documents(
+        [d for d, _ in _store().similarity_search_with_score("x", k=5)], "which customers?"
+    )
     assert embeddings.calls[3:] == [("query", 1)]
 
 
@@ -84,14 +90,19 @@ def test_nothing_is_embedded_when_nothing_reads_vectors() -> None:
     embeddings = RecordingEmbeddings()
     reranker = GraphERReranker(proximities=[ForeignKeys()], embeddings=embeddings, explain=True)
     assert not reranker.needs_embeddings
-    retriever = GraphERRetriever(base_retriever=_store().as_retriever(), reranker=reranker,
-                                 k=5, fetch_k=5)
+    retriever = GraphERRetriever(
+        base_retriever=_store().as_retriever(), reranker=reranker, k=5, fetch_k=5
+    )
     out = retriever.invoke("which customers?")
     assert embeddings.calls == []
     assert all(RELEVANCE_SCORE_KEY in d.metadata for d in out)
     lifted = [d for d in out if d.metadata.get(EXPLANATION_KEY)]
     assert lifted and set(lifted[0].metadata[EXPLANATION_KEY][0]) == {
-        "neighbour_id", "kinds", "edge_weight", "contribution"}
+        "neighbour_id",
+        "kinds",
+        "edge_weight",
+        "contribution",
+    }
 
 
 def test_retriever_gives_the_gat_the_users_embeddings() -> None:
@@ -99,8 +110,9 @@ def test_retriever_gives_the_gat_the_users_embeddings() -> None:
     embeddings = RecordingEmbeddings(size=384)
     reranker = GraphERReranker(ranker="gat", proximities=[ForeignKeys()], embeddings=embeddings)
     assert reranker.needs_embeddings
-    retriever = GraphERRetriever(base_retriever=_store().as_retriever(), reranker=reranker,
-                                 k=5, fetch_k=5)
+    retriever = GraphERRetriever(
+        base_retriever=_store().as_retriever(), reranker=reranker, k=5, fetch_k=5
+    )
     out = retriever.invoke("which customers?")
     assert embeddings.calls == [("query", 1), ("docs", 5)]
     # the GAT scored with the given vectors: it never built its packaged MiniLM fallback

@@ -10,8 +10,9 @@ import pytest
 
 @pytest.mark.slow
 def test_cookbook_notebook_runs(benchmarks_dir: Path, run_notebook: Callable) -> None:
-    result = run_notebook("langchain_text_to_sql_tables.ipynb",
-                          GRAPHER_BENCHMARKS=str(benchmarks_dir))
+    result = run_notebook(
+        "langchain_text_to_sql_tables.ipynb", GRAPHER_BENCHMARKS=str(benchmarks_dir)
+    )
     assert "with GraphER:  ['shop.orders', 'shop.customers'" in result.text
     assert "200 questions" in result.text and "GraphER" in result.text
     assert result.images == 1

@@ -14,7 +14,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
 
 from grapher_core import ForeignKeys, GraphReranker, SemanticKNN
-from grapher_core.rankers import RankContext
+from grapher_core.ranking.base import RankContext
 from langchain_grapher import GraphERReranker
 from langchain_grapher.convert import candidates_from_documents
 
@@ -22,12 +22,18 @@ from langchain_grapher.convert import candidates_from_documents
 def tables() -> list[Document]:
     """orders is the best match; customers only matters through its foreign key to orders."""
     return [
-        Document(id="shop.orders", page_content="Table: orders",
-                 metadata={"score": 0.9, "foreign_keys": ["shop.customers"]}),
+        Document(
+            id="shop.orders",
+            page_content="Table: orders",
+            metadata={"score": 0.9, "foreign_keys": ["shop.customers"]},
+        ),
         Document(id="shop.products", page_content="Table: products", metadata={"score": 0.7}),
         Document(id="shop.stock", page_content="Table: stock", metadata={"score": 0.65}),
-        Document(id="shop.customers", page_content="Table: customers",
-                 metadata={"score": 0.6, "foreign_keys": '["shop.orders"]'}),  # a JSON string
+        Document(
+            id="shop.customers",
+            page_content="Table: customers",
+            metadata={"score": 0.6, "foreign_keys": '["shop.orders"]'},
+        ),  # a JSON string
     ]
 
 
@@ -62,16 +68,20 @@ def test_default_top_n_is_three_and_none_returns_all() -> None:
 
 def test_same_scores_as_the_core() -> None:
     documents = tables()
-    reranker = GraphERReranker(proximities=[ForeignKeys()], score_key="score", ranker="ppr",
-                               top_n=None)
+    reranker = GraphERReranker(
+        proximities=[ForeignKeys()], score_key="score", ranker="ppr", top_n=None
+    )
     wrapped = reranker.compress_documents(documents, "q")
     core = GraphReranker([ForeignKeys()], "ppr").rerank(
-        candidates_from_documents(documents, score_key="score"))
+        candidates_from_documents(documents, score_key="score")
+    )
     assert [d.id for d in wrapped] == [c.id for c in core]
     assert [d.metadata["relevance_score"] for d in wrapped] == pytest.approx(
-        [c.relevance for c in core], abs=1e-12)
+        [c.relevance for c in core], abs=1e-12
+    )
     assert [d.metadata["grapher_score"] for d in wrapped] == pytest.approx(
-        [c.score for c in core], abs=1e-12)  # the raw PPR mass stays available
+        [c.score for c in core], abs=1e-12
+    )  # the raw PPR mass stays available
 
 
 def test_without_score_key_seeds_come_from_rank() -> None:
@@ -83,7 +93,8 @@ def test_without_score_key_seeds_come_from_rank() -> None:
 def test_zero_config_detects_foreign_keys_and_reports_edges() -> None:
     out = GraphERReranker(top_n=None).compress_documents(tables(), "q")
     explicit = GraphERReranker(proximities=[ForeignKeys()], top_n=None).compress_documents(
-        tables(), "q")
+        tables(), "q"
+    )
     assert [d.id for d in out] == [d.id for d in explicit]
     assert out[0].metadata["grapher_edges"] == explicit[0].metadata["grapher_edges"]
     assert out[0].metadata["grapher_edges"]["structural"] > 0
@@ -99,25 +110,32 @@ def test_misspelled_score_key_is_said_once() -> None:
         warnings.simplefilter("always")
         for _ in range(3):
             reranker.compress_documents(tables(), "q")
-    said = [str(w.message) for w in caught if issubclass(w.category, GraphERWarning)
-            and "score_key" in str(w.message)]
+    said = [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, GraphERWarning) and "score_key" in str(w.message)
+    ]
     assert len(said) == 1 and "'score'" in said[0]  # the key that is there is named
 
 
 def test_explain_writes_neighbours() -> None:
-    out = GraphERReranker(proximities=[ForeignKeys()], score_key="score", top_n=2,
-                          explain=True).compress_documents(tables(), "q")
+    out = GraphERReranker(
+        proximities=[ForeignKeys()], score_key="score", top_n=2, explain=True
+    ).compress_documents(tables(), "q")
     explanation = out[1].metadata["grapher_explanation"]
     assert explanation[0]["neighbour_id"] == "shop.orders"
     assert explanation[0]["kinds"] == ["structural"]
 
 
 def test_documents_without_ids_rank_under_content_hash_and_keep_id_none() -> None:
-    documents = [Document(page_content="Table: a", metadata={"table": "a", "fk": "b"}),
-                 Document(page_content="Table: c"),
-                 Document(page_content="Table: b", metadata={"table": "b"})]
-    out = GraphERReranker(proximities=[ForeignKeys(field="fk", target_field="table")],
-                          top_n=2).compress_documents(documents, "q")
+    documents = [
+        Document(page_content="Table: a", metadata={"table": "a", "fk": "b"}),
+        Document(page_content="Table: c"),
+        Document(page_content="Table: b", metadata={"table": "b"}),
+    ]
+    out = GraphERReranker(
+        proximities=[ForeignKeys(field="fk", target_field="table")], top_n=2
+    ).compress_documents(documents, "q")
     assert [d.page_content for d in out] == ["Table: a", "Table: b"]
     assert all(d.id is None for d in out)
 
@@ -177,21 +195,24 @@ class RecordingRanker:
 async def test_embeddings_embed_the_query_once_and_documents_in_one_batch() -> None:
     ranker = RecordingRanker()
     embeddings = DeterministicFakeEmbedding(size=8)
-    reranker = GraphERReranker(ranker=ranker, embeddings=embeddings,
-                               proximities=[SemanticKNN(k=1, threshold=-1.0)])
+    reranker = GraphERReranker(
+        ranker=ranker, embeddings=embeddings, proximities=[SemanticKNN(k=1, threshold=-1.0)]
+    )
     reranker.compress_documents(tables(), "which customers?")
     await reranker.acompress_documents(tables(), "which customers?")
     for context in ranker.contexts:
         assert context.query == "which customers?"
         assert context.query_embedding is not None and context.query_embedding.shape == (8,)
-        assert all(c.embedding is not None and c.embedding.shape == (8,)
-                   for c in context.candidates)
+        assert all(
+            c.embedding is not None and c.embedding.shape == (8,) for c in context.candidates
+        )
     assert len(ranker.contexts) == 2
 
 
 def test_one_line_usage_with_contextual_compression_retriever() -> None:
     retriever = ContextualCompressionRetriever(
         base_compressor=GraphERReranker(proximities=[ForeignKeys()], score_key="score"),
-        base_retriever=ListRetriever(documents=tables()))
+        base_retriever=ListRetriever(documents=tables()),
+    )
     out = retriever.invoke("which customers ordered?")
     assert [d.id for d in out] == ["shop.orders", "shop.customers", "shop.products"]

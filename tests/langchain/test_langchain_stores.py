@@ -18,13 +18,28 @@ from langchain_grapher import GraphERReranker, GraphERRetriever
 from langchain_grapher.retriever import RERANK_EVENT
 from langchain_grapher.stores import relevance_scores, stored_vectors
 
-TEXTS = [f"table {name}" for name in ("orders", "customers", "products", "stock", "suppliers",
-                                      "invoices", "payments", "cities", "stores", "staff")]
+TEXTS = [
+    f"table {name}"
+    for name in (
+        "orders",
+        "customers",
+        "products",
+        "stock",
+        "suppliers",
+        "invoices",
+        "payments",
+        "cities",
+        "stores",
+        "staff",
+    )
+]
 
 
 def _documents() -> list[Document]:
-    return [Document(id=f"t{i}", page_content=t, metadata={"foreign_keys": [f"t{(i + 1) % 10}"]})
-            for i, t in enumerate(TEXTS)]
+    return [
+        Document(id=f"t{i}", page_content=t, metadata={"foreign_keys": [f"t{(i + 1) % 10}"]})
+        for i, t in enumerate(TEXTS)
+    ]
 
 
 def _memory(embeddings: Any) -> InMemoryVectorStore:
@@ -34,8 +49,9 @@ def _memory(embeddings: Any) -> InMemoryVectorStore:
 
 
 def test_in_memory_store_gets_retrieval_scores_without_any_warning() -> None:
-    retriever = GraphERRetriever(base_retriever=_memory(RecordingEmbeddings()).as_retriever(),
-                                 k=3, fetch_k=10)
+    retriever = GraphERRetriever(
+        base_retriever=_memory(RecordingEmbeddings()).as_retriever(), k=3, fetch_k=10
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         batches = retriever.batch(["orders?", "customers?", "stock?"])
@@ -65,10 +81,12 @@ def test_stored_vectors_are_reused_from_the_in_memory_store() -> None:
     store = _memory(embeddings)
     embeddings.calls.clear()
     ranker = GraphRecorder()
-    reranker = GraphERReranker(ranker=ranker, embeddings=embeddings,
-                               proximities=[SemanticKNN(k=2, threshold=-1.0)])
-    retriever = GraphERRetriever(base_retriever=store.as_retriever(), reranker=reranker, k=3,
-                                 fetch_k=10)
+    reranker = GraphERReranker(
+        ranker=ranker, embeddings=embeddings, proximities=[SemanticKNN(k=2, threshold=-1.0)]
+    )
+    retriever = GraphERRetriever(
+        base_retriever=store.as_retriever(), reranker=reranker, k=3, fetch_k=10
+    )
     retriever.invoke("orders?")
     assert ("docs", 10) not in embeddings.calls  # the store's vectors, not re-embedded
     assert ranker.graphs[-1].by_kind["semantic"].nnz >= 10
@@ -78,10 +96,12 @@ def test_stored_vectors_are_reused_from_the_in_memory_store() -> None:
 def test_vectors_of_another_model_are_not_reused() -> None:
     store = _memory(RecordingEmbeddings(size=8))
     mine = RecordingEmbeddings(size=8)
-    reranker = GraphERReranker(ranker=GraphRecorder(), embeddings=mine,
-                               proximities=[SemanticKNN(k=2, threshold=-1.0)])
-    GraphERRetriever(base_retriever=store.as_retriever(), reranker=reranker,
-                     fetch_k=10).invoke("orders?")
+    reranker = GraphERReranker(
+        ranker=GraphRecorder(), embeddings=mine, proximities=[SemanticKNN(k=2, threshold=-1.0)]
+    )
+    GraphERRetriever(base_retriever=store.as_retriever(), reranker=reranker, fetch_k=10).invoke(
+        "orders?"
+    )
     assert ("docs", 10) in mine.calls  # embedded with the reranker's model (then cached)
 
 
@@ -89,16 +109,22 @@ def test_chroma_vectors_are_reused() -> None:
     chromadb = pytest.importorskip("chromadb")
     langchain_chroma = pytest.importorskip("langchain_chroma")
     embeddings = RecordingEmbeddings()
-    store = langchain_chroma.Chroma(collection_name=f"v-{uuid.uuid4().hex[:8]}",
-                                    embedding_function=embeddings,
-                                    client=chromadb.EphemeralClient(),
-                                    collection_metadata={"hnsw:space": "cosine"})
+    store = langchain_chroma.Chroma(
+        collection_name=f"v-{uuid.uuid4().hex[:8]}",
+        embedding_function=embeddings,
+        client=chromadb.EphemeralClient(),
+        collection_metadata={"hnsw:space": "cosine"},
+    )
     store.add_documents(_documents())
     embeddings.calls.clear()
-    reranker = GraphERReranker(ranker=GraphRecorder(), embeddings=embeddings,
-                               proximities=[SemanticKNN(k=2, threshold=-1.0)])
-    out = GraphERRetriever(base_retriever=store.as_retriever(), reranker=reranker, k=3,
-                           fetch_k=10).invoke("orders?")
+    reranker = GraphERReranker(
+        ranker=GraphRecorder(),
+        embeddings=embeddings,
+        proximities=[SemanticKNN(k=2, threshold=-1.0)],
+    )
+    out = GraphERRetriever(
+        base_retriever=store.as_retriever(), reranker=reranker, k=3, fetch_k=10
+    ).invoke("orders?")
     assert ("docs", 10) not in embeddings.calls
     vectors = stored_vectors(store, _documents())
     assert vectors is not None and all(v is not None and len(v) == 8 for v in vectors)
@@ -114,8 +140,9 @@ def test_rerank_event_reaches_callbacks() -> None:
             self.seen.append((name, data))
 
     handler = Events()
-    retriever = GraphERRetriever(base_retriever=_memory(RecordingEmbeddings()).as_retriever(),
-                                 k=3, fetch_k=10)
+    retriever = GraphERRetriever(
+        base_retriever=_memory(RecordingEmbeddings()).as_retriever(), k=3, fetch_k=10
+    )
     retriever.invoke("orders?", config={"callbacks": [handler]})
     assert [name for name, _ in handler.seen] == [RERANK_EVENT]
     data = handler.seen[0][1]
@@ -150,11 +177,20 @@ def test_graph_er_embeddings_embed_a_repeated_query_once() -> None:
 
 def test_retriever_seeds_from_rank_by_default_and_from_scores_when_asked() -> None:
     store = _memory(RecordingEmbeddings())
-    by_rank = GraphERRetriever(base_retriever=store.as_retriever(), fetch_k=10, k=3,
-                               reranker=GraphERReranker(ranker="baseline")).invoke("orders?")
+    by_rank = GraphERRetriever(
+        base_retriever=store.as_retriever(),
+        fetch_k=10,
+        k=3,
+        reranker=GraphERReranker(ranker="baseline"),
+    ).invoke("orders?")
     assert [d.metadata["relevance_score"] for d in by_rank] == pytest.approx([1, 1 / 2, 1 / 3])
-    by_score = GraphERRetriever(base_retriever=store.as_retriever(), fetch_k=10, k=3,
-                                seeds="score",
-                                reranker=GraphERReranker(ranker="baseline")).invoke("orders?")
+    by_score = GraphERRetriever(
+        base_retriever=store.as_retriever(),
+        fetch_k=10,
+        k=3,
+        seeds="score",
+        reranker=GraphERReranker(ranker="baseline"),
+    ).invoke("orders?")
     assert [d.metadata["relevance_score"] for d in by_score] == pytest.approx(
-        [max(d.metadata[RETRIEVAL_SCORE_KEY], 0.0) for d in by_score])
+        [max(d.metadata[RETRIEVAL_SCORE_KEY], 0.0) for d in by_score]
+    )

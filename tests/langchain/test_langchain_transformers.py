@@ -28,8 +28,10 @@ def candidates(documents: list[Document]) -> list[Candidate]:
 
 
 def test_chunk_links_with_a_real_splitter() -> None:
-    parents = [Document(id="river", page_content=TEXT, metadata={"source": "river.txt"}),
-               Document(page_content=TEXT[:400], metadata={"lang": "en"})]
+    parents = [
+        Document(id="river", page_content=TEXT, metadata={"source": "river.txt"}),
+        Document(page_content=TEXT[:400], metadata={"lang": "en"}),
+    ]
     before = copy.deepcopy(parents)
     splitter = RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0)
     chunks = ChunkLinkTransformer(text_splitter=splitter).transform_documents(parents)
@@ -44,8 +46,7 @@ def test_chunk_links_with_a_real_splitter() -> None:
 
 
 def test_chunk_links_on_already_split_chunks_use_start_index() -> None:
-    splitter = RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0,
-                                              add_start_index=True)
+    splitter = RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0, add_start_index=True)
     chunks = splitter.split_documents([Document(page_content=TEXT, metadata={"source": "a"})])
     shuffled = list(reversed(chunks))
     out = ChunkLinkTransformer().transform_documents(shuffled)
@@ -56,10 +57,16 @@ def test_chunk_links_on_already_split_chunks_use_start_index() -> None:
 
 def test_links_resolved_to_ids_within_the_batch() -> None:
     documents = [
-        Document(id="rome", page_content="See [Paris](paris.md) and <a href='/w/milan'>Milan</a>",
-                 metadata={"source": "https://x.org/w/rome.md"}),
-        Document(id="paris", page_content="Back to [Rome](https://x.org/w/rome.md#top).",
-                 metadata={"source": "https://x.org/w/paris.md"}),
+        Document(
+            id="rome",
+            page_content="See [Paris](paris.md) and <a href='/w/milan'>Milan</a>",
+            metadata={"source": "https://x.org/w/rome.md"},
+        ),
+        Document(
+            id="paris",
+            page_content="Back to [Rome](https://x.org/w/rome.md#top).",
+            metadata={"source": "https://x.org/w/paris.md"},
+        ),
         Document(id="milan", page_content="No links.", metadata={"url": "https://x.org/w/milan"}),
     ]
     out = LinkTransformer().transform_documents(documents)
@@ -71,7 +78,8 @@ def test_links_resolved_to_ids_within_the_batch() -> None:
     matrix = ForeignKeys(field="links").adjacency(candidates(list(as_json))).toarray()
     assert matrix[0, 1] == matrix[0, 2] == matrix[1, 0] == 1
     explicit = LinkTransformer(id_by_target={"paris.md": "P"}).transform_documents(
-        [Document(page_content="[p](paris.md#x)")])
+        [Document(page_content="[p](paris.md#x)")]
+    )
     assert explicit[0].metadata["links"] == ["P"]
 
 
@@ -109,8 +117,9 @@ async def test_entity_failures_warn_or_raise() -> None:
         out = EntityTransformer(extractor=FailingExtractor()).transform_documents(documents)
     assert "entities" not in out[0].metadata
     with pytest.raises(RuntimeError, match="positions"):
-        await EntityTransformer(extractor=FailingExtractor(),
-                                strict=True).atransform_documents(documents)
+        await EntityTransformer(extractor=FailingExtractor(), strict=True).atransform_documents(
+            documents
+        )
 
 
 def make_shop(path: Path) -> str:

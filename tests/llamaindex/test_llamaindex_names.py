@@ -10,9 +10,10 @@ from llama_index.core.schema import TextNode
 from grapher_core.enrich import EntityCache
 from llama_index_grapher import GraphEREntityExtractor, GraphERLinkExtractor
 
-PAGE = TextNode(text="Read [the intro](intro.html), [this page](#top) and "
-                     "[more](https://other.example/x).",
-                metadata={"url": "https://docs.example/guide/start.html"})
+PAGE = TextNode(
+    text="Read [the intro](intro.html), [this page](#top) and [more](https://other.example/x).",
+    metadata={"url": "https://docs.example/guide/start.html"},
+)
 
 
 def links(extractor: GraphERLinkExtractor) -> list[str]:

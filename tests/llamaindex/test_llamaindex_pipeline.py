@@ -20,7 +20,7 @@ from llama_index.core.schema import (
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from grapher_core import ForeignKeys, GraphReranker, SharedEntities
-from grapher_core.links import build_target_index
+from grapher_core.enrich.links import build_target_index
 from llama_index_grapher import (
     EXPLANATION_KEY,
     GraphEREntityExtractor,
@@ -52,11 +52,17 @@ QUESTION = "Who built the Valdoria lighthouse?"
 
 
 def documents() -> list[Document]:
-    story = Document(text="\n\n".join(STORY), id_="valdoria",
-                     metadata={"url": "https://example.org/valdoria"})
-    others = [Document(text=f"{t} See [Valdoria](https://example.org/valdoria).",
-                       id_=f"other-{i}", metadata={"url": f"https://example.org/other-{i}"})
-              for i, t in enumerate(OTHERS)]
+    story = Document(
+        text="\n\n".join(STORY), id_="valdoria", metadata={"url": "https://example.org/valdoria"}
+    )
+    others = [
+        Document(
+            text=f"{t} See [Valdoria](https://example.org/valdoria).",
+            id_=f"other-{i}",
+            metadata={"url": f"https://example.org/other-{i}"},
+        )
+        for i, t in enumerate(OTHERS)
+    ]
     return [story, *others]
 
 
@@ -65,8 +71,9 @@ def pipeline(store: ChromaVectorStore, embed_model, tmp_path, list_format="list"
     return IngestionPipeline(
         transformations=[
             SentenceSplitter(chunk_size=48, chunk_overlap=0),
-            GraphEREntityExtractor(cache=str(tmp_path / "entities.sqlite"),
-                                   list_format=list_format),
+            GraphEREntityExtractor(
+                cache=str(tmp_path / "entities.sqlite"), list_format=list_format
+            ),
             GraphERLinkExtractor(id_by_target=index, url_keys="url", list_format=list_format),
             embed_model,
         ],
@@ -138,7 +145,8 @@ def test_chunked_document_gets_contextual_edges_with_zero_configuration(chroma_i
     assert set(graph.by_kind) == {"contextual"} and len(position) == len(nodes)
 
     reranked = GraphERPostprocessor(explain=True, auto_proximities=False).postprocess_nodes(
-        retrieved, query_str=QUESTION)  # relationships alone (entities/links are detected too)
+        retrieved, query_str=QUESTION
+    )  # relationships alone (entities/links are detected too)
     base, after = ranks(retrieved), ranks(reranked)
     story_ids = {n.node_id for n in story}
     moved_up = {node_id for node_id in after if after[node_id] < base[node_id]}
@@ -146,14 +154,14 @@ def test_chunked_document_gets_contextual_edges_with_zero_configuration(chroma_i
     answer = story_chunk(nodes, "Maria Quintela").node_id
     lifted = next(n for n in reranked if n.node.node_id == answer)
     assert story_chunk(nodes, "Who built").node_id in {
-        c["neighbour_id"] for c in lifted.node.metadata[EXPLANATION_KEY]}
+        c["neighbour_id"] for c in lifted.node.metadata[EXPLANATION_KEY]
+    }
 
 
 def test_query_engine_sync(chroma_index):
     index, _collection, nodes = chroma_index
     post = GraphERPostprocessor(top_n=4, proximities=[SharedEntities()], keep_retrieval_score=True)
-    engine = index.as_query_engine(similarity_top_k=8, node_postprocessors=[post],
-                                   llm=MockLLM())
+    engine = index.as_query_engine(similarity_top_k=8, node_postprocessors=[post], llm=MockLLM())
     sync = engine.query(QUESTION)
     assert len(sync.source_nodes) == 4
     assert all("retrieval_score" in n.node.metadata for n in sync.source_nodes)
@@ -165,13 +173,14 @@ def test_query_engine_sync(chroma_index):
 
 async def test_query_engine_async(chroma_index):
     index, _collection, _nodes = chroma_index
-    engine = index.as_query_engine(similarity_top_k=8,
-                                   node_postprocessors=[GraphERPostprocessor(top_n=4)],
-                                   llm=MockLLM())
+    engine = index.as_query_engine(
+        similarity_top_k=8, node_postprocessors=[GraphERPostprocessor(top_n=4)], llm=MockLLM()
+    )
     sync = engine.query(QUESTION)
     asynchronous = await engine.aquery(QUESTION)
     assert [n.node.node_id for n in asynchronous.source_nodes] == [
-        n.node.node_id for n in sync.source_nodes]
+        n.node.node_id for n in sync.source_nodes
+    ]
 
 
 def test_json_lists_work_in_a_flat_chroma_store(hf_embed_model, tmp_path):
@@ -183,8 +192,9 @@ def test_json_lists_work_in_a_flat_chroma_store(hf_embed_model, tmp_path):
     retrieved = index.as_retriever(similarity_top_k=10).retrieve("Valdoria harbour")
     assert any(isinstance(n.node.metadata.get("entities"), str) for n in retrieved)
     # Other pages link to the Valdoria story: structural edges through the url field.
-    post = GraphERPostprocessor(proximities=[ForeignKeys("links", target_field="url")],
-                                explain=True)
+    post = GraphERPostprocessor(
+        proximities=[ForeignKeys("links", target_field="url")], explain=True
+    )
     out = post.postprocess_nodes(retrieved, query_str="Valdoria harbour")
     linked = [n for n in out if n.node.metadata.get("url", "").endswith("other-0")]
     assert linked and linked[0].node.metadata[EXPLANATION_KEY]

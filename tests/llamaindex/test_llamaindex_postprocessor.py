@@ -74,8 +74,7 @@ def test_candidate_carries_adjacent_ids_and_source():
 
 
 def test_missing_relationships_mean_no_edges_and_the_input_order():
-    nodes = scored([TextNode(id_=str(i), text=str(i)) for i in range(5)],
-                   [0.5, 0.4, 0.3, 0.2, 0.1])
+    nodes = scored([TextNode(id_=str(i), text=str(i)) for i in range(5)], [0.5, 0.4, 0.3, 0.2, 0.1])
     out = GraphERPostprocessor().postprocess_nodes(nodes, query_str="q")
     assert ids(out) == ["0", "1", "2", "3", "4"]
     assert [n.score for n in out] == pytest.approx([0.5, 0.4, 0.3, 0.2, 0.1])
@@ -91,7 +90,8 @@ def test_relationship_to_a_node_not_retrieved_is_ignored():
 def test_input_nodes_are_not_mutated(retrieved):
     before = copy.deepcopy(retrieved)
     out = GraphERPostprocessor(keep_retrieval_score=True, explain=True).postprocess_nodes(
-        retrieved, query_str="q")
+        retrieved, query_str="q"
+    )
     for original, kept in zip(retrieved, before, strict=True):
         assert original.score == kept.score
         assert original.node.metadata == kept.node.metadata == {}
@@ -104,13 +104,16 @@ def test_input_nodes_are_not_mutated(retrieved):
 
 def test_keep_retrieval_score_and_explanation(retrieved):
     out = GraphERPostprocessor(keep_retrieval_score=True, explain=True).postprocess_nodes(
-        retrieved, query_str="q")
+        retrieved, query_str="q"
+    )
     by_id = {n.node.node_id: n for n in out}
     assert by_id["b"].node.metadata["retrieval_score"] == pytest.approx(0.50)
     assert {c["neighbour_id"] for c in by_id["b"].node.metadata[EXPLANATION_KEY]} == {"a", "c"}
     assert EXPLANATION_KEY in by_id["b"].node.excluded_llm_metadata_keys
-    assert "retrieval_score" not in GraphERPostprocessor().postprocess_nodes(
-        retrieved, query_str="q")[0].node.metadata
+    assert (
+        "retrieval_score"
+        not in GraphERPostprocessor().postprocess_nodes(retrieved, query_str="q")[0].node.metadata
+    )
 
 
 def test_top_n_and_empty_input(retrieved):
@@ -144,12 +147,15 @@ def test_no_scores_at_all_ranks_from_input_order():
 
 
 def test_metadata_proximity_adds_conceptual_edges():
-    nodes = [TextNode(id_=i, text=i, metadata={"entities": ents})
-             for i, ents in [("p", ["Paris"]), ("q", []), ("r", ["paris", "France"])]]
+    nodes = [
+        TextNode(id_=i, text=i, metadata={"entities": ents})
+        for i, ents in [("p", ["Paris"]), ("q", []), ("r", ["paris", "France"])]
+    ]
     items = scored(nodes, [0.9, 0.5, 0.45])
     plain = GraphERPostprocessor(auto_proximities=False).postprocess_nodes(items, query_str="q")
     graph = GraphERPostprocessor(proximities=[SharedEntities()]).postprocess_nodes(
-        items, query_str="q")
+        items, query_str="q"
+    )
     detected = GraphERPostprocessor().postprocess_nodes(items, query_str="q")  # zero config
     assert ids(plain) == ["p", "q", "r"]
     assert ids(graph) == ids(detected) == ["p", "r", "q"]
@@ -258,8 +264,9 @@ def test_embeds_only_what_the_core_reads(retrieved):
     GraphERPostprocessor(embed_model=plain).postprocess_nodes(retrieved, QueryBundle("q"))
     assert plain.__dict__.get("counted", []) == []  # GCS over relationships: no vectors read
     semantic = _CountingEmbedding(embed_dim=8)
-    post = GraphERPostprocessor(embed_model=semantic,
-                                proximities=[SemanticKNN(k=1, threshold=-1.0)])
+    post = GraphERPostprocessor(
+        embed_model=semantic, proximities=[SemanticKNN(k=1, threshold=-1.0)]
+    )
     assert post.needs_embeddings and not GraphERPostprocessor().needs_embeddings
     post.postprocess_nodes(retrieved, QueryBundle("q"))
     assert semantic.__dict__["counted"] == [("query", 1), ("docs", len(retrieved))]

@@ -20,11 +20,13 @@ def shop_db(tmp_path) -> str:
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
-        conn.exec_driver_sql("CREATE TABLE products (id INTEGER PRIMARY KEY, title TEXT, "
-                             "price REAL)")
+        conn.exec_driver_sql(
+            "CREATE TABLE products (id INTEGER PRIMARY KEY, title TEXT, price REAL)"
+        )
         conn.exec_driver_sql(
             "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER "
-            "REFERENCES customers(id), product_id INTEGER REFERENCES products(id), qty INTEGER)")
+            "REFERENCES customers(id), product_id INTEGER REFERENCES products(id), qty INTEGER)"
+        )
         conn.exec_driver_sql("CREATE TABLE audit_log (id INTEGER, message TEXT)")
     engine.dispose()
     return url
@@ -51,8 +53,7 @@ def test_json_list_format_is_the_default_flat_and_readable(shop_db):
     for doc in docs:
         assert all(isinstance(v, (str, int, float)) for v in doc.metadata.values())
     orders = next(d for d in docs if d.doc_id == "shop.orders")
-    assert sorted(read_list(orders.metadata["foreign_keys"])) == ["shop.customers",
-                                                                   "shop.products"]
+    assert sorted(read_list(orders.metadata["foreign_keys"])) == ["shop.customers", "shop.products"]
     with pytest.raises(ValueError, match="list_format"):
         GraphERSchemaReader(list_format="yaml")  # type: ignore[arg-type]
 
@@ -65,13 +66,19 @@ def test_foreign_keys_lift_the_joined_table_through_an_index(shop_db):
     retrieved = index.as_retriever(similarity_top_k=4).retrieve("orders per customer")
     assert all(n.node.node_id != n.node.metadata[TABLE_ID_FIELD] for n in retrieved)  # new ids
     # Hand the retriever's nodes fixed scores so the test does not hang on MockEmbedding's ties.
-    score = {"shop.orders": 0.9, "shop.audit_log": 0.5, "shop.products": 0.45,
-             "shop.customers": 0.4}
-    items = [NodeWithScore(node=n.node, score=score[n.node.metadata[TABLE_ID_FIELD]])
-             for n in retrieved]
+    score = {
+        "shop.orders": 0.9,
+        "shop.audit_log": 0.5,
+        "shop.products": 0.45,
+        "shop.customers": 0.4,
+    }
+    items = [
+        NodeWithScore(node=n.node, score=score[n.node.metadata[TABLE_ID_FIELD]]) for n in retrieved
+    ]
     items.sort(key=lambda n: -(n.score or 0))
-    post = GraphERPostprocessor(proximities=[ForeignKeys("foreign_keys",
-                                                         target_field=TABLE_ID_FIELD)])
+    post = GraphERPostprocessor(
+        proximities=[ForeignKeys("foreign_keys", target_field=TABLE_ID_FIELD)]
+    )
     order = [n.node.metadata[TABLE_ID_FIELD] for n in post.postprocess_nodes(items, query_str="q")]
     assert order[0] == "shop.orders"
     assert order.index("shop.customers") < order.index("shop.audit_log")

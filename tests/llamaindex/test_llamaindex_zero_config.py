@@ -32,9 +32,13 @@ def _schema_nodes(tmp_path: Path) -> list[NodeWithScore]:
     documents = GraphERSchemaReader().load_data(f"sqlite:///{path}")
     scores = {"shop.orders": 0.8, "shop.notes": 0.5, "shop.items": 0.3, "shop.customers": 0.2}
     # A splitter / vector store gives the nodes fresh UUIDs: links name table ids, not node ids.
-    nodes = [NodeWithScore(node=TextNode(id_=str(uuid.uuid4()), text=d.text,
-                                         metadata=dict(d.metadata)),
-                           score=scores[d.metadata["table_id"]]) for d in documents]
+    nodes = [
+        NodeWithScore(
+            node=TextNode(id_=str(uuid.uuid4()), text=d.text, metadata=dict(d.metadata)),
+            score=scores[d.metadata["table_id"]],
+        )
+        for d in documents
+    ]
     return sorted(nodes, key=lambda n: -(n.score or 0.0))
 
 
@@ -63,8 +67,9 @@ def test_strict_raises_on_a_misspelled_field(tmp_path: Path) -> None:
 
     nodes = _schema_nodes(tmp_path)
     with pytest.raises(GraphERDiagnosticError, match="'foreign_key'"):
-        GraphERPostprocessor(proximities=[ForeignKeys("foreign_key")], strict=True,
-                             use_relationships=False).postprocess_nodes(nodes, query_str="q")
+        GraphERPostprocessor(
+            proximities=[ForeignKeys("foreign_key")], strict=True, use_relationships=False
+        ).postprocess_nodes(nodes, query_str="q")
 
 
 def test_vectors_are_embedded_once_then_cached() -> None:
@@ -78,10 +83,13 @@ def test_vectors_are_embedded_once_then_cached() -> None:
             return [list(np.random.default_rng(len(t)).normal(size=8)) for t in texts]
 
     calls: list[int] = []
-    nodes = [NodeWithScore(node=TextNode(id_=f"n{i}", text=f"text {i}"), score=1 - i / 10)
-             for i in range(6)]
-    post = GraphERPostprocessor(proximities=[SemanticKNN(k=2, threshold=-1.0)],
-                                embed_model=Counting(embed_dim=8))
+    nodes = [
+        NodeWithScore(node=TextNode(id_=f"n{i}", text=f"text {i}"), score=1 - i / 10)
+        for i in range(6)
+    ]
+    post = GraphERPostprocessor(
+        proximities=[SemanticKNN(k=2, threshold=-1.0)], embed_model=Counting(embed_dim=8)
+    )
     post.postprocess_nodes(nodes, query_str="q")
     post.postprocess_nodes(nodes, query_str="q2")
     assert calls == [6]
@@ -99,14 +107,18 @@ def test_vectors_are_read_from_the_index_vector_store() -> None:
             raise AssertionError("stored vectors must be used")
 
     rng = np.random.default_rng(0)
-    nodes = [TextNode(id_=f"n{i}", text=f"text {i}", embedding=list(rng.normal(size=8)))
-             for i in range(6)]
+    nodes = [
+        TextNode(id_=f"n{i}", text=f"text {i}", embedding=list(rng.normal(size=8)))
+        for i in range(6)
+    ]
     index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
     retrieved = index.as_retriever(similarity_top_k=6).retrieve("q")
     assert all(n.node.embedding is None for n in retrieved)  # the docstore has no vectors
-    post = GraphERPostprocessor(proximities=[SemanticKNN(k=2, threshold=-1.0)],
-                                embed_model=Refusing(embed_dim=8),
-                                vector_store=index.vector_store)
+    post = GraphERPostprocessor(
+        proximities=[SemanticKNN(k=2, threshold=-1.0)],
+        embed_model=Refusing(embed_dim=8),
+        vector_store=index.vector_store,
+    )
     out = post.postprocess_nodes(retrieved, query_str="q")
     assert out[0].node.metadata["grapher_edges"]["semantic"] >= 6
     assert GraphERLlamaEmbedding.class_name() == "GraphERLlamaEmbedding"
@@ -114,8 +126,9 @@ def test_vectors_are_read_from_the_index_vector_store() -> None:
 
 def test_a_plain_string_query_is_accepted() -> None:
     """``engine.retrieve("text")`` passes the string on to postprocessors."""
-    nodes = [NodeWithScore(node=TextNode(id_=f"n{i}", text=f"t{i}"), score=1 - i / 10)
-             for i in range(4)]
+    nodes = [
+        NodeWithScore(node=TextNode(id_=f"n{i}", text=f"t{i}"), score=1 - i / 10) for i in range(4)
+    ]
     post = GraphERPostprocessor(top_n=2)
     out = post._postprocess_nodes(nodes, "which one?")  # type: ignore[arg-type]
     assert [n.node.node_id for n in out] == ["n0", "n1"]
@@ -126,8 +139,10 @@ def test_a_plain_string_query_is_accepted() -> None:
 def test_from_dict_of_to_dict_rebuilds_the_proximities() -> None:
     from grapher_core import ForeignKeys, SharedEntities
 
-    post = GraphERPostprocessor(proximities=[ForeignKeys("links", target_field="url"),
-                                             SharedEntities(max_share=0.1)], top_n=3)
+    post = GraphERPostprocessor(
+        proximities=[ForeignKeys("links", target_field="url"), SharedEntities(max_share=0.1)],
+        top_n=3,
+    )
     again = GraphERPostprocessor.from_dict(post.to_dict())
     assert again.proximities == post.proximities and again.top_n == 3
     data = post.to_dict()

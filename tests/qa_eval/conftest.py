@@ -18,7 +18,7 @@ __all__ = ["fault_server"]  # the shared fault-injecting server factory
 
 PASSAGES = {
     "Alpha Corp": "Alpha Corp is a toy maker founded by Dana Reed. Its head office is in "
-                  "Bravo City.",
+    "Bravo City.",
     "Bravo City": "Bravo City is a port on the Cobalt River, famous for its lighthouse.",
     "Dana Reed": "Dana Reed is an engineer born in Echo Town who founded Alpha Corp.",
     "Echo Town": "Echo Town is a village in the Foxtrot Hills with a population of 900.",
@@ -28,14 +28,34 @@ PASSAGES = {
     "Hotel Lima": "Hotel Lima is a hotel in Echo Town opened in 1950.",
 }
 QUESTIONS = [
-    ("q1", "In which city is the head office of the toy maker founded by Dana Reed?",
-     ["Alpha Corp", "Bravo City"], "Bravo City", ["Bravo"]),
-    ("q2", "Where was the founder of Alpha Corp born?", ["Alpha Corp", "Dana Reed"],
-     "Echo Town", []),
-    ("q3", "Which hills does the river of Bravo City come from?",
-     ["Bravo City", "Cobalt River"], "Foxtrot Hills", []),
-    ("q4", "What covers the hills near the village where Hotel Lima is?",
-     ["Hotel Lima", "Echo Town", "Foxtrot Hills"], "oak forest", []),
+    (
+        "q1",
+        "In which city is the head office of the toy maker founded by Dana Reed?",
+        ["Alpha Corp", "Bravo City"],
+        "Bravo City",
+        ["Bravo"],
+    ),
+    (
+        "q2",
+        "Where was the founder of Alpha Corp born?",
+        ["Alpha Corp", "Dana Reed"],
+        "Echo Town",
+        [],
+    ),
+    (
+        "q3",
+        "Which hills does the river of Bravo City come from?",
+        ["Bravo City", "Cobalt River"],
+        "Foxtrot Hills",
+        [],
+    ),
+    (
+        "q4",
+        "What covers the hills near the village where Hotel Lima is?",
+        ["Hotel Lima", "Echo Town", "Foxtrot Hills"],
+        "oak forest",
+        [],
+    ),
 ]
 
 
@@ -46,12 +66,24 @@ def qa_set(tmp_path: Path) -> Path:
     folder.mkdir()
     with (folder / "corpus.jsonl").open("w") as handle:
         for title, text in PASSAGES.items():
-            handle.write(json.dumps({"id": title, "text": f"{title}\n{text}",
-                                     "metadata": {"title": title}}) + "\n")
+            handle.write(
+                json.dumps({"id": title, "text": f"{title}\n{text}", "metadata": {"title": title}})
+                + "\n"
+            )
     with (folder / "queries.jsonl").open("w") as handle:
         for qid, text, gold, answer, aliases in QUESTIONS:
-            handle.write(json.dumps({"id": qid, "text": text, "gold": gold, "answer": answer,
-                                     "answer_aliases": aliases}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": qid,
+                        "text": text,
+                        "gold": gold,
+                        "answer": answer,
+                        "answer_aliases": aliases,
+                    }
+                )
+                + "\n"
+            )
     return folder
 
 

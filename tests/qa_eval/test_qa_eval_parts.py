@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grapher_bench.enrichment import LINK_GRAPH
-from grapher_bench.peers import peer_graph
+from grapher_bench.peers.rankers import peer_graph
 from grapher_bench.qa_eval.prompts import A12_TEMPLATE, A13_TEMPLATE, answer_prompt, judge_prompt
 from grapher_bench.qa_eval.scoring import (
     answer_in_text,
@@ -29,8 +29,9 @@ def test_prompts_are_the_papers_and_filled_once() -> None:
     assert "<context>\n\n[1] ctx {retrieved_objects}\n\n</context>" in filled
     assert filled.endswith("Question:\n\nWho is {query}?\n\nAnswer:")
     judged = judge_prompt("Q?", "It is Paris.", "Paris")
-    assert "- Question: Q?\n- Generated Answer: It is Paris.\n- Ground Truth Answer: Paris\n" \
-        in judged
+    assert (
+        "- Question: Q?\n- Generated Answer: It is Paris.\n- Ground Truth Answer: Paris\n" in judged
+    )
     with pytest.raises(ValueError, match="question is empty"):
         answer_prompt("  ", "ctx")
 
@@ -52,22 +53,26 @@ def test_squad_exact_match_and_f1_by_hand() -> None:
         best_f1("x", ["", "  "])
 
 
-@pytest.mark.parametrize(("reply", "verdict"), [
-    ("Explanation: same city.\n\nDecision: yes", True),
-    ("Explanation: wrong.\nDecision: No", False),
-    ("**Decision:** YES", True),
-    ('After comparing, the decision is "no".', False),
-    ("The decision is: 'yes'", True),
-    ("Decision: <yes or no>\nExplanation: it matches.\nDecision: yes", True),
-    ("Yes, the answer is correct.", True),
-    ("no.", False),
-    ("I cannot tell whether these match.", None),
-    ("The generated answer mentions Norway.", None),
-    ("", None),
-    (None, None),
-])
-def test_judge_parsing_is_lenient_and_never_guesses(reply: str | None,
-                                                    verdict: bool | None) -> None:
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ("Explanation: same city.\n\nDecision: yes", True),
+        ("Explanation: wrong.\nDecision: No", False),
+        ("**Decision:** YES", True),
+        ('After comparing, the decision is "no".', False),
+        ("The decision is: 'yes'", True),
+        ("Decision: <yes or no>\nExplanation: it matches.\nDecision: yes", True),
+        ("Yes, the answer is correct.", True),
+        ("no.", False),
+        ("I cannot tell whether these match.", None),
+        ("The generated answer mentions Norway.", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_judge_parsing_is_lenient_and_never_guesses(
+    reply: str | None, verdict: bool | None
+) -> None:
     assert parse_judgement(reply) is verdict
 
 
@@ -128,13 +133,22 @@ def test_paired_rows_count_changed_answers_and_test_the_context() -> None:
     from grapher_bench.qa_eval.report import answers_differ, markdown
 
     def record(system: str, answer: str | None, in_context: bool) -> QARecord:
-        return QARecord("q", system, [], 0.0, answer, None, None, None, None, None, False,
-                        in_context, False)
+        return QARecord(
+            "q", system, [], 0.0, answer, None, None, None, None, None, False, in_context, False
+        )
 
-    a = [record("a", "The Mantua.", False), record("a", "Paris", False),
-         record("a", None, True), record("a", "Rome", False)]
-    b = [record("b", "mantua", True), record("b", "Lyon", True),
-         record("b", "Oslo", True), record("b", "Rome", True)]
+    a = [
+        record("a", "The Mantua.", False),
+        record("a", "Paris", False),
+        record("a", None, True),
+        record("a", "Rome", False),
+    ]
+    b = [
+        record("b", "mantua", True),
+        record("b", "Lyon", True),
+        record("b", "Oslo", True),
+        record("b", "Rome", True),
+    ]
     run = QARun("tiny", [parse_system("a"), parse_system("b")], [], {"a": a, "b": b}, 0, 0, 0, 0)
     # normalised "the mantua" == "mantua"; the unanswered question is left out
     assert answers_differ(run, "a", "b") == (1, 3)

@@ -26,14 +26,23 @@ SYSTEMS = [parse_system(s) for s in ("baseline", "gcs[mentions]", "gcs[mentions]
 
 
 def _clients(base_url: str) -> tuple[OpenAITextCompleter, OpenAITextCompleter]:
-    options = {"base_url": base_url, "concurrency": 2, "max_retries": 4, "backoff_base": 0.01,
-               "backoff_max": 0.05, "timeout": 10.0}
-    return (OpenAITextCompleter("fake", version="a12-test", **options),  # type: ignore[arg-type]
-            OpenAITextCompleter("fake", version="a13-test", **options))  # type: ignore[arg-type]
+    options = {
+        "base_url": base_url,
+        "concurrency": 2,
+        "max_retries": 4,
+        "backoff_base": 0.01,
+        "backoff_max": 0.05,
+        "timeout": 10.0,
+    }
+    return (
+        OpenAITextCompleter("fake", version="a12-test", **options),  # type: ignore[arg-type]
+        OpenAITextCompleter("fake", version="a13-test", **options),
+    )  # type: ignore[arg-type]
 
 
 def test_pipeline_fills_prompts_parses_both_answers_and_hits_the_cache(
-        qa_set: Path, qa_server: tuple, tmp_path: Path) -> None:
+    qa_set: Path, qa_server: tuple, tmp_path: Path
+) -> None:
     server, seen = qa_server
     dataset = load_dataset(qa_set)
     retrieved = retrieve(dataset, SYSTEMS, k=3, retriever="bm25")
@@ -49,15 +58,19 @@ def test_pipeline_fills_prompts_parses_both_answers_and_hits_the_cache(
         expected = answer_prompt(q1.text, flat_context([retrieved.objects[i].text for i in ids]))
         assert expected in seen
         assert expected.count("[1] ") == 1 and "Question:\n\n" + q1.text in expected
-        graph_ctx = render_context(retrieved.top["gcs[mentions]"][0], retrieved.objects,
-                                   "graph", "mentions")
+        graph_ctx = render_context(
+            retrieved.top["gcs[mentions]"][0], retrieved.objects, "graph", "mentions"
+        )
         assert answer_prompt(q1.text, graph_ctx) in seen
         # the relation layout: the same objects, each tree edge carrying its phrase
-        relation_ctx = render_context(retrieved.top["gcs[mentions]"][0], retrieved.objects,
-                                      "relation", "mentions")
+        relation_ctx = render_context(
+            retrieved.top["gcs[mentions]"][0], retrieved.objects, "relation", "mentions"
+        )
         assert "mentions" in relation_ctx and relation_ctx != graph_ctx
-        assert all(retrieved.objects[i].text.splitlines()[1] in relation_ctx
-                   for i in retrieved.top["gcs[mentions]"][0])
+        assert all(
+            retrieved.objects[i].text.splitlines()[1] in relation_ctx
+            for i in retrieved.top["gcs[mentions]"][0]
+        )
         # both answers parsed: every answer exists, verdicts follow the fake judge's rule
         records = run.records["baseline"]
         assert all(r.answer for r in records)
@@ -68,8 +81,9 @@ def test_pipeline_fills_prompts_parses_both_answers_and_hits_the_cache(
             style = len(record.answer) % 3
             assert record.judged_correct == (None if style == 2 else expected_verdict)
         stats = {label: summary(rows) for label, rows in run.records.items()}
-        unparsed = sum(1 for rows in run.records.values() for r in rows
-                       if r.answer and len(r.answer) % 3 == 2)
+        unparsed = sum(
+            1 for rows in run.records.values() for r in rows if r.answer and len(r.answer) % 3 == 2
+        )
         assert sum(s["judge_unparsed"] for s in stats.values()) == unparsed
         for s in stats.values():
             assert s["judged_yes"] + s["judged_no"] + s["judge_unparsed"] == s["n"] == 4
@@ -82,12 +96,12 @@ def test_pipeline_fills_prompts_parses_both_answers_and_hits_the_cache(
     assert server.stats.requests == first_requests
     assert (again.n_answer_calls, again.n_judge_calls) == (0, 0)
     assert again.n_answer_cached == run.n_answer_calls
-    assert [r.answer for r in again.records["gcs[mentions] + graph context"]] == \
-        [r.answer for r in run.records["gcs[mentions] + graph context"]]
+    assert [r.answer for r in again.records["gcs[mentions] + graph context"]] == [
+        r.answer for r in run.records["gcs[mentions] + graph context"]
+    ]
 
 
-def test_failures_are_counted_apart_and_retried(qa_set: Path, fault_server,
-                                                tmp_path: Path) -> None:
+def test_failures_are_counted_apart_and_retried(qa_set: Path, fault_server, tmp_path: Path) -> None:
     dataset = load_dataset(qa_set)
     systems = SYSTEMS[:1]
     retrieved = retrieve(dataset, systems, k=3, retriever="bm25")
@@ -109,17 +123,34 @@ def test_failures_are_counted_apart_and_retried(qa_set: Path, fault_server,
 
 
 def test_cli_writes_tables_per_query_rows_and_the_doc_section(
-        qa_set: Path, qa_server: tuple, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    qa_set: Path, qa_server: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     server, _ = qa_server
     doc = tmp_path / "qa.md"
     doc.write_text(f"# QA\n\nkept\n\n{START}\nSTALE-ROWS\n<!-- qa-eval:end -->\n\ntail\n")
     out = tmp_path / "out"
-    argv = ["qa-eval", "--data", str(qa_set), "--retriever", "bm25", "--k", "3",
-            "--systems", "baseline,gcs[mentions],gcs[mentions]:graph,gcs[mentions]:relation",
-            "--base-url", server.base_url, "--model", "fake", "--cache",
-            str(tmp_path / "c.sqlite"), "--out", str(out), "--write-doc", str(doc),
-            "--no-progress"]
+    argv = [
+        "qa-eval",
+        "--data",
+        str(qa_set),
+        "--retriever",
+        "bm25",
+        "--k",
+        "3",
+        "--systems",
+        "baseline,gcs[mentions],gcs[mentions]:graph,gcs[mentions]:relation",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake",
+        "--cache",
+        str(tmp_path / "c.sqlite"),
+        "--out",
+        str(out),
+        "--write-doc",
+        str(doc),
+        "--no-progress",
+    ]
     assert bench_main(argv) == 0
     table = capsys.readouterr().out
     assert "| baseline → gcs[mentions] + graph context |" in table
@@ -130,9 +161,12 @@ def test_cli_writes_tables_per_query_rows_and_the_doc_section(
     assert "STALE-ROWS" not in text
     assert "#### tinyqa (4 questions, top 3)" in text
     summary_json = json.loads((out / "tinyqa" / "summary.json").read_text())
-    assert set(summary_json["systems"]) == {"baseline", "gcs[mentions]",
-                                            "gcs[mentions] + graph context",
-                                            "gcs[mentions] + relation context"}
+    assert set(summary_json["systems"]) == {
+        "baseline",
+        "gcs[mentions]",
+        "gcs[mentions] + graph context",
+        "gcs[mentions] + relation context",
+    }
     assert len(summary_json["paired"]) == 5
     rows = (out / "tinyqa" / "per_query.jsonl").read_text().splitlines()
     assert len(rows) == 16 and all(json.loads(r)["answer"] for r in rows)
@@ -140,29 +174,58 @@ def test_cli_writes_tables_per_query_rows_and_the_doc_section(
     assert bench_main(argv) == 0  # resumed from the cache: no new request
     assert server.stats.requests == requests
     with pytest.raises(SystemExit):
-        bench_main(["qa-eval", "--data", str(qa_set), "--base-url", "x", "--model", "m",
-                    "--systems", "gcs:tree"])
+        bench_main(
+            [
+                "qa-eval",
+                "--data",
+                str(qa_set),
+                "--base-url",
+                "x",
+                "--model",
+                "m",
+                "--systems",
+                "gcs:tree",
+            ]
+        )
 
 
 def test_limit_for_cuts_one_set_and_a_misspelled_set_name_fails(
-        qa_set: Path, qa_server: tuple, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    qa_set: Path, qa_server: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     server, _ = qa_server
     out = tmp_path / "out"
-    base = ["qa-eval", "--data", str(qa_set), "--retriever", "bm25", "--k", "3",
-            "--systems", "baseline,gcs[mentions]", "--base-url", server.base_url,
-            "--model", "fake", "--cache", str(tmp_path / "c.sqlite"), "--out", str(out),
-            "--no-progress"]
+    base = [
+        "qa-eval",
+        "--data",
+        str(qa_set),
+        "--retriever",
+        "bm25",
+        "--k",
+        "3",
+        "--systems",
+        "baseline,gcs[mentions]",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake",
+        "--cache",
+        str(tmp_path / "c.sqlite"),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert bench_main([*base, "--limit", "3", "--limit-for", f"{qa_set.name}=2"]) == 0
     rows = [json.loads(r) for r in (out / "tinyqa" / "per_query.jsonl").read_text().splitlines()]
     assert len({r["query_id"] for r in rows}) == 2 and len(rows) == 4
     assert json.loads((out / "qa_meta.json").read_text())["limit_for"] == {"tinyqa": 2}
     capsys.readouterr()
     requests = server.stats.requests
-    for option, message in (("--limit-for=tinyqa_typo=2", "'tinyqa_typo', which is not a --data"),
-                            ("--systems-for=tinyqa_typo=baseline", "which is not a --data"),
-                            ("--limit-for=tinyqa=0", "positive integer, got '0'"),
-                            ("--limit-for=tinyqa", "wants SET=N, got 'tinyqa'")):
+    for option, message in (
+        ("--limit-for=tinyqa_typo=2", "'tinyqa_typo', which is not a --data"),
+        ("--systems-for=tinyqa_typo=baseline", "which is not a --data"),
+        ("--limit-for=tinyqa=0", "positive integer, got '0'"),
+        ("--limit-for=tinyqa", "wants SET=N, got 'tinyqa'"),
+    ):
         assert bench_main([*base, option]) == 2
         assert message in capsys.readouterr().err
     assert server.stats.requests == requests  # bad options fail before any request

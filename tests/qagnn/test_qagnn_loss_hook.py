@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from grapher_core.learned.train import LoopConfig, fit  # noqa: E402
+from grapher_core.learned.loop import LoopConfig, fit  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,7 @@ def test_loss_fn_replaces_the_named_loss() -> None:
     def model_params() -> list[Any]:
         return [built[-1].weight]
 
-    config = LoopConfig(epochs=2, patience=2, lr=0.1, batch_size=5, device="cpu",
-                        metric="PR@10")
+    config = LoopConfig(epochs=2, patience=2, lr=0.1, batch_size=5, device="cpu", metric="PR@10")
     result = fit(build, Adapter(), rows, config, loss_fn=push_feature_one)
     assert sum(calls) == 2 * result.n_train  # every training batch of both epochs
     weight = result.model.weight.detach()

@@ -11,46 +11,57 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from grapher_core.candidates import Candidate  # noqa: E402
-from grapher_core.graph import build_graph  # noqa: E402
-from grapher_core.learned.checkpoint import EmbeddingMismatchError  # noqa: E402
-from grapher_core.learned.qa_gnn import QAGNNNet, QAGNNSpec  # noqa: E402
-from grapher_core.learned.qa_gnn_checkpoint import (  # noqa: E402
+from grapher_core.edges.graph import build_graph  # noqa: E402
+from grapher_core.edges.keys import AdjacentChunks  # noqa: E402
+from grapher_core.edges.semantic import SemanticKNN  # noqa: E402
+from grapher_core.errors import EmbeddingMismatchError  # noqa: E402
+from grapher_core.learned.qa_gnn.checkpoint import (  # noqa: E402
     FusionCoefficients,
     QAGNNConfig,
     load_qa_gnn,
     save_qa_gnn,
 )
-from grapher_core.learned.qa_gnn_graph import (  # noqa: E402
+from grapher_core.learned.qa_gnn.features import (  # noqa: E402
     ego_batch,
     typed_edges,
     with_semantic,
 )
-from grapher_core.learned.qa_gnn_ranker import QAGNNRanker  # noqa: E402
-from grapher_core.proximity import AdjacentChunks, SemanticKNN  # noqa: E402
-from grapher_core.rankers import RankContext  # noqa: E402
+from grapher_core.learned.qa_gnn.model import QAGNNNet, QAGNNSpec  # noqa: E402
+from grapher_core.learned.qa_gnn.ranker import QAGNNRanker  # noqa: E402
+from grapher_core.ranking.base import RankContext  # noqa: E402
 
-SMALL = QAGNNSpec(embedding_dim=8, hidden=16, heads=2, edge_type_dim=4, fusion=(32, 16),
-                  dropout=0.0)
+SMALL = QAGNNSpec(
+    embedding_dim=8, hidden=16, heads=2, edge_type_dim=4, fusion=(32, 16), dropout=0.0
+)
 VECTORS = [(1.0, 0.0), (0.8, 0.6), (0.6, 0.8), (0.0, 1.0), (0.7, -0.7)]
 
 
 def five_chunks() -> list[Candidate]:
-    return [Candidate(f"c{i}", score=1.0 - 0.1 * i,
-                      metadata={"doc_id": "a" if i < 4 else "b", "chunk_index": i},
-                      embedding=np.array(v)) for i, v in enumerate(VECTORS)]
+    return [
+        Candidate(
+            f"c{i}",
+            score=1.0 - 0.1 * i,
+            metadata={"doc_id": "a" if i < 4 else "b", "chunk_index": i},
+            embedding=np.array(v),
+        )
+        for i, v in enumerate(VECTORS)
+    ]
 
 
 def test_ego_subgraphs_hold_the_neighbours_and_the_induced_typed_edges() -> None:
     cands = five_chunks()
-    graph = with_semantic(build_graph(cands, [AdjacentChunks()]), cands,
-                          SemanticKNN.paper(k=1, threshold=0.7))
+    graph = with_semantic(
+        build_graph(cands, [AdjacentChunks()]), cands, SemanticKNN.paper(k=1, threshold=0.7)
+    )
     ego = ego_batch(typed_edges(graph))
     members = {c: sorted(ego.node[ego.batch == c].tolist()) for c in range(5)}
     # c0: adjacent c1, and c4 -> c0 is c4's semantic top-1 (cosine .71)
     assert members == {0: [0, 1, 4], 1: [0, 1, 2], 2: [1, 2, 3], 3: [2, 3], 4: [0, 4]}
-    in_ego0 = {(int(ego.node[s]), int(ego.node[d]), int(t))
-               for s, d, t in zip(*ego.edge_index, ego.edge_type, strict=True)
-               if ego.batch[s] == 0}
+    in_ego0 = {
+        (int(ego.node[s]), int(ego.node[d]), int(t))
+        for s, d, t in zip(*ego.edge_index, ego.edge_type, strict=True)
+        if ego.batch[s] == 0
+    }
     assert in_ego0 == {(0, 1, 0), (1, 0, 0), (0, 1, 1), (4, 0, 1)}
     assert all(ego.batch[s] == ego.batch[d] for s, d in ego.edge_index.T)
     # the query-aware BFS (Alg. 8) enters only allowed neighbours; the centre stays
@@ -69,16 +80,16 @@ def test_query_guided_pooling_changes_with_the_query_and_mean_pooling_does_not()
     w1 = model.pool.weights(h, batch, q1, 2)
     w2 = model.pool.weights(h, batch, q2, 2)
     assert torch.allclose(w1[:3].sum(), torch.tensor(1.0)) and not torch.allclose(w1, w2)
-    mean = QAGNNNet(QAGNNSpec(**{**SMALL.to_dict(),
-                                 "pooling": "mean"})).eval()
+    mean = QAGNNNet(QAGNNSpec(**{**SMALL.to_dict(), "pooling": "mean"})).eval()
     assert torch.allclose(mean.pool.weights(h, batch, q1, 2), mean.pool.weights(h, batch, q2, 2))
     assert torch.allclose(mean.pool.weights(h, batch, q1, 2), torch.full((6,), 1 / 3))
 
 
 def _checkpoint(tmp_path: Path, coef: tuple[float, ...] = (0.7, -1.25, 2.5)) -> Path:
     torch.manual_seed(1)
-    config = QAGNNConfig(SMALL, "toy-model", 8, FusionCoefficients(coef, -0.5), 0.6, knn_k=2,
-                         knn_threshold=0.0)
+    config = QAGNNConfig(
+        SMALL, "toy-model", 8, FusionCoefficients(coef, -0.5), 0.6, knn_k=2, knn_threshold=0.0
+    )
     weights, _ = save_qa_gnn(QAGNNNet(SMALL), config, tmp_path / "toy")
     return weights
 
@@ -96,9 +107,15 @@ def test_fusion_coefficients_round_trip_through_the_checkpoint(tmp_path: Path) -
 def test_ranker_scores_every_candidate_and_refuses_other_embeddings(tmp_path: Path) -> None:
     path = _checkpoint(tmp_path)
     rng = np.random.default_rng(0)
-    cands = [Candidate(f"c{i}", score=float(1 - i / 10),
-                       metadata={"doc_id": "d", "chunk_index": i},
-                       embedding=rng.normal(size=8)) for i in range(6)]
+    cands = [
+        Candidate(
+            f"c{i}",
+            score=float(1 - i / 10),
+            metadata={"doc_id": "d", "chunk_index": i},
+            embedding=rng.normal(size=8),
+        )
+        for i in range(6)
+    ]
     graph = build_graph(cands, [AdjacentChunks()])
     seeds = np.array([c.score for c in cands])
     context = RankContext(cands, query_embedding=rng.normal(size=8))
@@ -117,8 +134,8 @@ def test_ranker_scores_every_candidate_and_refuses_other_embeddings(tmp_path: Pa
 
 
 def test_two_stage_training_learns_a_query_dependent_signal() -> None:
-    from grapher_core.learned.qa_gnn_ranker import prepare_inputs
-    from grapher_core.learned.qa_gnn_train import QAExample, QATrainConfig, train_qa_gnn
+    from grapher_core.learned.qa_gnn.ranker import prepare_inputs
+    from grapher_core.learned.qa_gnn.train import QAExample, QATrainConfig, train_qa_gnn
 
     rng = np.random.default_rng(0)
     dim, n, n_queries = 8, 12, 40
@@ -129,20 +146,44 @@ def test_two_stage_training_learns_a_query_dependent_signal() -> None:
         vectors = rng.normal(size=(n, dim)).astype(np.float32)
         gold = rng.choice(n, size=2, replace=False)
         vectors[gold] += 2.5 * query  # gold chunks lean towards the query
-        cands = [Candidate(f"{q}-{i}", score=float(rng.random()),
-                           metadata={"doc_id": f"d{q}", "chunk_index": i},
-                           embedding=vectors[i]) for i in range(n)]
-        inputs = prepare_inputs(build_graph(cands, [AdjacentChunks()]),
-                                np.array([c.score for c in cands]), cands, config)
+        cands = [
+            Candidate(
+                f"{q}-{i}",
+                score=float(rng.random()),
+                metadata={"doc_id": f"d{q}", "chunk_index": i},
+                embedding=vectors[i],
+            )
+            for i in range(n)
+        ]
+        inputs = prepare_inputs(
+            build_graph(cands, [AdjacentChunks()]),
+            np.array([c.score for c in cands]),
+            cands,
+            config,
+        )
         labels = np.zeros(n, dtype=np.float32)
         labels[gold] = 1.0
-        examples.append(QAExample(f"q{q}", "toy", 2, labels, query, np.arange(n) + q * n,
-                                  inputs.edges, inputs.ego, inputs.seeds, inputs.adjusted,
-                                  inputs.support))
+        examples.append(
+            QAExample(
+                f"q{q}",
+                "toy",
+                2,
+                labels,
+                query,
+                np.arange(n) + q * n,
+                inputs.edges,
+                inputs.ego,
+                inputs.seeds,
+                inputs.adjusted,
+                inputs.support,
+            )
+        )
         objects.append(vectors)
-    result = train_qa_gnn(examples, np.concatenate(objects),
-                          QATrainConfig(spec=SMALL, epochs=12, stage1_epochs=2, patience=12,
-                                        lr=3e-3, batch_size=8))
+    result = train_qa_gnn(
+        examples,
+        np.concatenate(objects),
+        QATrainConfig(spec=SMALL, epochs=12, stage1_epochs=2, patience=12, lr=3e-3, batch_size=8),
+    )
     assert result.stage1["val_link_auc"] is not None
     # random seeds give R@5 about 5/12; the query-aware model must beat that clearly
     assert result.stage2["val"]["R@5"] > 0.6

@@ -7,18 +7,23 @@ import pytest
 
 from grapher_core import GraphReranker
 from grapher_core.candidates import Candidate
-from grapher_core.graph import build_graph
-from grapher_core.proximity import AdjacentChunks, SemanticKNN
-from grapher_core.rankers import RankContext, make_ranker
-from grapher_core.score_adjust import ScoreAdjustRanker
+from grapher_core.edges.graph import build_graph
+from grapher_core.edges.keys import AdjacentChunks
+from grapher_core.edges.semantic import SemanticKNN
+from grapher_core.ranking.base import RankContext
+from grapher_core.ranking.registry import make_ranker
+from grapher_core.ranking.score_adjust import ScoreAdjustRanker
 
 VECTORS = [(1.0, 0.0), (0.8, 0.6), (0.6, 0.8), (0.0, 1.0)]
 
 
 def chunks(scores: tuple[float, ...] = (0.9, 0.5, 0.4, 0.85)) -> list[Candidate]:
-    return [Candidate(f"c{i}", score=s, metadata={"doc_id": "a", "chunk_index": i},
-                      embedding=np.array(v))
-            for i, (v, s) in enumerate(zip(VECTORS, scores, strict=True))]
+    return [
+        Candidate(
+            f"c{i}", score=s, metadata={"doc_id": "a", "chunk_index": i}, embedding=np.array(v)
+        )
+        for i, (v, s) in enumerate(zip(VECTORS, scores, strict=True))
+    ]
 
 
 def test_mean_semantic_weight_mixed_with_the_seed() -> None:
@@ -41,13 +46,13 @@ def test_isolated_candidate_gets_zero_support_and_contextual_edges_do_not_count(
 
 def test_registered_name_reorders_through_the_reranker() -> None:
     assert isinstance(make_ranker("qa-adjust"), ScoreAdjustRanker)
-    reranker = GraphReranker([SemanticKNN.paper(k=2, threshold=0.7)], ranker="qa-adjust",
-                             alpha=0.5)
+    reranker = GraphReranker([SemanticKNN.paper(k=2, threshold=0.7)], ranker="qa-adjust", alpha=0.5)
     ranked = reranker.rerank(chunks((0.9, 0.5, 0.4, 0.85)))
     # c0 .45 + .4 = .85, c3 .425 + .4 = .825, c1 .25 + .44 = .69, c2 .2 + .44 = .64
     assert [r.id for r in ranked] == ["c0", "c3", "c1", "c2"]
-    lifted = GraphReranker([SemanticKNN.paper(k=2, threshold=0.7)], ranker="qa-adjust",
-                           alpha=0.3).rerank(chunks((0.5, 0.52, 0.51, 0.53)))
+    lifted = GraphReranker(
+        [SemanticKNN.paper(k=2, threshold=0.7)], ranker="qa-adjust", alpha=0.3
+    ).rerank(chunks((0.5, 0.52, 0.51, 0.53)))
     # support dominates: c1 and c2 (.88) overtake c3 (.8) although c3 has the best seed
     assert [r.id for r in lifted][:2] == ["c1", "c2"]
 
@@ -56,8 +61,9 @@ def test_missing_semantic_edges_warn_once_or_raise_when_strict() -> None:
     cands = chunks()
     graph = build_graph(cands, [AdjacentChunks()])
     with pytest.warns(UserWarning, match="no 'semantic' edges"):
-        got = ScoreAdjustRanker(alpha=0.5, kind="semantic").rank(graph, np.ones(4),
-                                                                 RankContext(cands))
+        got = ScoreAdjustRanker(alpha=0.5, kind="semantic").rank(
+            graph, np.ones(4), RankContext(cands)
+        )
     np.testing.assert_allclose(got, 0.5)
     with pytest.raises(ValueError, match=r"SemanticKNN\.paper"):
         ScoreAdjustRanker(strict=True).rank(graph, np.ones(4), RankContext(cands))

@@ -9,15 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from grapher_core.candidates import Candidate
-from grapher_core.proximity import SemanticKNN
+from grapher_core.edges.semantic import SemanticKNN
 
 VECTORS = [(1.0, 0.0), (0.8, 0.6), (0.6, 0.8), (0.0, 1.0)]
 
 
 def chunks(docs: tuple[str, ...] = ("a", "a", "a", "a")) -> list[Candidate]:
-    return [Candidate(f"c{i}", metadata={"doc_id": doc, "chunk_index": i},
-                      embedding=np.array(v)) for i, (v, doc) in enumerate(zip(VECTORS, docs,
-                                                                                strict=True))]
+    return [
+        Candidate(f"c{i}", metadata={"doc_id": doc, "chunk_index": i}, embedding=np.array(v))
+        for i, (v, doc) in enumerate(zip(VECTORS, docs, strict=True))
+    ]
 
 
 def dense(candidates: list[Candidate], knn: SemanticKNN) -> np.ndarray:
@@ -80,8 +81,8 @@ def test_default_is_unchanged_weight_one_symmetric() -> None:
 
 def test_bench_graph_variants_semantic_and_adjacent_plus_semantic() -> None:
     from grapher_bench.enrichment import proximities_for
-    from grapher_core.graph import build_graph
-    from grapher_core.proximity import AdjacentChunks
+    from grapher_core.edges.graph import build_graph
+    from grapher_core.edges.keys import AdjacentChunks
 
     semantic = proximities_for("semantic")
     assert semantic == [SemanticKNN.paper()]

@@ -11,10 +11,10 @@ pytest.importorskip("torch")
 
 from grapher_core import GraphReranker
 from grapher_core.candidates import Candidate
-from grapher_core.learned.checkpoint import EmbeddingMismatchError
-from grapher_core.learned.qa_gnn_ranker import QAGNNRanker
-from grapher_core.proximity import AdjacentChunks
-from grapher_core.rankers import make_ranker
+from grapher_core.edges.keys import AdjacentChunks
+from grapher_core.errors import EmbeddingMismatchError
+from grapher_core.learned.qa_gnn.ranker import QAGNNRanker
+from grapher_core.ranking.registry import make_ranker
 
 DIM = 384
 
@@ -31,17 +31,26 @@ def test_core_name_loads_the_shipped_checkpoint_and_reranks() -> None:
     info = ranker.describe()
     assert info["embedding_dim"] == DIM and len(info["fusion"]["coef"]) == 3
     v = vectors(8)
-    cands = [Candidate(f"d#{i}", f"sentence {i}", score=float(0.9 - 0.05 * i),
-                       metadata={"doc_id": "d", "chunk_index": i}, embedding=v[i])
-             for i in range(8)]
+    cands = [
+        Candidate(
+            f"d#{i}",
+            f"sentence {i}",
+            score=float(0.9 - 0.05 * i),
+            metadata={"doc_id": "d", "chunk_index": i},
+            embedding=v[i],
+        )
+        for i in range(8)
+    ]
     ranked = GraphReranker([AdjacentChunks()], ranker="qa-gnn").rerank(
-        cands, query_embedding=v[3] + 0.1 * v[0])
+        cands, query_embedding=v[3] + 0.1 * v[0]
+    )
     assert sorted(r.id for r in ranked) == sorted(c.id for c in cands)
     assert all(0.0 < r.score < 1.0 for r in ranked)  # fused: a probability
     with pytest.raises(EmbeddingMismatchError, match="384-d"):
         GraphReranker([AdjacentChunks()], ranker="qa-gnn").rerank(
             [Candidate(c.id, c.text, c.score, c.metadata, np.ones(10)) for c in cands],
-            query_embedding=np.ones(10))
+            query_embedding=np.ones(10),
+        )
 
 
 def test_langchain_reranker_with_qa_gnn() -> None:
@@ -50,11 +59,20 @@ def test_langchain_reranker_with_qa_gnn() -> None:
 
     from langchain_grapher import GraphERReranker
 
-    docs = [Document(id=f"d#{i}", page_content=f"chunk {i} of the document",
-                     metadata={"doc_id": "d", "chunk_index": i, "score": 0.9 - 0.1 * i})
-            for i in range(6)]
-    reranker = GraphERReranker(proximities=[AdjacentChunks()], ranker="qa-gnn", top_n=3,
-                               embeddings=DeterministicFakeEmbedding(size=DIM))
+    docs = [
+        Document(
+            id=f"d#{i}",
+            page_content=f"chunk {i} of the document",
+            metadata={"doc_id": "d", "chunk_index": i, "score": 0.9 - 0.1 * i},
+        )
+        for i in range(6)
+    ]
+    reranker = GraphERReranker(
+        proximities=[AdjacentChunks()],
+        ranker="qa-gnn",
+        top_n=3,
+        embeddings=DeterministicFakeEmbedding(size=DIM),
+    )
     out = reranker.compress_documents(docs, "what does chunk 2 say?")
     assert len(out) == 3 and all("relevance_score" in d.metadata for d in out)
     assert {d.id for d in out} <= {d.id for d in docs}
@@ -72,8 +90,7 @@ def test_llamaindex_prev_next_and_node_embeddings_need_no_other_configuration() 
     from llama_index_grapher import GraphERPostprocessor
 
     v = vectors(10, seed=1)
-    nodes = [TextNode(id_=f"n{i}", text=f"text {i}", embedding=v[i].tolist())
-             for i in range(10)]
+    nodes = [TextNode(id_=f"n{i}", text=f"text {i}", embedding=v[i].tolist()) for i in range(10)]
     for before, after in itertools.pairwise(nodes):
         before.relationships[NodeRelationship.NEXT] = RelatedNodeInfo(node_id=after.node_id)
         after.relationships[NodeRelationship.PREVIOUS] = RelatedNodeInfo(node_id=before.node_id)

@@ -12,9 +12,9 @@ import pytest
 from enrich_fault_server import FaultServer
 
 from grapher_core.cli import main
+from grapher_core.cli.enrich import EXIT_CACHE_UNUSABLE
 from grapher_core.enrich import CacheKey, EntityCache, ExtractionResult, content_hash
 from grapher_core.enrich.cache import CacheError, CacheStats
-from grapher_core.enrich.cli import EXIT_CACHE_UNUSABLE
 
 KEY = CacheKey("x", "m", "1")
 TEXTS = [f"Note {i}: Ada Lovelace met Charles Babbage in London" for i in range(6)]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from grapher_core.errors import CheckpointError
-from grapher_core.learned import checkpoint as checkpoint_module
-from grapher_core.learned.checkpoint import default_checkpoint, load_checkpoint
+from grapher_core.learned.gat import checkpoint as checkpoint_module
+from grapher_core.learned.gat.checkpoint import default_checkpoint, load_checkpoint
 
 
 def copy_of(architecture: str, tmp_path: Path) -> Path:
@@ -25,6 +25,7 @@ def copy_of(architecture: str, tmp_path: Path) -> Path:
 def set_model(field: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def tamper(config: dict[str, Any]) -> None:
         config["model"][field] = value
+
     return tamper
 
 
@@ -113,4 +114,3 @@ def test_broken_files_wrapped_with_the_path(
     with pytest.raises(CheckpointError) as caught:
         load_checkpoint(stem)
     assert str(stem.with_suffix(named)) in str(caught.value)
-

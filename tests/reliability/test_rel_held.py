@@ -71,7 +71,8 @@ def test_wrappers_never_mutate_input() -> None:
     GraphERReranker(proximities=[ForeignKeys()], score_key="score", explain=True
                     ).compress_documents(documents, "q")  # fmt: skip
     GraphERPostprocessor(proximities=[ForeignKeys()], explain=True).postprocess_nodes(
-        nodes, query_str="q")
+        nodes, query_str="q"
+    )
     assert documents == documents_before
     assert [n.node.metadata for n in nodes] == [n.node.metadata for n in nodes_before]
     assert [n.score for n in nodes] == [n.score for n in nodes_before]
@@ -128,13 +129,37 @@ def test_server_faults_lose_nothing(
     """30 % 429/500 (retried) and 10 % unusable answers (failed, exit 1, retried by a re-run):
     a few re-runs give an output byte-identical to a run against a healthy server."""
     source = tmp_path / "corpus.jsonl"
-    source.write_text("".join(json.dumps({"id": f"d{i}", "text": f"Ada Lovelace {i} in London",
-                                          "metadata": {"n": i}}) + "\n" for i in range(60)))
+    source.write_text(
+        "".join(
+            json.dumps({"id": f"d{i}", "text": f"Ada Lovelace {i} in London", "metadata": {"n": i}})
+            + "\n"
+            for i in range(60)
+        )
+    )
 
     def enrich(server: FaultServer, out: Path, cache: Path) -> int:
-        return main(["enrich", "--input", str(source), "--output", str(out), "--extractor",
-                     "openai", "--model", "fake", "--base-url", server.base_url, "--api-key",
-                     "x", "--cache", str(cache), "--no-progress", "--max-retries", "30"])
+        return main(
+            [
+                "enrich",
+                "--input",
+                str(source),
+                "--output",
+                str(out),
+                "--extractor",
+                "openai",
+                "--model",
+                "fake",
+                "--base-url",
+                server.base_url,
+                "--api-key",
+                "x",
+                "--cache",
+                str(cache),
+                "--no-progress",
+                "--max-retries",
+                "30",
+            ]
+        )
 
     faulty = fault_server(rate_429=0.15, rate_500=0.15, retry_after=0.01, rate_malformed=0.1,
                           seed=3)  # fmt: skip

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from grapher_core import Candidate, GraphReranker, SharedEntities
-from grapher_core.proximity import EDGE_BUDGET_FLOOR
+from grapher_core.edges.entities import EDGE_BUDGET_FLOOR
 
 
 def hub_pool(n: int, field: str = "entities", groups: int = 50) -> list[Candidate]:

@@ -27,7 +27,7 @@ from grapher_core import (
     ppr_scores,
 )
 from grapher_core.cli import main
-from grapher_core.enrich.cli import write_jsonl
+from grapher_core.cli.enrich import write_jsonl
 from grapher_core.errors import InputError, InputTypeError
 
 
@@ -86,7 +86,8 @@ def test_ppr_ranker_keeps_order_for_huge_scores() -> None:
     candidates = [Candidate(f"c{i}", score=1e308 / (i + 1), metadata={"entities": ["x"]})
                   for i in range(4)]  # fmt: skip
     ranked = GraphReranker([SharedEntities()], ranker="ppr", seed_transform="raw").rerank(
-        candidates)
+        candidates
+    )
     assert all(np.isfinite(r.score) and r.score > 0 for r in ranked)
 
 
@@ -97,8 +98,10 @@ PROXIMITIES = {"foreign keys": ForeignKeys(), "entities": SharedEntities(),
 @pytest.mark.filterwarnings("ignore::grapher_core.diagnostics.GraphERWarning")  # no edges: said
 @pytest.mark.parametrize("proximity", list(PROXIMITIES.values()), ids=list(PROXIMITIES))
 def test_metadata_none_is_no_metadata(proximity: object) -> None:
-    candidates = [Candidate("a", score=0.9, metadata=None),  # type: ignore[arg-type]
-                  Candidate("b", score=0.5, metadata={"entities": ["x"], "foreign_keys": ["a"]})]
+    candidates = [
+        Candidate("a", score=0.9, metadata=None),  # type: ignore[arg-type]
+        Candidate("b", score=0.5, metadata={"entities": ["x"], "foreign_keys": ["a"]}),
+    ]
     ranked = GraphReranker([proximity], strict=False).rerank(candidates)  # type: ignore[list-item]
     assert [r.id for r in ranked] == ["a", "b"]
     assert candidates[0].metadata == {}

@@ -1,0 +1,1 @@
+"""The main retrieval benchmark: ``grapher-bench bench``, tuning of alpha, the seed-rule study."""

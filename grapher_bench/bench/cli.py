@@ -1,0 +1,247 @@
+"""``grapher-bench bench`` and ``grapher-bench tune`` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from grapher_core.cli.arguments import alpha_argument
+
+__all__ = ["register"]
+
+
+def _csv(value: str) -> list[str]:
+    """Comma-separated names; commas inside brackets (``ego-gcs[k=2,n=10]``) stay."""
+    parts: list[str] = []
+    depth, current = 0, ""
+    for char in value:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
+
+
+def _ints(value: str) -> list[int]:
+    try:
+        out = [int(part) for part in _csv(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers like 5,10, got {value!r}") from None
+    if not out or any(k < 1 for k in out):
+        raise argparse.ArgumentTypeError(f"K values must be positive, got {value!r}")
+    return out
+
+
+def register(subparsers: Any) -> None:
+    bench = subparsers.add_parser(
+        "bench",
+        help="benchmark rankers on real data (PR@K tables, plot, results.json)",
+        description="Retrieve with BM25/dense/hybrid, rerank with graph rankers, report PR@K.",
+    )
+    bench.add_argument(
+        "--data",
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="a dataset folder or a root of dataset folders (repeatable; "
+        "default $GRAPHER_BENCHMARKS or ../shared/benchmarks)",
+    )
+    bench.add_argument(
+        "--rankers",
+        type=_csv,
+        default=None,
+        help="comma list (default baseline,ppr,gcs, plus db-first on tables); "
+        "any name make_ranker knows works, e.g. gat",
+    )
+    bench.add_argument(
+        "--retriever",
+        type=_csv,
+        default=["auto"],
+        help="bm25, dense, hybrid, all, or auto (best per task type; default)",
+    )
+    bench.add_argument(
+        "--graphs",
+        type=_csv,
+        default=None,
+        help="graph variants, e.g. entities,mentions,entities+mentions "
+        "(default: every variant of the task type)",
+    )
+    bench.add_argument(
+        "--task",
+        choices=("tables", "passages", "chunks"),
+        default=None,
+        help="override the detected task type",
+    )
+    bench.add_argument("--k", type=_ints, default=[5, 10], help="K values (default 5,10)")
+    bench.add_argument("--limit", type=int, default=None, help="first N queries per dataset")
+    bench.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
+    bench.add_argument("--alpha-gcs", type=alpha_argument, default=None)
+    bench.add_argument("--alpha-ppr", type=alpha_argument, default=None)
+    bench.add_argument("--out", type=Path, default=Path("bench_out"), help="output folder")
+    bench.add_argument(
+        "--tune-results",
+        type=Path,
+        default=None,
+        help="tune.json from `grapher-bench tune`, quoted in --write-doc",
+    )
+    bench.add_argument(
+        "--write-doc",
+        type=Path,
+        default=None,
+        metavar="MD",
+        help="rewrite the bench section of this markdown file",
+    )
+    bench.add_argument("--no-progress", action="store_true", help="no progress bars")
+    bench.add_argument(
+        "--from-results",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="rebuild the tables (and --write-doc) from the results.json files "
+        "under DIR instead of running anything",
+    )
+    bench.set_defaults(func=run_bench)
+
+    tune = subparsers.add_parser(
+        "tune",
+        help="grid-search alpha for PPR and GCS on a training split",
+        description="Grid-search alpha in {0.1..0.9} on a training split (default spider_train).",
+    )
+    tune.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="training split folder (default <benchmarks root>/spider_train)",
+    )
+    tune.add_argument("--retriever", type=_csv, default=["hybrid", "dense", "bm25"])
+    tune.add_argument("--limit", type=int, default=None)
+    tune.add_argument("--out", type=Path, default=Path("bench_out/tune"))
+    tune.add_argument("--no-progress", action="store_true")
+    tune.set_defaults(func=run_tune)
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from grapher_bench.data import default_benchmarks_root, find_datasets, load_dataset
+    from grapher_bench.report import combined_table, write_run, write_section
+    from grapher_bench.retrievers import RETRIEVERS
+    from grapher_bench.runner import DEFAULT_RETRIEVER, run_dataset
+
+    started = time.perf_counter()
+    if args.from_results is not None:
+        return _from_results(args)
+    roots = args.data or [str(default_benchmarks_root())]
+    folders = [folder for root in roots for folder in find_datasets(root)]
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit must be a positive integer")
+    for choice in args.retriever:
+        if choice not in (*RETRIEVERS, "all", "auto"):
+            raise ValueError(f"unknown retriever {choice!r}; choose bm25, dense, hybrid, all, auto")
+    alphas = {k: v for k, v in (("gcs", args.alpha_gcs), ("ppr", args.alpha_ppr)) if v}
+    runs = []
+    for folder in folders:
+        dataset = load_dataset(folder, limit=args.limit, task_type=args.task)
+        retrievers: list[str] = []
+        for choice in args.retriever:
+            retrievers += (
+                list(RETRIEVERS)
+                if choice == "all"
+                else [DEFAULT_RETRIEVER[dataset.task_type]]
+                if choice == "auto"
+                else [choice]
+            )
+        rankers = args.rankers or (
+            ["baseline", "db-first", "ppr", "gcs"]
+            if dataset.task_type == "tables"
+            else ["baseline", "ppr", "gcs"]
+        )
+        for retriever in dict.fromkeys(retrievers):
+            run = run_dataset(
+                dataset,
+                rankers,
+                retriever=retriever,
+                graphs=args.graphs,
+                ks=args.k,
+                alphas=alphas,
+                top_n=args.top_n,
+                progress=not args.no_progress,
+                log=_log,
+            )
+            runs.append(run)
+    single = len(runs) == 1
+    for run in runs:
+        write_run(run, args.out if single else args.out / run.dataset / run.retriever, args.k)
+    table = combined_table(runs, args.k)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "combined.md").write_text(table)
+    elapsed = time.perf_counter() - started
+    (args.out / "bench_meta.json").write_text(json.dumps({"seconds": round(elapsed, 1)}) + "\n")
+    print(table)
+    print(f"wrote {args.out} in {elapsed:.0f}s", file=sys.stderr)
+    if args.write_doc is not None:
+        from grapher_bench.notes import render_section
+
+        tune_data = None
+        if args.tune_results is not None and args.tune_results.is_file():
+            tune_data = json.loads(args.tune_results.read_text())
+        write_section(args.write_doc, render_section(runs, table, tune_data, elapsed, args))
+        print(f"updated {args.write_doc}", file=sys.stderr)
+    return 0
+
+
+def _from_results(args: argparse.Namespace) -> int:
+    from grapher_bench.report import combined_table, write_section
+    from grapher_bench.runner import load_run
+
+    files = sorted(args.from_results.rglob("results.json"))
+    if not files:
+        raise FileNotFoundError(f"no results.json under {args.from_results}")
+    runs = [load_run(path) for path in files]
+    table = combined_table(runs, args.k)
+    print(table)
+    if args.write_doc is not None:
+        from grapher_bench.notes import render_section
+
+        tune_data = None
+        if args.tune_results is not None and args.tune_results.is_file():
+            tune_data = json.loads(args.tune_results.read_text())
+        meta = args.from_results / "bench_meta.json"
+        seconds = float(json.loads(meta.read_text())["seconds"]) if meta.is_file() else 0.0
+        write_section(args.write_doc, render_section(runs, table, tune_data, seconds, args))
+        print(f"updated {args.write_doc}", file=sys.stderr)
+    return 0
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from grapher_bench.bench.tune import grid_table, tune
+    from grapher_bench.data import default_benchmarks_root, load_dataset
+
+    folder = args.data or default_benchmarks_root() / "spider_train"
+    dataset = load_dataset(folder, limit=args.limit)
+    started = time.perf_counter()
+    result = tune(dataset, args.retriever, progress=not args.no_progress, log=_log)
+    args.out.mkdir(parents=True, exist_ok=True)
+    payload = result.to_json()
+    payload["seconds"] = round(time.perf_counter() - started, 1)
+    (args.out / "tune.json").write_text(json.dumps(payload, indent=2) + "\n")
+    table = grid_table(result)
+    (args.out / "grid.md").write_text(table)
+    print(table)
+    print(
+        "chosen alpha: "
+        + "; ".join(
+            f"{r}: " + ", ".join(f"{n}={a}" for n, a in c.items()) for r, c in result.chosen.items()
+        )
+    )
+    print(f"best retriever on {dataset.name}: {result.best_retriever}")
+    return 0

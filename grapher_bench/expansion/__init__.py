@@ -1,0 +1,1 @@
+"""The expansion study and its report, and the learned pruner's training."""

@@ -1,0 +1,297 @@
+"""``grapher-bench train`` (fit a GAT or MLP ranker on a benchmark split) and
+``grapher-bench gat-latency`` (median forward time of a learned ranker on 200 candidates)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from grapher_bench.timing import median_p95_ms
+from grapher_core.cli.arguments import alpha_argument
+
+__all__ = ["register"]
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def register(subparsers: Any) -> None:
+    from grapher_core.learned.gat.train import TrainConfig
+    from grapher_core.learned.loop import LOSSES
+    from grapher_core.ranking.propagation import DEFAULT_GCS_ALPHA
+
+    train = subparsers.add_parser(
+        "train",
+        help="train a GraphER-GAT (or MLP) ranker on a benchmark split",
+        description="Build per-query candidate graphs (base retriever top-N + the task's "
+        "proximities + GCS scores), train with early stopping on a held-out part, "
+        "and save <out>.safetensors + <out>.json.",
+    )
+    train.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="training split folder (default <benchmarks root>/spider_train)",
+    )
+    train.add_argument(
+        "--out",
+        type=Path,
+        default=Path("checkpoints/gat"),
+        help="checkpoint stem (writes STEM.safetensors and STEM.json)",
+    )
+    train.add_argument("--arch", choices=("gat", "mlp"), default="gat")
+    train.add_argument("--loss", choices=LOSSES, default="pairwise")
+    train.add_argument(
+        "--retriever",
+        choices=("dense", "hybrid"),
+        default=None,
+        help="base retriever (default: the bench's choice for the task type)",
+    )
+    train.add_argument(
+        "--graph",
+        default=None,
+        help="graph variant, e.g. fk, entities, adjacent (default: the task's)",
+    )
+    train.add_argument(
+        "--alpha",
+        type=alpha_argument,
+        default=DEFAULT_GCS_ALPHA,
+        help=f"GCS alpha of the GCS-score feature (default {DEFAULT_GCS_ALPHA})",
+    )
+    train.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
+    train.add_argument("--limit", type=int, default=None, help="first N queries only")
+    defaults = TrainConfig()
+    for flag, kind in (
+        ("epochs", int),
+        ("patience", int),
+        ("lr", float),
+        ("weight_decay", float),
+        ("hidden", int),
+        ("heads", int),
+        ("layers", int),
+        ("dropout", float),
+        ("batch_size", int),
+        ("val_fraction", float),
+    ):
+        default = getattr(defaults, flag)
+        train.add_argument(
+            "--" + flag.replace("_", "-"), type=kind, default=default, help=f"(default {default})"
+        )
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
+    train.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (default 1: fastest on a shared 2-core CPU; 0 = torch's default)",
+    )
+    train.set_defaults(func=run_train)
+
+    evaluate = subparsers.add_parser(
+        "gat-eval",
+        help="PR@K of a trained checkpoint next to baseline and GCS (bench runner)",
+        description="Runs the bench's retrieval and metrics with your checkpoint as a ranker, so "
+        "a model you trained is compared exactly as the shipped one is.",
+    )
+    evaluate.add_argument(
+        "--checkpoint",
+        type=Path,
+        action="append",
+        required=True,
+        help="checkpoint stem or file (repeatable)",
+    )
+    evaluate.add_argument(
+        "--data", type=Path, action="append", required=True, help="dataset folder (repeatable)"
+    )
+    evaluate.add_argument("--graphs", default=None, help="graph variants (default: the task's)")
+    evaluate.add_argument("--limit", type=int, default=None, help="first N queries")
+    evaluate.set_defaults(func=run_eval)
+
+    latency = subparsers.add_parser(
+        "gat-latency",
+        help="median time of a learned ranker on n candidates (CPU by default)",
+        description="Times GraphReranker(ranker=gat|mlp).rerank and the ranker's forward pass "
+        "alone on n candidates with precomputed embeddings.",
+    )
+    latency.add_argument("--rankers", default="gat,mlp", help="comma list: gat, mlp, gcs")
+    latency.add_argument("--n", type=int, default=200)
+    latency.add_argument("--repeats", type=int, default=200)
+    latency.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="a table dataset to take real candidates from (default: "
+        "<benchmarks root>/spider_dev; synthetic when absent)",
+    )
+    latency.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="random unit embeddings, each table linked to two others",
+    )
+    latency.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+    )
+    latency.set_defaults(func=run_latency)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from grapher_bench.data import default_benchmarks_root
+    from grapher_bench.gat.data import train
+    from grapher_core.learned.gat.train import TrainConfig
+
+    config = TrainConfig(
+        architecture=args.arch,
+        loss=args.loss,
+        epochs=args.epochs,
+        patience=args.patience,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        hidden=args.hidden,
+        heads=args.heads,
+        layers=args.layers,
+        dropout=args.dropout,
+        batch_size=args.batch_size,
+        val_fraction=args.val_fraction,
+        seed=args.seed,
+        device=args.device,
+        threads=args.threads or None,
+    )
+    if args.limit is not None and args.limit < 2:
+        raise ValueError("--limit must be at least 2 (train + validation)")
+    folder = args.data or default_benchmarks_root() / "spider_train"
+    result, paths = train(
+        folder,
+        args.out,
+        config,
+        retriever=args.retriever,
+        graph=args.graph,
+        alpha=args.alpha,
+        top_n=args.top_n,
+        limit=args.limit,
+        log=_log,
+    )
+    summary = {
+        "checkpoint": [str(p) for p in paths],
+        "best_epoch": result.best_epoch,
+        "validation": result.best_metrics,
+        "reference": result.reference,
+        "train_seconds": round(result.seconds, 1),
+        "device": result.device,
+    }
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from grapher_bench.data import load_dataset
+    from grapher_bench.report import combined_table
+    from grapher_bench.runner import run_dataset
+    from grapher_core.learned.gat.checkpoint import load_checkpoint
+    from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
+    from grapher_core.ranking.registry import register_ranker
+
+    names = []
+    for path in args.checkpoint:
+        _, config = load_checkpoint(path)  # fail early, before any retrieval
+        cls = GATRanker if config.model.architecture == "gat" else MLPRanker
+        name = f"{config.model.architecture}:{Path(path).with_suffix('').name}"
+        register_ranker(name, partial(cls, path))
+        names.append(name)
+    graphs = [g.strip() for g in args.graphs.split(",")] if args.graphs else None
+    runs = []
+    for folder in args.data:
+        dataset = load_dataset(folder, limit=args.limit)
+        runs.append(
+            run_dataset(
+                dataset, ["baseline", "gcs", *names], graphs=graphs, progress=False, log=_log
+            )
+        )
+    print(combined_table(runs, [5, 10]))
+    return 0
+
+
+def _candidates(args: argparse.Namespace) -> tuple[list[Any], Any, str, Any]:
+    """n real candidates (first query of a table set, the bench's retriever) or synthetic."""
+    import numpy as np
+
+    from grapher_bench.data import default_benchmarks_root
+    from grapher_core.candidates import Candidate
+    from grapher_core.edges.keys import ForeignKeys
+
+    folder = args.data or default_benchmarks_root() / "spider_dev"
+    if not args.synthetic and (folder / "corpus.jsonl").is_file():
+        from grapher_bench.data import load_dataset
+        from grapher_bench.runner import DEFAULT_RETRIEVER, prepare_candidates
+
+        dataset = load_dataset(folder, limit=1)
+        metadata = [dict(o.metadata) for o in dataset.corpus]
+        retriever = DEFAULT_RETRIEVER[dataset.task_type]
+        pool, queries = prepare_candidates(dataset, retriever, metadata, top_n=args.n)
+        return (
+            pool[0],
+            queries[0],
+            f"{dataset.name} query 1, {retriever} top-{args.n}",
+            [ForeignKeys("foreign_keys")],
+        )
+    rng = np.random.default_rng(0)  # synthetic: random unit vectors, two FK links each
+    vectors = rng.normal(size=(args.n + 1, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    candidates = [
+        Candidate(
+            f"t{i}",
+            "",
+            float(vectors[i] @ vectors[-1]),
+            {"foreign_keys": [f"t{(i + k) % args.n}" for k in (1, 7)]},
+            vectors[i],
+        )
+        for i in range(args.n)
+    ]
+    return candidates, vectors[-1], f"synthetic, {args.n} candidates", [ForeignKeys("foreign_keys")]
+
+
+def run_latency(args: argparse.Namespace) -> int:
+    import torch
+
+    from grapher_core.edges.graph import build_graph
+    from grapher_core.ranking.base import RankContext
+    from grapher_core.ranking.seeds import make_seeds
+    from grapher_core.rerank import GraphReranker
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    candidates, query, source, proximities = _candidates(args)
+    print(f"candidates: {source}; torch threads {torch.get_num_threads()}")
+    for name in [r.strip() for r in args.rankers.split(",") if r.strip()]:
+        reranker = GraphReranker(proximities, ranker=name, explain=0)
+        graph = build_graph(candidates, proximities)
+        seeds = make_seeds(candidates)
+        context = RankContext(candidates, None, query)
+
+        def rank(
+            reranker: GraphReranker = reranker,
+            graph: Any = graph,
+            seeds: Any = seeds,
+            context: RankContext = context,
+        ) -> None:
+            reranker.ranker.rank(graph, seeds, context)
+
+        def rerank(reranker: GraphReranker = reranker) -> None:
+            reranker.rerank(candidates, query_embedding=query, top_n=10)
+
+        rank_ms = median_p95_ms(rank, args.repeats, warmup=5)
+        total_ms = median_p95_ms(rerank, args.repeats, warmup=5)
+        cpu_ms = median_p95_ms(rerank, args.repeats, warmup=5, clock=time.process_time)
+        print(
+            f"{name:4s} n={len(candidates)} edges={graph.n_edges}  ranker.rank median "
+            f"{rank_ms[0]:.2f} ms (p95 {rank_ms[1]:.2f})  GraphReranker.rerank median "
+            f"{total_ms[0]:.2f} ms (p95 {total_ms[1]:.2f}), CPU time median "
+            f"{cpu_ms[0]:.2f} ms"
+        )
+    return 0

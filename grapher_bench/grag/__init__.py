@@ -1,0 +1,1 @@
+"""The G-RAG study: training data, training and evaluation commands."""

@@ -1,0 +1,1 @@
+"""How long reranking takes: the core, the GAT, and the overhead inside each framework."""

@@ -1,0 +1,1 @@
+"""Other systems run by the bench beside GraphER: expansion, graph-retriever, prev-next."""

@@ -1,0 +1,1 @@
+"""The query-aware GNN study: training data, commands and report."""

@@ -1,0 +1,163 @@
+"""Markdown tables of `grapher-bench qagnn-eval` results (docs/qa_gnn.md, marked section)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render", "write_section"]
+
+START, END = "<!-- qagnn:start -->", "<!-- qagnn:end -->"
+MAIN_ROWS = ("dense", "qa-adjust", "gcs", "gat (shipped)", "qa-gnn (gnn only)", "qa-gnn")
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _rel(new: float, base: float) -> str:
+    return "n/a" if base == 0 else f"{100 * (new - base) / base:+.1f} %"
+
+
+def _p(test: dict[str, float] | None) -> str:
+    if not test:
+        return ""
+    return f"{test['p_permutation']:.3g} ({int(test['better'])}↑ {int(test['worse'])}↓)"
+
+
+def _main_table(runs: dict[str, Any]) -> list[str]:
+    lines = [
+        "| test set | ranker | Recall@5 | rel. vs dense | paired p (R@5) | PR@5 | PR@10 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, run in runs.items():
+        metrics = run["metrics"]
+        base = metrics["dense"]["R@5"]
+        for name in MAIN_ROWS:
+            if name not in metrics:
+                continue
+            m = metrics[name]
+            bold = "**" if name == "qa-gnn" else ""
+            lines.append(
+                f"| {label} (n={run['n']}) | {bold}{name}{bold} | {_pct(m['R@5'])} | "
+                f"{'' if name == 'dense' else _rel(m['R@5'], base)} | "
+                f"{_p(run['tests'].get(name))} | {_pct(m['PR@5'])} | "
+                f"{_pct(m['PR@10'])} |"
+            )
+    return lines
+
+
+def _bucket_table(runs: dict[str, Any]) -> list[str]:
+    lines = [
+        "| test set | bucket | n | dense R@5 | qa-adjust R@5 | qa-gnn R@5 | rel. gain | paired p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for label, run in runs.items():
+        for bucket, row in run.get("buckets", {}).items():
+            lines.append(
+                f"| {label} | {bucket} | {row['n']} | {_pct(row['dense'])} | "
+                f"{_pct(row['qa-adjust'])} | {_pct(row['qa-gnn'])} | "
+                f"{_rel(row['qa-gnn'], row['dense'])} | {_p(row['test'])} |"
+            )
+    return lines
+
+
+def _ablation_table(data: dict[str, Any]) -> list[str]:
+    lines = [
+        "| setting | variant | GNN alone R@5 | fused R@5 | fused rel. vs dense | paired p | "
+        "fused PR@5 | training s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for setting, variants in data.items():
+        for label, run in variants.items():
+            m = run["metrics"]
+            lines.append(
+                f"| {setting} | {label} | {_pct(m['qa-gnn (gnn only)']['R@5'])} | "
+                f"{_pct(m['qa-gnn']['R@5'])} | "
+                f"{_rel(m['qa-gnn']['R@5'], m['dense']['R@5'])} | "
+                f"{_p(run['tests'].get('qa-gnn'))} | "
+                f"{_pct(m['qa-gnn']['PR@5'])} | {run['training']['seconds']} |"
+            )
+    return lines
+
+
+def _training_table(sources: dict[str, Any]) -> list[str]:
+    lines = [
+        "| run | alpha (Alg. 9) | stage 1 s (epoch, val AUC) | stage 2 s (epoch) | "
+        "total s | fusion coef [retriever, adjusted, gnn] |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, timing in sources.items():
+        for k, t in enumerate(timing if isinstance(timing, list) else [timing]):
+            s1 = t["stage1"]
+            s1_text = (
+                "skipped"
+                if s1.get("skipped")
+                else f"{s1['seconds']} ({s1['epochs']}, {s1['val_link_auc']:.3f})"
+            )
+            coef = ", ".join(f"{c:.2f}" for c in t["fusion"]["coef"])
+            name = label if not isinstance(timing, list) else f"{label} fold {k + 1}"
+            lines.append(
+                f"| {name} | {t['alpha']} | {s1_text} | {t['stage2']['seconds']} "
+                f"({t['stage2']['epochs']}) | {t['seconds']} | [{coef}] |"
+            )
+    return lines
+
+
+def render(out_dir: Path) -> str:
+    """The whole section from the JSON files present in ``out_dir``."""
+
+    def read(name: str) -> dict[str, Any]:
+        path = out_dir / f"{name}.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    transfer, cv, squad = read("transfer"), read("cv"), read("squad")
+    ablations, latency = read("ablations"), read("latency")
+    lines = [START, "", "_Written by `grapher-bench qagnn-eval --write-doc docs/qa_gnn.md`._", ""]
+    runs = {**transfer, **cv, **squad}
+    if runs:
+        lines += [
+            "### Recall@5 (the paper's metric), PR@5, PR@10",
+            "",
+            "Paired test: two-sided sign-flip permutation test on per-query Recall@5 "
+            "against dense (20 000 rounds); ↑/↓ = queries better/worse.",
+            "",
+        ]
+        lines += [*_main_table(runs), ""]
+        lines += ["### By query complexity (Recall@5)", "", *_bucket_table(runs), ""]
+    if ablations:
+        lines += ["### Ablations", "", *_ablation_table(ablations), ""]
+    timings = {
+        **{k: v["training"] for k, v in transfer.items() if "training" in v},
+        **{k: v["training"] for k, v in cv.items() if "training" in v},
+    }
+    if timings:
+        lines += ["### Training (2 shared CPU cores, under load)", ""]
+        lines += [*_training_table(timings), ""]
+    if latency:
+        lines += [
+            "### Latency (hotpotqa_sentences queries, dense top-n, one thread, "
+            "shared 2-core machine under load)",
+            "",
+            "| ranker | candidates | median ms | p90 ms |",
+            "|---|---|---|---|",
+        ]
+        for label, row in latency.items():
+            name, n = label.split(" n=")
+            lines.append(f"| {name} | {n} | {row['median_ms']:.1f} | {row['p90_ms']:.1f} |")
+        lines.append("")
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def write_section(out_dir: Path, doc: Path) -> None:
+    """Replace (or append) the marked section of ``doc``."""
+    section = render(out_dir)
+    text = doc.read_text() if doc.is_file() else ""
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    doc.write_text(text)

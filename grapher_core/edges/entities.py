@@ -1,0 +1,365 @@
+"""Conceptual edges: candidates that name the same entities, weighted by the paper's
+``|E_i ∩ E_j| / |E_j|``, built with sorted hash keys and one sparse product."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from grapher_core.errors import ConfigError, InputTypeError
+
+try:  # scipy's compiled sparse kernels, called without scipy's per-call dispatch and checks
+    from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
+    from scipy.sparse._sparsetools import csr_tocsc as _csr_tocsc
+except ImportError:  # pragma: no cover
+    _csr_matmat = None
+
+from grapher_core.candidates import Candidate
+from grapher_core.metadata import normalised_set, read_list
+
+_NO_KEYS = np.zeros(0, dtype=np.int64)
+
+
+def entity_keys(value: object) -> np.ndarray:
+    """The distinct normalised entities of a metadata value, as 64-bit hash keys.
+
+    Hash keys let the entity graph be built with numpy alone; equal entities get equal keys
+    within a process (a collision between two different entities has probability ~n^2/2^64).
+    Lists and strings are parsed once and cached, since the same objects come back query
+    after query in a running service.
+    """
+    if value is None:
+        return _NO_KEYS
+    if type(value) is list:
+        try:
+            return _cached_entity_keys(tuple(value))
+        except TypeError:  # unhashable items: parse without the cache
+            return _entity_keys(value)
+    if type(value) is str:
+        return _cached_entity_keys(value)
+    return _entity_keys(value)
+
+
+def _entity_keys(value: object) -> np.ndarray:
+    entities = normalised_set(read_list(value))
+    return np.fromiter((hash(e) for e in sorted(entities)), dtype=np.int64, count=len(entities))
+
+
+@lru_cache(maxsize=1 << 16)
+def _cached_entity_keys(value: tuple[object, ...] | str) -> np.ndarray:
+    keys = _entity_keys(list(value) if isinstance(value, tuple) else value)
+    keys.flags.writeable = False  # shared between calls: nobody may modify it
+    return keys
+
+
+def _keys_of(candidates: Sequence[Candidate], field: str) -> list[np.ndarray]:
+    """:func:`entity_keys` of every candidate's ``field``: one loop, the common list case
+    straight to the cache (this runs once per candidate per query)."""
+    cached = _cached_entity_keys
+    keys = []
+    for candidate in candidates:
+        value = candidate.metadata.get(field)
+        if type(value) is list:
+            try:
+                keys.append(cached(tuple(value)))
+                continue
+            except TypeError:  # unhashable items: parsed without the cache below
+                pass
+        keys.append(entity_keys(value))
+    return keys
+
+
+DENSE_COUNTS_MAX_N = 2048
+"""Up to this many candidates, and when the pairs would fill a good part of it, pair counts go
+into a dense ``n x n`` array (32 MB at most) with one ``bincount``; otherwise the pair cells
+are sorted (scanning millions of mostly empty cells costs more than that)."""
+
+
+EDGE_BUDGET_FLOOR = 100_000
+"""Entity pairs always allowed, whatever ``edge_budget`` (a few MB of work arrays): 2.5 times
+a complete graph on 200 candidates (the usual pool), so the graphs of the benchmarks' top-200
+pools are built exactly as the paper says (their largest is measured in docs/speed.md)."""
+
+
+_logger = logging.getLogger(__name__)
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+_warned_lock = threading.Lock()
+
+
+def _warn_once(cause: tuple[str, str], message: str) -> None:
+    """Say it once per process and cause (logging + warnings), not once per query."""
+    with _warned_lock:
+        if cause in _warned:
+            _logger.debug(message)
+            return
+        _warned.add(cause)
+    _logger.warning(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+def _entity_groups(keys: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``owner`` (candidate of each entry, grouped by entity) and the size of each group."""
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+    owner = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)[order]
+    boundary = np.empty(sorted_keys.size, dtype=bool)
+    boundary[:1] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    sizes = np.diff(np.append(starts, sorted_keys.size))
+    return owner, sizes
+
+
+def _pairs_to_matrix(
+    owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray, n: int
+) -> sp.csr_matrix:
+    """``|E_i ∩ E_j| / |E_j|`` from entity groups (``owner`` lists the holders group by group,
+    ``sizes`` each > 1; ``lengths`` is ``|E_j|``): the product ``B B^T`` of the candidate x entity
+    incidence counted by scipy's compiled sparse product, without its diagonal (tested against
+    ``B diag(1/|E|) B^T``).
+
+    Why not numpy: enumerating every pair of holders materialises ``sum(h^2)`` entries in several
+    int64 temporaries (2 MB and ~570 fresh pages per call on a hub-dense pool of 200), while the
+    sparse product keeps one row of counts in a small buffer and writes only the edges. The
+    kernels are scipy's private ``_sparsetools`` (already used for GCS's mat-vec); without them
+    :func:`_pairs_to_matrix_numpy` gives the same matrix.
+    """
+    if _csr_matmat is None:  # pragma: no cover - scipy without the private kernels
+        return _pairs_to_matrix_numpy(owner, sizes, lengths, n)
+    groups, entries = sizes.size, owner.size
+    pairs = int(np.dot(sizes, sizes))  # sum h^2 >= the product's entries, diagonal included
+    index: Any = np.int32 if max(pairs, n + 1) < np.iinfo(np.int32).max else np.int64
+    # A count is at most the smaller entity list: the narrowest integer that holds it keeps
+    # the count buffers (as many entries as the pairs) small.
+    longest = int(lengths.max())
+    count = np.int8 if longest <= 127 else np.int16 if longest <= 32767 else np.int32
+    # B^T as csr: one row per entity (its holders, value 1), then one row per candidate i
+    # holding only i, with value -d_i (d_i = i's shared entities): in B B^T that cancels the
+    # diagonal count exactly, and the product drops entries that sum to 0, so no edge i -> i
+    # is ever written. B (one row per candidate, its entities, value 1) by the compiled
+    # transpose.
+    held = np.bincount(owner, minlength=n)
+    t_indptr = np.empty(groups + n + 1, dtype=index)
+    t_indptr[0] = 0
+    np.cumsum(sizes, out=t_indptr[1 : groups + 1])
+    t_indptr[groups + 1 :] = np.arange(entries + 1, entries + n + 1)
+    t_indices = np.concatenate([owner, np.arange(n)]).astype(index)
+    t_data = np.ones(entries + n, dtype=count)
+    np.negative(held, out=t_data[entries:], casting="unsafe")
+    ones = np.ones(entries + n, dtype=count)
+    b_indptr = np.empty(n + 1, dtype=index)
+    b_indices = np.empty(entries + n, dtype=index)
+    b_data = np.empty(entries + n, dtype=count)
+    _csr_tocsc(groups + n, n, t_indptr, t_indices, ones, b_indptr, b_indices, b_data)
+    # C = B B^T (off the diagonal) into buffers of the upper bound (no counting pass); rows
+    # come out unsorted.
+    c_indptr = np.empty(n + 1, dtype=index)
+    c_indices = np.empty(pairs + n, dtype=index)
+    c_counts = np.empty(pairs + n, dtype=count)
+    _csr_matmat(
+        n,
+        n,
+        b_indptr,
+        b_indices,
+        b_data,
+        t_indptr,
+        t_indices,
+        t_data,
+        c_indptr,
+        c_indices,
+        c_counts,
+    )
+    nnz = int(c_indptr[-1])
+    # C is symmetric, so its compiled transpose is C again with every row's columns sorted:
+    # canonical csr.
+    indptr = np.empty(n + 1, dtype=index)
+    indices = np.empty(nnz, dtype=index)
+    counts = np.empty(nnz, dtype=count)
+    _csr_tocsc(n, n, c_indptr, c_indices[:nnz], c_counts[:nnz], indptr, indices, counts)
+    del c_indices, c_counts
+    # 1 / |E_j| by np.take: its int64 copy of the indices (as large as ``data``) is freed
+    # before GCS copies ``data``, which then reuses that block. Scaling in place instead
+    # (csr_scale_columns) lowers this function's peak but made glibc return the top of the
+    # heap after every call in the bench process (154 page faults per Zipf rerank against 0).
+    data = np.take(1.0 / np.maximum(lengths, 1), indices)
+    data *= counts
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+
+
+def _pairs_to_matrix_numpy(
+    owner: np.ndarray, sizes: np.ndarray, lengths: np.ndarray, n: int
+) -> sp.csr_matrix:
+    """:func:`_pairs_to_matrix` in numpy alone (the fallback, and a second path for tests).
+    ``owner`` lists the holders group by group (``sizes``, each > 1); ``lengths`` is ``|E_j|``.
+    Same matrix as the sparse product ``B diag(1/|E|) B^T`` without its diagonal (tested).
+    Work and memory follow the pairs (``sum(h^2)`` over entities held by ``h`` candidates):
+    numpy builds them in a few vectorised calls, then counts either land in a dense array
+    (pairs filling a good part of ``n x n``: one ``bincount``, no sort) or are sorted and
+    counted as runs; the csr arrays come out int32 and canonical, built without scipy's
+    re-validation passes.
+    """
+    group_size = np.repeat(sizes, sizes)  # size of the group of each entry
+    pairs_before = np.cumsum(group_size) - group_size  # where each entry's pairs begin
+    group_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    # entry k pairs with the entries group_start[k] .. group_start[k] + size - 1 (itself too)
+    partner = np.arange(int(group_size.sum()), dtype=np.int64)
+    partner -= np.repeat(pairs_before - group_start, group_size)
+    right = owner[partner]
+    inverse_length = 1.0 / np.maximum(lengths, 1)
+    codes = np.repeat(owner * n, group_size)
+    codes += right  # left * n + right: the cell of each pair
+    if n <= DENSE_COUNTS_MAX_N and n * n <= 4 * codes.size:
+        counts = np.bincount(codes, minlength=n * n)
+        counts[:: n + 1] = 0  # the diagonal
+        flat = np.flatnonzero(counts)
+        data = counts[flat] * inverse_length[flat % n]
+    else:  # few pairs for the cells: sort them and count the runs
+        codes.sort()
+        first = np.empty(codes.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(codes[1:], codes[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        flat = codes[starts]
+        diagonal = flat // n == flat % n
+        multiplicity = np.diff(np.append(starts, codes.size))
+        flat, multiplicity = flat[~diagonal], multiplicity[~diagonal]
+        data = multiplicity * inverse_length[flat % n]
+    cols = (flat % n).astype(np.int32)
+    indptr = np.searchsorted(flat, np.arange(0, n * n + 1, n, dtype=np.int64)).astype(np.int32)
+    return sp.csr_matrix((data, cols, indptr), shape=(n, n))
+
+
+@dataclass(frozen=True)
+class SharedEntities:
+    """Conceptual proximity: objects that name the same entities.
+
+    ``A[i, j] = |E_i ∩ E_j| / |E_j|`` (paper A.3: normalised by the *target's* entity count,
+    so an object listing many entities spreads its emphasis thin). Entities are compared after
+    :func:`grapher_core.metadata.normalise_entity` (case and whitespace).
+
+    Hub entities ("american", "first") link everything to everything: an entity held by ``h``
+    candidates makes ``h (h - 1)`` edges. Three rules ignore them (an ignored entity does not
+    count in ``|E_j|`` either):
+
+    * ``max_share``: a fraction in (0, 1]; entities held by more than this share of the
+      candidates are ignored (``1`` and ``1.0`` both mean "no cap").
+    * ``max_holders``: an integer >= 1; entities held by more than this many candidates are
+      ignored.
+    * ``edge_budget`` (default 8): the bound that keeps memory and time linear in the number
+      of candidates for any input. When the entities would make more than
+      ``max(100 000, edge_budget * n)`` pairs (a pair: two holders of one entity), the most
+      widely held entities are ignored, largest first, until the rest fit, and a warning
+      says so (once per field). The floor leaves
+      pools of a few hundred candidates as the paper builds them (the benchmarks' top-200
+      pools never reach it); ``None`` removes the bound (one entity shared by 20 000
+      candidates is then 400 M edges and gigabytes).
+    """
+
+    field: str = "entities"
+    kind: str = "conceptual"
+    weight: float = 1.0
+    max_share: float | None = None
+    max_holders: int | None = None
+    edge_budget: float | None = 8.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_share", "edge_budget"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(
+                value, (int, float, np.integer, np.floating)
+            ):
+                raise InputTypeError(
+                    f"SharedEntities.{name} must be a number or None, got {value!r}"
+                )
+            if not math.isfinite(float(value)) or float(value) <= 0:
+                raise ConfigError(
+                    f"SharedEntities.{name} must be a positive finite number, got {value!r}"
+                )
+        if self.max_share is not None and float(self.max_share) > 1.0:
+            raise ConfigError(
+                f"SharedEntities.max_share is a fraction of the candidates in (0, 1], got "
+                f"{self.max_share!r}; for a number of candidates use max_holders="
+                f"{int(self.max_share) if float(self.max_share).is_integer() else '...'}"
+            )
+        holders = self.max_holders
+        if holders is not None and (
+            isinstance(holders, bool) or not isinstance(holders, (int, np.integer)) or holders < 1
+        ):
+            raise ConfigError(
+                f"SharedEntities.max_holders must be an integer >= 1 or None, got {holders!r}"
+            )
+
+    def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
+        n = len(candidates)
+        keys = _keys_of(candidates, self.field)
+        lengths = np.array(list(map(len, keys)), dtype=np.int64)
+        if n < 2 or not lengths.any():
+            return sp.csr_matrix((n, n))
+        owner, sizes = _entity_groups(np.concatenate(keys), lengths)
+        limit = self._max_holders(n)
+        budget = self._pair_budget(n)
+        if budget is not None:
+            limit = self._fit_budget(sizes, limit, budget, n)
+        if limit is not None and sizes.size and sizes.max() > limit:
+            kept = sizes <= limit
+            owner = owner[np.repeat(kept, sizes)]
+            sizes = sizes[kept]
+        lengths = np.bincount(owner, minlength=n)  # |E_j| counts the kept entities only
+        multi = sizes > 1  # an entity held once links nobody
+        if not multi.any():
+            return sp.csr_matrix((n, n))
+        owner = owner[np.repeat(multi, sizes)]
+        return _pairs_to_matrix(owner, sizes[multi], lengths, n)
+
+    def _max_holders(self, n: int) -> float | None:
+        """How many candidates may hold an entity before it counts as a hub (None: no cap)."""
+        limits = []
+        if self.max_share is not None and float(self.max_share) < 1.0:
+            limits.append(float(self.max_share) * n)
+        if self.max_holders is not None:
+            limits.append(float(self.max_holders))
+        return min(limits) if limits else None
+
+    def _fit_budget(
+        self, sizes: np.ndarray, limit: float | None, budget: int, n: int
+    ) -> float | None:
+        """The holder limit that keeps the pairs within ``budget`` (largest entities dropped
+        first); ``limit`` unchanged when they already fit."""
+        allowed = sizes if limit is None else sizes[sizes <= limit]
+        if int((allowed * (allowed - 1)).sum()) <= budget:
+            return limit
+        values, counts = np.unique(allowed, return_counts=True)
+        cumulative = np.cumsum(values * (values - 1) * counts)  # pairs of entities <= value
+        fitting = int(values[cumulative <= budget].max()) if cumulative[0] <= budget else 1
+        dropped = int((allowed > fitting).sum())
+        _warn_once(
+            ("edge_budget", self.field),
+            (
+                f"SharedEntities({self.field!r}): {dropped} entities held by more than {fitting} "
+                f"of {n} candidates were ignored to keep the graph within edge_budget="
+                f"{self.edge_budget:g} (at most {budget} entity pairs); set max_share or "
+                "max_holders to choose the hub rule yourself, or edge_budget=None for the "
+                "unbounded graph"
+            ),
+        )
+        return float(fitting)
+
+    def _pair_budget(self, n: int) -> int | None:
+        if self.edge_budget is None:
+            return None
+        return max(EDGE_BUDGET_FLOOR, int(float(self.edge_budget) * n))

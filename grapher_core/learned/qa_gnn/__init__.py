@@ -1,0 +1,2 @@
+"""The query-aware GNN: network, typed edges and ego-subgraphs, checkpoint, ranker, training.
+Needs the ``gat`` extra."""

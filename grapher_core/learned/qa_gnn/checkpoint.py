@@ -1,0 +1,154 @@
+"""Query-aware GNN checkpoints: fp16 weights in safetensors, the rest in a JSON file beside them.
+
+The JSON says what the weights mean and holds everything ``ranker="qa-gnn"`` needs besides
+them: the network spec, the embedding model and dimension, the semantic-edge and ego-subgraph
+settings, the score-adjustment alpha, and the score-fusion logistic regression (Alg. 6:
+coefficients over the min-max scaled [retriever, adjusted, GNN] scores). Weights are stored in
+float16 (half the size; loaded back as float32), nothing is pickled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from grapher_core.errors import CheckpointError, EmbeddingMismatchError
+from grapher_core.learned.qa_gnn.model import QAGNNNet, QAGNNSpec
+from grapher_core.learned.weights import load_state, read_weights, write_weights
+
+__all__ = [
+    "FUSION_FEATURES",
+    "QA_GNN_FORMAT",
+    "FusionCoefficients",
+    "QAGNNConfig",
+    "default_qa_gnn_checkpoint",
+    "load_qa_gnn",
+    "save_qa_gnn",
+]
+
+QA_GNN_FORMAT = "grapher-qa-gnn/1"
+FUSION_FEATURES: tuple[str, ...] = ("retriever", "adjusted", "gnn")
+
+
+@dataclass(frozen=True)
+class FusionCoefficients:
+    """``sigmoid(intercept + Σ coef_i * minmax(feature_i))`` over :data:`FUSION_FEATURES`."""
+
+    coef: tuple[float, ...] = (1.0, 0.0, 0.0)
+    intercept: float = 0.0
+    features: tuple[str, ...] = FUSION_FEATURES
+
+    def __post_init__(self) -> None:
+        if tuple(self.features) != FUSION_FEATURES or len(self.coef) != len(FUSION_FEATURES):
+            raise CheckpointError(
+                f"fusion must have one coefficient for each of {FUSION_FEATURES}, "
+                f"got features {list(self.features)} and {len(self.coef)} "
+                "coefficients"
+            )
+        object.__setattr__(self, "coef", tuple(float(c) for c in self.coef))
+        object.__setattr__(self, "features", tuple(self.features))
+
+
+@dataclass
+class QAGNNConfig:
+    """What a set of query-aware GNN weights means; written as ``<stem>.json``."""
+
+    model: QAGNNSpec
+    embedding_model: str
+    embedding_dim: int
+    fusion: FusionCoefficients = field(default_factory=FusionCoefficients)
+    adjust_alpha: float = 0.7
+    knn_k: int = 5
+    knn_threshold: float = 0.6
+    ego_depth: int = 1
+    ego_query_threshold: float | None = None
+    training: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    format: str = QA_GNN_FORMAT
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["model"] = self.model.to_dict()
+        data["fusion"] = {
+            "coef": list(self.fusion.coef),
+            "intercept": self.fusion.intercept,
+            "features": list(self.fusion.features),
+        }
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "config") -> QAGNNConfig:
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{where}: expected a JSON object")
+        if data.get("format") != QA_GNN_FORMAT:
+            raise CheckpointError(
+                f"{where}: not a query-aware GNN checkpoint (format "
+                f"{data.get('format')!r}, expected {QA_GNN_FORMAT!r})"
+            )
+        try:
+            model = dict(data["model"])
+            model["fusion"] = tuple(model.get("fusion", (512, 256, 128)))
+            fusion = dict(data.get("fusion", {}))
+            threshold = data.get("ego_query_threshold")
+            return cls(
+                model=QAGNNSpec(**model),
+                embedding_model=str(data["embedding_model"]),
+                embedding_dim=int(data["embedding_dim"]),
+                fusion=FusionCoefficients(
+                    tuple(fusion.get("coef", (1.0, 0.0, 0.0))),
+                    float(fusion.get("intercept", 0.0)),
+                    tuple(fusion.get("features", FUSION_FEATURES)),
+                ),
+                adjust_alpha=float(data.get("adjust_alpha", 0.7)),
+                knn_k=int(data.get("knn_k", 5)),
+                knn_threshold=float(data.get("knn_threshold", 0.6)),
+                ego_depth=int(data.get("ego_depth", 1)),
+                ego_query_threshold=None if threshold is None else float(threshold),
+                training=dict(data.get("training", {})),
+                metrics=dict(data.get("metrics", {})),
+            )
+        except (KeyError, TypeError) as error:
+            raise CheckpointError(f"{where}: malformed query-aware GNN config ({error})") from None
+
+    def check_embeddings(self, dim: int, model_name: str | None = None) -> None:
+        """Refuse vectors from another model or of another dimension."""
+        if model_name is not None and model_name != self.embedding_model:
+            raise EmbeddingMismatchError(
+                f"this qa-gnn checkpoint was trained on embeddings from {self.embedding_model!r}, "
+                f"not {model_name!r}; use that model, or train one for yours with "
+                "`grapher-bench qagnn-train`"
+            )
+        if dim != self.embedding_dim:
+            raise EmbeddingMismatchError(
+                f"this qa-gnn checkpoint expects {self.embedding_dim}-d embeddings (from "
+                f"{self.embedding_model!r}) but got {dim}-d ones; use that model, or train one "
+                "for yours with `grapher-bench qagnn-train`"
+            )
+
+
+def default_qa_gnn_checkpoint() -> Path:
+    """Stem of the query-aware GNN checkpoint shipped in the package (MiniLM)."""
+    return Path(str(resources.files("grapher_core") / "data" / "qa_gnn_minilm"))
+
+
+def save_qa_gnn(model: QAGNNNet, config: QAGNNConfig, path: str | Path) -> tuple[Path, Path]:
+    """Write ``<stem>.safetensors`` (fp16) and ``<stem>.json``; returns both paths."""
+    if model.spec != config.model:
+        raise CheckpointError("the model's spec differs from config.model")
+    state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}
+    return write_weights(state, config.to_json(), path, metadata={"format": QA_GNN_FORMAT})
+
+
+def load_qa_gnn(path: str | Path, device: str = "cpu") -> tuple[QAGNNNet, QAGNNConfig]:
+    """Read a checkpoint (safetensors only: no pickle) into an eval-mode float32 model."""
+    tensors, data = read_weights(path, device)
+    config = QAGNNConfig.from_json(data, str(path))
+    model = QAGNNNet(config.model)
+    load_state(
+        model, {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}, str(path)
+    )
+    model.to(device)
+    model.eval()
+    return model, config

@@ -1,0 +1,219 @@
+"""``QAGNNRanker``: the query-aware GNN behind ``ranker="qa-gnn"``.
+
+Per query: the candidate graph gets the paper's semantic edges when it has none (from the
+candidates' embeddings), every candidate's ego-subgraph is scored by the network
+(:class:`~grapher_core.learned.qa_gnn.model.QAGNNNet`), and by default the result is the
+paper's score
+fusion (Alg. 6): a logistic regression over the min-max scaled retriever score, adjusted score
+(Alg. 9) and GNN score, with the coefficients stored in the checkpoint. ``output="gnn"`` returns
+the GNN's logits alone, ``"adjusted"`` the score adjustment alone.
+
+With no arguments it loads the checkpoint shipped in the package (trained on the sentence-chunk
+multi-hop sets for the packaged MiniLM embedder; docs/qa_gnn.md). Missing candidate / query
+embeddings are computed with the configured embedder, which must be the checkpoint's model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grapher_core.candidates import Candidate
+from grapher_core.edges.graph import CandidateGraph
+from grapher_core.edges.semantic import SemanticKNN
+from grapher_core.embeddings import Embedder
+from grapher_core.errors import ConfigError, InputError, StateError
+from grapher_core.learned.inputs import (
+    check_rank_inputs,
+    default_embedder_checked,
+    object_vectors,
+    query_vector,
+)
+from grapher_core.learned.qa_gnn.checkpoint import (
+    QAGNNConfig,
+    default_qa_gnn_checkpoint,
+    load_qa_gnn,
+)
+from grapher_core.learned.qa_gnn.features import (
+    EgoBatch,
+    TypedEdges,
+    ego_batch,
+    typed_edges,
+    with_semantic,
+)
+from grapher_core.ranking.base import RankContext
+from grapher_core.ranking.score_adjust import semantic_support
+from grapher_core.ranking.seeds import minmax
+from grapher_core.utils.threads import torch_threads
+
+__all__ = ["OUTPUTS", "QAGNNInputs", "QAGNNRanker", "fused_scores", "prepare_inputs"]
+
+OUTPUTS: tuple[str, ...] = ("fusion", "gnn", "adjusted")
+
+
+@dataclass(frozen=True)
+class QAGNNInputs:
+    """One query's network inputs, numpy only (also what training examples are made of)."""
+
+    ego: EgoBatch
+    seeds: np.ndarray  # (n,) the reranker's seeds
+    adjusted: np.ndarray  # (n,) Alg. 9 score
+    support: np.ndarray  # (n,) mean semantic edge weight (Alg. 9's graph score)
+    edges: TypedEdges  # the candidate graph with its semantic edges
+    graph: CandidateGraph  # the same, as the core's graph
+
+
+def prepare_inputs(
+    graph: CandidateGraph,
+    seeds: np.ndarray,
+    candidates: Sequence[Candidate],
+    config: QAGNNConfig,
+    query: np.ndarray | None = None,
+    objects: np.ndarray | None = None,
+) -> QAGNNInputs:
+    """Semantic edges if missing, ego-subgraphs (query-aware BFS when configured), Alg. 9."""
+    knn = SemanticKNN.paper(k=config.knn_k, threshold=config.knn_threshold)
+    full = with_semantic(graph, candidates, knn)
+    allowed = None
+    if config.ego_query_threshold is not None:
+        if query is None or objects is None:
+            raise InputError("the query-aware ego-subgraph needs the query and object vectors")
+        q = query / max(float(np.linalg.norm(query)), 1e-12)
+        norms = np.maximum(np.linalg.norm(objects, axis=1), 1e-12)
+        allowed = (objects @ q) / norms > config.ego_query_threshold
+    edges = typed_edges(full)
+    ego = ego_batch(edges, config.ego_depth, allowed)
+    s = np.asarray(seeds, dtype=np.float64)
+    support = semantic_support(full.by_kind.get("semantic"), full.n)
+    adjusted = config.adjust_alpha * s + (1.0 - config.adjust_alpha) * support
+    return QAGNNInputs(ego, s, adjusted, support, edges, full)
+
+
+def fused_scores(
+    config: QAGNNConfig, seeds: np.ndarray, adjusted: np.ndarray, gnn: np.ndarray
+) -> np.ndarray:
+    """Alg. 6: ``sigmoid(b0 + Σ b_i minmax(feature_i))`` within one query."""
+    features = np.stack(
+        [minmax(np.asarray(v, dtype=np.float64)) for v in (seeds, adjusted, gnn)], axis=1
+    )
+    logits = config.fusion.intercept + features @ np.asarray(config.fusion.coef)
+    return 1.0 / (1.0 + np.exp(-logits))
+
+
+class QAGNNRanker:
+    """The query-aware GNN as a core ``Ranker`` (see the module docstring).
+
+    ``checkpoint``: a stem or file (default: the shipped one). ``output``: ``"fusion"``
+    (default), ``"gnn"`` or ``"adjusted"``. ``ego_depth`` / ``ego_query_threshold`` override the
+    checkpoint's ego-subgraph settings (``ego_query_threshold`` = the cosine a neighbour needs
+    with the query to be entered: Alg. 8). ``embedder``, ``device`` and ``threads`` as for the
+    GAT ranker (threads: torch CPU threads for the call, restored after; ``None`` leaves them).
+    """
+
+    needs_embeddings = True
+
+    def __init__(
+        self,
+        checkpoint: str | Path | None = None,
+        *,
+        output: str = "fusion",
+        ego_depth: int | None = None,
+        ego_query_threshold: float | None = None,
+        embedder: Embedder | None = None,
+        device: str = "cpu",
+        threads: int | None = 1,
+    ) -> None:
+        if output not in OUTPUTS:
+            raise ConfigError(f"output must be one of {OUTPUTS}, got {output!r}")
+        path = default_qa_gnn_checkpoint() if checkpoint is None else checkpoint
+        self.model, self.config = load_qa_gnn(path, device)
+        if ego_depth is not None:
+            if not isinstance(ego_depth, int) or ego_depth < 0:
+                raise ConfigError(f"ego_depth must be a non-negative integer, got {ego_depth!r}")
+            self.config.ego_depth = ego_depth
+        if ego_query_threshold is not None:
+            self.config.ego_query_threshold = float(ego_query_threshold)
+        if embedder is not None:
+            self.config.check_embeddings(self.config.embedding_dim, getattr(embedder, "name", None))
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"threads must be a positive integer or None, got {threads!r}")
+        self.output = output
+        self.device = device
+        self.threads = threads
+        self._embedder = embedder
+
+    @property
+    def name(self) -> str:
+        return "qa-gnn"
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            dim = self.config.embedding_dim
+            self._embedder = default_embedder_checked(
+                lambda name: self.config.check_embeddings(dim, name)
+            )
+        return self._embedder
+
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        """One score per candidate (fusion: a probability; gnn: a logit)."""
+        n = check_rank_inputs(graph, seeds, context)
+        if n == 0:
+            return np.zeros(0)
+        objects = self._object_vectors(context.candidates)
+        candidates = [
+            c
+            if c.embedding is not None
+            else Candidate(c.id, c.text, c.score, c.metadata, objects[i])
+            for i, c in enumerate(context.candidates)
+        ]
+        query = self._query_vector(context) if self.output != "adjusted" else None
+        inputs = prepare_inputs(graph, seeds, candidates, self.config, query, objects)
+        if self.output == "adjusted":
+            return inputs.adjusted
+        if query is None:  # only the 'adjusted' output runs without a query vector
+            raise StateError("qa-gnn: no query vector for the GNN output")
+        gnn = self.gnn_logits(inputs.ego, objects, query)
+        if self.output == "gnn":
+            return gnn
+        return fused_scores(self.config, inputs.seeds, inputs.adjusted, gnn)
+
+    def gnn_logits(self, ego: EgoBatch, objects: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The network's logit for every ego-subgraph of one query."""
+        import torch
+
+        with torch_threads(self.threads, self.device), torch.inference_mode():
+
+            def t(array: np.ndarray) -> Any:
+                return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+
+            q = t(query.astype(np.float32)).reshape(1, -1).expand(ego.n_graphs, -1)
+            logits = self.model(
+                t(objects[ego.node]),
+                t(ego.edge_index),
+                t(ego.edge_type),
+                t(ego.edge_weight),
+                t(ego.batch),
+                q,
+                t(ego.centre),
+            )
+        return logits.detach().cpu().numpy().astype(np.float64)
+
+    def _check_dimension(self, size: int) -> None:
+        self.config.check_embeddings(size)
+
+    def _query_vector(self, context: RankContext) -> np.ndarray:
+        return query_vector(context, lambda: self.embedder, self._check_dimension, "qa-gnn")
+
+    def _object_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        return object_vectors(
+            candidates, self.config.embedding_dim, lambda: self.embedder, self._check_dimension
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The checkpoint's config (what it was trained on, its validation metrics)."""
+        return self.config.to_json()

@@ -1,0 +1,78 @@
+"""Graph-based score adjustment (query-aware GNN paper, Algorithm 9): a cheap non-learned ranker.
+
+``combined_i = alpha * s_i + (1 - alpha) * mean(w_ij over i's semantic out-edges)``: a candidate
+whose nearest neighbours among the candidates are close to it gains, an isolated one loses. The
+paper averages the weights of the semantic edges of the chunk's node in its document's graph;
+here the graph is the candidate graph (whatever proximity produced edges of ``kind``, normally
+:meth:`grapher_core.edges.semantic.SemanticKNN.paper`, whose weights are cosines).
+
+Choices where the paper is silent: a candidate with no semantic edge gets a graph score of 0
+(the paper's ``mean([])`` is undefined); ``alpha`` defaults to the value ``grapher-bench
+qagnn-eval`` tunes on hotpotqa_sentences (docs/qa_gnn.md). Seeds are the reranker's seeds
+(raw cosines for a dense retriever), so both terms are on the cosine scale.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from grapher_core.edges.graph import CandidateGraph
+from grapher_core.errors import ConfigError, InputError
+from grapher_core.ranking.base import RankContext
+
+__all__ = ["DEFAULT_ADJUST_ALPHA", "ScoreAdjustRanker", "semantic_support"]
+
+DEFAULT_ADJUST_ALPHA = 0.7
+_log = logging.getLogger(__name__)
+_warned: set[str] = set()
+
+
+def semantic_support(matrix: sp.csr_matrix | None, n: int) -> np.ndarray:
+    """Mean weight of each row's stored edges (0 for a row without edges)."""
+    if matrix is None or matrix.nnz == 0:
+        return np.zeros(n)
+    csr = sp.csr_matrix(matrix)
+    counts = np.diff(csr.indptr).astype(np.float64)
+    sums = np.asarray(csr.sum(axis=1), dtype=np.float64).ravel()
+    return np.divide(sums, counts, out=np.zeros(n), where=counts > 0)
+
+
+@dataclass(frozen=True)
+class ScoreAdjustRanker:
+    """``alpha * seed + (1 - alpha) * mean semantic edge weight`` (paper Algorithm 9).
+
+    ``kind``: which edges count (default ``"semantic"``). A graph without edges of that kind
+    leaves the order unchanged (scores ``alpha * seed``) and is reported once;
+    ``strict=True`` raises instead.
+    """
+
+    alpha: float = DEFAULT_ADJUST_ALPHA
+    kind: str = "semantic"
+    strict: bool = False
+    name: str = "qa-adjust"
+
+    def __post_init__(self) -> None:
+        if not 0.0 < float(self.alpha) <= 1.0:
+            raise ConfigError(f"alpha must be in (0, 1], got {self.alpha!r}")
+
+    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+        s = np.asarray(seeds, dtype=np.float64).ravel()
+        matrix = graph.by_kind.get(self.kind)
+        if matrix is None and graph.n > 1:
+            message = (
+                f"{self.name}: the candidate graph has no {self.kind!r} edges (kinds: "
+                f"{sorted(graph.by_kind) or 'none'}); add SemanticKNN.paper() to the "
+                "proximities. Scores are the seeds alone."
+            )
+            if self.strict:
+                raise InputError(message)
+            if message not in _warned:
+                _warned.add(message)
+                _log.warning(message)
+                warnings.warn(message, stacklevel=2)
+        return self.alpha * s + (1.0 - self.alpha) * semantic_support(matrix, graph.n)

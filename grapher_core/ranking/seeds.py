@@ -1,0 +1,98 @@
+"""Turning a base retriever's scores into seed scores for a graph ranker.
+
+Real retrievers give cosine similarities in [-1, 1], unbounded BM25 scores, fused scores, or
+nothing at all. GCS and PPR are invariant to scaling the seeds by a positive constant, but not
+to shifting them, and PPR needs non-negative seeds. The policies:
+
+* ``"auto"`` (default): the scores as given, negative ones raised to 0 (a cosine of -0.2 is no
+  evidence of relevance). A candidate's seed never depends on the rest of the pool, so
+  ``relevance_score`` keeps its meaning (see :mod:`grapher_core.ranking.calibration`). Only when no
+  score is positive (e.g. negated distances) are they min-max scaled to [0, 1].
+* ``"raw"``: as given (negative scores are then an error for PPR).
+* ``"minmax"``: always min-max scaled to [0, 1] (all equal -> all 1).
+* ``"rank"``: ``1 / (rank + 1)`` from the input order, ignoring scores.
+
+When *no* candidate has a score, seeds come from rank (input order = the retriever's order).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from grapher_core.candidates import Candidate
+from grapher_core.errors import InputError
+
+SEED_TRANSFORMS: tuple[str, ...] = ("auto", "raw", "minmax", "rank")
+
+
+def rank_seeds(n: int) -> np.ndarray:
+    """Reciprocal-rank seeds for candidates given in the retriever's order."""
+    return 1.0 / np.arange(1, n + 1, dtype=np.float64)
+
+
+def original_scores(candidates: Sequence[Candidate]) -> np.ndarray | None:
+    """The candidates' scores as floats, or ``None`` when no candidate has one.
+
+    Raises ``ValueError`` naming the offending ids when only some candidates have a score, or
+    when a score is not a finite number.
+    """
+    raw = [c.score for c in candidates]
+    if raw and all(type(s) is float for s in raw):  # the common case, checked in bulk
+        scores = np.array(raw, dtype=np.float64)
+        if np.all(np.isfinite(scores)):
+            return scores
+    missing = [c.id for c, s in zip(candidates, raw, strict=True) if s is None]
+    if len(missing) == len(raw):
+        return None
+    if missing:
+        raise InputError(f"some candidates have no score, others do: {_names(missing)}")
+    bad = [c.id for c, s in zip(candidates, raw, strict=True) if not _is_finite_number(s)]
+    if bad:
+        raise InputError(f"candidate scores must be finite numbers; bad score for {_names(bad)}")
+    return np.array(raw, dtype=np.float64)
+
+
+def make_seeds(
+    candidates: Sequence[Candidate], transform: str = "auto", scores: np.ndarray | None = None
+) -> np.ndarray:
+    """Seed scores for ``candidates`` under one of the documented policies.
+
+    ``scores`` may pass the already validated :func:`original_scores` to avoid a second pass.
+    """
+    if transform not in SEED_TRANSFORMS:
+        raise InputError(f"seed_transform must be one of {SEED_TRANSFORMS}, got {transform!r}")
+    if scores is None:
+        scores = original_scores(candidates)
+    if scores is None or transform == "rank":
+        return rank_seeds(len(candidates))
+    if transform == "raw" or (transform == "auto" and (scores.size == 0 or scores.min() >= 0)):
+        return scores
+    if transform == "auto" and scores.max() > 0:
+        return np.maximum(scores, 0.0)
+    return minmax(scores)
+
+
+def minmax(scores: np.ndarray, *, constant: float = 1.0) -> np.ndarray:
+    """Scale to [0, 1] -- the one min-max of the library. A constant vector becomes
+    ``constant`` everywhere: 1 for seeds and features (every candidate equally good), 0 for a
+    score that should then add nothing (the bench's hybrid BM25 part)."""
+    if scores.size == 0:
+        return scores.copy()
+    low, high = float(scores.min()), float(scores.max())
+    if high == low:
+        return np.full_like(scores, constant)
+    return (scores - low) / (high - low)
+
+
+def _is_finite_number(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    return math.isfinite(float(value))
+
+
+def _names(ids: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(repr(i) for i in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

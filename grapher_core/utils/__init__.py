@@ -1,0 +1,1 @@
+"""Leaves every layer may use: JSON-lines reading, cache paths, progress bars, torch threads."""
