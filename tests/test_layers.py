@@ -1,4 +1,4 @@
-"""The three layers, one direction: core <- wrappers <- tooling (DESIGN.md §2).
+"""The three layers, one direction: core <- wrappers <- tooling (README, Layout).
 
 Every module's AST is walked, imports inside functions included, so a lazy import cannot hide
 a violation.

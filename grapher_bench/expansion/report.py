@@ -1,4 +1,4 @@
-"""Tables for the expansion rows of ``grapher-bench bench`` (issue 15), into their own marked
+"""Tables for the expansion rows of ``grapher-bench bench``, into their own marked
 section of docs/benchmarks.md (``<!-- expand:start -->`` ... ``<!-- expand:end -->``).
 
     python -m grapher_bench.expansion.report --runs bench_out/expand --write docs/benchmarks.md
@@ -171,7 +171,7 @@ def write_section(path: Path, body: str) -> None:
         path,
         START,
         END,
-        "## Expansion, ego-graphs and soft pruning (issue 15)\n\n"
+        "## Expansion, ego-graphs and soft pruning\n\n"
         "Written by `python -m grapher_bench.expansion.report`; method and reading in "
         "[expansion.md](expansion.md). Every row label is a bench ranker name: `grapher-bench "
         "bench --data <set> --retriever hybrid --graphs <graph> --rankers <label>` (graphs: "

@@ -368,7 +368,7 @@ def run_hub_memory(args: argparse.Namespace) -> int:
             "## Memory with one hub entity\n\n"
             f"Command: `grapher-bench hub-memory --n {args.n} --write {args.write}`  \n"
             f"{text}. Before the default `edge_budget`, the same call built "
-            "400 M edges: 12.6 GB peak and 32 s (issue 18); details in docs/speed.md."
+            "400 M edges: 12.6 GB peak and 32 s; details in docs/speed.md."
         )
         write_section(Path(args.write), section, HUB_MARKERS)
         print(f"written to {args.write}")

@@ -1,6 +1,6 @@
 """Hyperlinks as structural edges: extract link targets from HTML or Markdown, resolve them to ids.
 
-Pure functions of one object, so enrichment stays one pass over the corpus (see DESIGN §1):
+Pure functions of one object, so enrichment stays one pass over the corpus:
 
 >>> extract_links('See <a href="/wiki/Paris">Paris</a> and [Rome](rome.md).')
 ['/wiki/Paris', 'rome.md']

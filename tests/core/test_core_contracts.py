@@ -18,6 +18,8 @@ from grapher_core.testing import (
     sample_candidates,
 )
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 PROXIMITIES = [
     ForeignKeys(),
     ForeignKeys("links"),

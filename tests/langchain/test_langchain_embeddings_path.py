@@ -1,5 +1,5 @@
 """One prepare path: the compressor, its async twin and GraphERRetriever embed the same way, and
-only when the core says vectors are needed (issue: the retriever used to ignore ``embeddings``)."""
+only when the core says vectors are needed (the retriever once ignored ``embeddings``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from grapher_core.conventions import EXPLANATION_KEY, RELEVANCE_SCORE_KEY
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.ranking.base import RankContext
 from langchain_grapher import GraphERReranker, GraphERRetriever
+
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
 
 
 class RecordingEmbeddings(Embeddings):

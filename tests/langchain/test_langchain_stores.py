@@ -18,6 +18,8 @@ from langchain_grapher import GraphERReranker, GraphERRetriever
 from langchain_grapher.retriever import RERANK_EVENT
 from langchain_grapher.stores import relevance_scores, stored_vectors
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 TEXTS = [
     f"table {name}"
     for name in (

@@ -1,5 +1,5 @@
 """LlamaIndex + the *default* ``ChromaVectorStore`` (flat metadata): GraphER's enrichment ingests
-with zero configuration and its edges come back out of the store (issue 12). Real Chroma
+with zero configuration and its edges come back out of the store. Real Chroma
 (in-memory client), real ``VectorStoreIndex``, the packaged MiniLM."""
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from llama_index_grapher import (
     GraphERPostprocessor,
     GraphERSchemaReader,
 )
+
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
 
 # A small history-of-programming-languages corpus: one Markdown link, titles named in the text,
 # and entities shared between pages.

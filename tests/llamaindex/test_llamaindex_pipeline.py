@@ -30,6 +30,8 @@ from llama_index_grapher import (
     relationship_proximity,
 )
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 # One long document about a lighthouse: the question matches paragraph 2, and paragraph 3
 # ("It ...") continues the story without repeating the words of the question.
 STORY = [

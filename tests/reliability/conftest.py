@@ -1,4 +1,4 @@
-"""The reliability suite (issue 18): every adversarial case, the fixed ones and the ones that held.
+"""The reliability suite (docs/reliability.md): every adversarial case, the fixed ones and the ones that held.
 
 Each test (each parametrised case) is one case; the count is printed at the end of any run that
 collected some. It reuses the enrichment tests' fault server and the GAT tests' helpers.
@@ -7,19 +7,12 @@ collected some. It reuses the enrichment tests' fault server and the GAT tests' 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-_TESTS = Path(__file__).resolve().parents[1]
-for helper_dir in (_TESTS / "enrich", _TESTS / "gat"):
-    if str(helper_dir) not in sys.path:
-        sys.path.insert(0, str(helper_dir))
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from enrich_fault_server import fault_server  # noqa: E402  (the shared fixture)
+from enrich_fault_server import fault_server  # the shared fixture
 
 __all__ = ["fault_server"]
 

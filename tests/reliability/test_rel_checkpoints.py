@@ -14,6 +14,8 @@ from grapher_core.errors import CheckpointError
 from grapher_core.learned.gat import checkpoint as checkpoint_module
 from grapher_core.learned.gat.checkpoint import default_checkpoint, load_checkpoint
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 
 def copy_of(architecture: str, tmp_path: Path) -> Path:
     stem = default_checkpoint(architecture)

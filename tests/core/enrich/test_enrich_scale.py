@@ -10,6 +10,8 @@ import pytest
 from grapher_core.enrich import EntityBatchMapper, EntityCache, SpacyEntityExtractor, cache_key
 from grapher_core.enrich.cache import content_hash
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 TEXTS = ["Ada Lovelace lived in London.", "Alan Turing worked at Bletchley Park.", "no names"]
 
 

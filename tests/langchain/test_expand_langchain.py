@@ -9,6 +9,8 @@ from functools import lru_cache
 
 import pytest
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 

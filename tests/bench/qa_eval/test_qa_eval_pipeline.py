@@ -1,6 +1,6 @@
 """The whole qa-eval pipeline offline: retrieval, A.1.2 answers, A.1.3 verdicts, cache, CLI.
 
-The model is the fake chat server on 127.0.0.1 (tests/enrich/enrich_fault_server.py): it
+The model is the fake chat server on 127.0.0.1 (tests/helpers/enrich_fault_server.py): it
 answers with the title of the first context object and judges by substring, wording its
 verdicts three ways (strict, small-model prose, no decision at all).
 """

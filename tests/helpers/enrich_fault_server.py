@@ -11,7 +11,7 @@ itself after ``lifetime`` seconds.
 
 Run standalone for throughput measurements::
 
-    .venv/bin/python tests/enrich/enrich_fault_server.py --port 8765 --delay 0.2 --lifetime 600
+    .venv/bin/python tests/helpers/enrich_fault_server.py --port 8765 --delay 0.2 --lifetime 600
 """
 
 from __future__ import annotations

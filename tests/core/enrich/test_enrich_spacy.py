@@ -24,6 +24,8 @@ from grapher_core.enrich import (
 )
 from grapher_core.metadata import normalise_entity
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 TEXTS = [
     "Barack Obama was born in Honolulu, Hawaii. Barack  Obama later moved to Chicago.",
     "The Gunboat War was fought between the United Kingdom and Denmark in 1810.",

@@ -25,6 +25,8 @@ from grapher_core.expand import ExpandingReranker
 from llama_index_grapher.convert import candidates_from_nodes, relationship_proximity
 from llama_index_grapher.neighbours import NodeSource
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 
 def chain(n: int = 5) -> list[TextNode]:
     nodes = [

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "enrich"))
-
 from enrich_fault_server import FaultConfig, FaultServer, fault_server, qa_reply
 
 __all__ = ["fault_server"]  # the shared fault-injecting server factory

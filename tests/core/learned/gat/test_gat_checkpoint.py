@@ -22,6 +22,8 @@ from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
 from grapher_core.ranking.base import RankContext
 from grapher_core.ranking.seeds import make_seeds
 
+pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
+
 DIM = 16
 
 
