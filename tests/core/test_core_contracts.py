@@ -9,7 +9,8 @@ import scipy.sparse as sp
 
 from grapher_core import AdjacentChunks, ForeignKeys, SemanticKNN, SharedEntities
 from grapher_core.expand.source import InMemorySource
-from grapher_core.ranking.registry import make_ranker
+from grapher_core import edges
+from grapher_core.ranking.registry import available_rankers, make_ranker
 from grapher_core.testing import (
     ContractError,
     check_neighbour_source,
@@ -44,14 +45,40 @@ def test_shared_concepts_keeps_the_contract() -> None:
     check_proximity(SharedConcepts())
 
 
-@pytest.mark.parametrize("name", ["baseline", "gcs", "ppr", "qa-adjust"])
+GRAPH_RANKERS = ["baseline", "gcs", "ppr", "qa-adjust"]
+LEARNED_RANKERS = ["gat", "mlp", "g-rag", "qa-gnn"]
+
+
+def test_every_registered_ranker_is_checked() -> None:
+    """A new built-in name must join one of the lists below (and so the contract run)."""
+    assert sorted(available_rankers()) == sorted(GRAPH_RANKERS + LEARNED_RANKERS)
+
+
+def test_every_builtin_proximity_is_checked() -> None:
+    """Every Proximity class the edges package exports is in PROXIMITIES (SharedConcepts has
+    its own test below)."""
+    exported = {
+        obj
+        for name in edges.__all__
+        if isinstance(obj := getattr(edges, name), type)
+        and name != "Proximity"
+        and hasattr(obj, "adjacency")
+    }
+    assert exported == {type(p) for p in PROXIMITIES}
+
+
+@pytest.mark.parametrize("name", GRAPH_RANKERS)
 def test_builtin_rankers_keep_the_contract(name: str) -> None:
     check_ranker(make_ranker(name), [ForeignKeys(), SemanticKNN(k=2, threshold=-1.0)])
 
 
-@pytest.mark.parametrize("name", ["gat", "mlp"])
+@pytest.mark.parametrize("name", LEARNED_RANKERS)
 def test_learned_rankers_keep_the_contract(name: str) -> None:
+    """The packaged checkpoints, on vectors of their dimension (MiniLM's 384); g-rag parses
+    the concept graphs of the sample texts with the packaged spaCy model."""
     pytest.importorskip("torch")
+    if name == "g-rag":
+        pytest.importorskip("spacy")
     candidates = sample_candidates(dim=384)
     check_ranker(make_ranker(name), [ForeignKeys()], candidates)
 
