@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from grapher_core import AdjacentChunks, ForeignKeys, SemanticKNN, SharedEntities
+from grapher_core import AdjacentChunks, ForeignKeys, SemanticKNN, SharedEntities, edges
 from grapher_core.expand.source import InMemorySource
-from grapher_core import edges
 from grapher_core.ranking.registry import available_rankers, make_ranker
 from grapher_core.testing import (
     ContractError,
