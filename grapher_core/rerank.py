@@ -20,6 +20,7 @@ from grapher_core.ranking.base import RankContext, Ranker, builds_own_graph, nee
 from grapher_core.ranking.calibration import relevance_scores
 from grapher_core.ranking.registry import make_ranker
 from grapher_core.ranking.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
+from grapher_core.vectors import StoredVectors, VectorCache, VectorPlan, fill_plan, plan_vectors
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,10 @@ class GraphReranker:
     a proximity without vectors, a pool smaller than ``top_n * 2``) are reported once per cause
     (logging + :class:`~grapher_core.diagnostics.GraphERWarning`); ``strict=True`` raises
     :class:`~grapher_core.diagnostics.GraphERDiagnosticError` instead.
+
+    Callers holding an embedding model (the LangChain and LlamaIndex wrappers) ask
+    :meth:`vector_plan` what to embed, embed exactly that, and hand it to :meth:`run_plan`;
+    ``vector_cache`` keeps the vectors between calls (see :mod:`grapher_core.vectors`).
     """
 
     def __init__(
@@ -75,6 +80,7 @@ class GraphReranker:
         self.explain = explain
         self._ranker: Ranker = make_ranker(ranker, alpha, **ranker_options)
         self.diagnostics = Diagnostics(strict=bool(strict))
+        self.vector_cache = VectorCache()
         self._detected: dict[frozenset[str], tuple[Any, ...]] = {}
 
     # Every setting is validated on assignment as at construction, and a refused value leaves
@@ -151,6 +157,55 @@ class GraphReranker:
         """True when the ranker or a proximity reads embeddings (``SemanticKNN``, GAT, MLP):
         callers holding an embedding model should then embed the query and the candidates."""
         return needs_embeddings(self.ranker) or any(needs_embeddings(p) for p in self.proximities)
+
+    @property
+    def embedding_model(self) -> Any:
+        """The embedder the ranker holds (a learned ranker's packaged MiniLM), or ``None``: it
+        embeds the texts a caller without a model of its own leaves missing, and names the
+        space of the vectors a store must hold to be reused."""
+        if not needs_embeddings(self.ranker):
+            return None
+        embedder = getattr(self.ranker, "embedder", None)
+        return embedder if callable(getattr(embedder, "embed_documents", None)) else None
+
+    def vector_plan(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        stored: StoredVectors | None = None,
+    ) -> VectorPlan:
+        """What a call over ``candidates`` needs embedded (:class:`~grapher_core.vectors.
+        VectorPlan`): nothing unless the ranker or a proximity reads vectors; ``embedder`` is
+        the caller's model (it only keys the cache: the caller does the embedding), ``stored``
+        reads vectors a store holds. The ranker's own embedder is looked up only when the
+        caller has none."""
+        needed = self.needs_embeddings and bool(candidates)
+        return plan_vectors(
+            validate_candidates(candidates) if needed else candidates,
+            needed=needed,
+            embedder=embedder,
+            fallback=self.embedding_model if needed and embedder is None else None,
+            cache=self.vector_cache,
+            query=query,
+            query_embedding=query_embedding,
+            stored=stored,
+        )
+
+    def run_plan(
+        self,
+        plan: VectorPlan,
+        embedded: Any | None = None,
+        query_vector: Any | None = None,
+        *,
+        top_n: int | None = None,
+    ) -> Reranking:
+        """:meth:`run` over the plan's candidates, with ``embedded`` (one vector per
+        ``plan.missing_texts``) and ``query_vector`` filled in, checked and cached."""
+        candidates, query_embedding = fill_plan(plan, embedded, query_vector, self.vector_cache)
+        return self.run(candidates, query=plan.query, query_embedding=query_embedding, top_n=top_n)
 
     def graph(self, candidates: Sequence[Candidate]) -> CandidateGraph:
         """The candidate graph the ranker sees (useful for inspection and plots)."""

@@ -1,11 +1,14 @@
-"""Vectors the reranker needs, without re-embedding what was embedded before.
+"""The vectors one call needs, planned once by the core; the wrappers only do the IO.
 
 A learned ranker over 200 candidates costs milliseconds when the vectors are given, and
-seconds when every candidate is embedded again on every query. The wrappers therefore take
-vectors, in this order, from: the store that returned the documents (Chroma, LangChain's
-``InMemoryVectorStore``, LlamaIndex nodes with ``embedding``), this cache (keyed by the
-embedding model and a hash of the text), and only then the embedding model -- for the texts
-still missing, in one batch.
+seconds when every candidate is embedded again on every query. :func:`plan_vectors` therefore
+says, for one call: whether anything reads vectors at all, in which embedding space (the model
+key), which candidates already have one -- given (``Candidate.embedding``), held by the store
+that returned them (Chroma, ``InMemoryVectorStore``, a LlamaIndex vector store) or cached here
+(keyed by the model and a hash of the text) -- and exactly which texts are still missing, plus
+whether the query needs embedding. The caller embeds those (its framework's model, sync or
+awaited) and :func:`fill_plan` checks the shapes, caches the new vectors and fills them in, all
+as float32.
 """
 
 from __future__ import annotations
@@ -14,13 +17,25 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from inspect import getattr_static
 from typing import Any
 
 import numpy as np
 
+from grapher_core.candidates import Candidate
 from grapher_core.errors import ConfigError, InputError
 
-__all__ = ["DEFAULT_CACHE_SIZE", "VectorCache", "fill_vectors"]
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "ORIGINS",
+    "StoredVectors",
+    "VectorCache",
+    "VectorPlan",
+    "fill_plan",
+    "model_key",
+    "plan_vectors",
+]
 
 DEFAULT_CACHE_SIZE = 100_000
 """Vectors kept (MiniLM: 384 floats, about 150 MB at float32 for the default)."""
@@ -76,34 +91,193 @@ class VectorCache:
                 self._items.popitem(last=False)
 
 
-def fill_vectors(
-    texts: Sequence[str],
-    given: Sequence[Any | None] | None,
-    embed: Callable[[list[str]], Any] | None,
-    cache: VectorCache | None,
-    model: str = "",
-) -> list[np.ndarray | None]:
-    """One vector per text: ``given`` ones first, then the cache, then ``embed`` (one batch,
-    missing texts only, results cached). Without ``embed`` the missing ones stay ``None``."""
-    out: list[np.ndarray | None] = [
-        None if given is None or given[i] is None else np.asarray(given[i])
-        for i in range(len(texts))
+StoredVectors = Callable[[list[str]], Sequence[Any]]
+"""Vectors a store holds, by candidate id, one per id (``None`` where it holds none)."""
+
+ORIGINS = ("given", "stored", "cached", "missing")
+"""Where a planned vector comes from, in the order they are tried."""
+
+
+@dataclass(frozen=True)
+class VectorPlan:
+    """What one call needs embedded, decided by the core from the candidates.
+
+    ``needed``: something reads vectors (a ranker or proximity declaring ``needs_embeddings``,
+    or expansion); otherwise the plan is empty and nothing is embedded. ``model``: the key of
+    the embedding space the vectors live in (the cache key; ``""`` when no model is known).
+    ``origins``: per candidate, where its vector comes from (:data:`ORIGINS`). The caller
+    embeds exactly ``missing_texts`` (one batch, in that order) and ``query_text`` when it is
+    not ``None`` (the query vector is neither given nor unneeded), then hands the vectors back.
+    ``fallback``: the core's own embedder, asked for the missing texts when the caller has no
+    model (a learned ranker's MiniLM; its vectors are cached too).
+    """
+
+    candidates: tuple[Candidate, ...] = field(repr=False)
+    needed: bool = False
+    model: str = ""
+    origins: tuple[str, ...] = ()
+    vectors: tuple[np.ndarray | None, ...] = field(default=(), repr=False, compare=False)
+    missing: tuple[int, ...] = ()
+    missing_texts: tuple[str, ...] = field(default=(), repr=False)
+    query: str | None = None
+    query_embedding: np.ndarray | None = field(default=None, repr=False, compare=False)
+    query_text: str | None = None
+    fallback: Any = field(default=None, repr=False, compare=False)
+
+
+def model_key(source: object) -> str:
+    """The embedding space of ``source`` as a cache key: its class and model name.
+
+    A name given as a property is skipped: ``SentenceTransformerEmbedder.model`` loads the
+    network, and a key must cost nothing. A source without any name is keyed by identity, so
+    two unnamed models of different sizes never share vectors."""
+    cls = type(source)
+    for attribute in ("model_name", "name", "model"):
+        if isinstance(getattr_static(cls, attribute, None), property):
+            continue
+        value = getattr(source, attribute, None)
+        if isinstance(value, str) and value:
+            return f"{cls.__module__}.{cls.__qualname__}:{value}"
+    return f"{cls.__module__}.{cls.__qualname__}#{id(source)}"
+
+
+def plan_vectors(
+    candidates: Sequence[Candidate],
+    *,
+    needed: bool,
+    embedder: object | None = None,
+    fallback: object | None = None,
+    cache: VectorCache | None = None,
+    query: str | None = None,
+    query_embedding: Any | None = None,
+    stored: StoredVectors | None = None,
+) -> VectorPlan:
+    """The :class:`VectorPlan` of one call: given vectors first, then ``stored`` (asked only
+    for the candidates without one), then ``cache`` (in the space of ``embedder``, else of
+    ``fallback``), and the rest missing. Nothing is read when nothing is ``needed``."""
+    items = tuple(candidates)
+    query_vector = None if query_embedding is None else _vector(query_embedding)
+    if not needed or not items:
+        return VectorPlan(items, query=query, query_embedding=query_vector)
+    source = embedder if embedder is not None else fallback
+    model = "" if source is None else model_key(source)
+    vectors: list[np.ndarray | None] = [
+        None if c.embedding is None else _vector(c.embedding) for c in items
     ]
-    missing = [i for i, v in enumerate(out) if v is None]
-    if missing and cache is not None:
-        found = cache.get_many(model, [texts[i] for i in missing])
-        for i, vector in zip(missing, found, strict=True):
-            out[i] = vector
-        missing = [i for i in missing if out[i] is None]
-    if missing and embed is not None:
-        batch = [texts[i] for i in missing]
-        vectors = np.asarray(embed(batch), dtype=np.float32)
-        if vectors.shape[0] != len(batch):
+    origins = ["missing" if v is None else "given" for v in vectors]
+    missing = [i for i, v in enumerate(vectors) if v is None]
+    if missing and stored is not None:
+        found = list(stored([items[i].id for i in missing]))
+        if len(found) != len(missing):
             raise InputError(
-                f"the embedding model returned {vectors.shape[0]} vectors for {len(batch)} texts"
+                f"the vector store returned {len(found)} vectors for {len(missing)} ids"
             )
-        if cache is not None:
-            cache.put_many(model, batch, vectors)
-        for i, vector in zip(missing, vectors, strict=True):
-            out[i] = vector
-    return out
+        _take(vectors, origins, missing, found, "stored")
+        missing = [i for i in missing if vectors[i] is None]
+    if missing and cache is not None and model:
+        _take(vectors, origins, missing, cache.get_many(model, [items[i].text for i in missing]))
+        missing = [i for i in missing if vectors[i] is None]
+    return VectorPlan(
+        items,
+        needed=True,
+        model=model,
+        origins=tuple(origins),
+        vectors=tuple(vectors),
+        missing=tuple(missing),
+        missing_texts=tuple(items[i].text for i in missing),
+        query=query,
+        query_embedding=query_vector,
+        query_text=query if query_vector is None and query else None,
+        fallback=None if embedder is not None else fallback,
+    )
+
+
+def fill_plan(
+    plan: VectorPlan,
+    embedded: Any | None = None,
+    query_vector: Any | None = None,
+    cache: VectorCache | None = None,
+) -> tuple[list[Candidate], np.ndarray | None]:
+    """The plan's candidates with their vectors filled in, and the query vector.
+
+    ``embedded``: one vector per ``plan.missing_texts`` (the caller's model); without it the
+    plan's ``fallback`` embedder is asked, and without that the candidates stay without vectors.
+    New vectors are checked (count, one dimension with the others and the query), cached under
+    the plan's model, and stored as float32 like every other planned vector.
+    """
+    candidates = list(plan.candidates)
+    query_embedding = plan.query_embedding
+    if not plan.needed:
+        return candidates, query_embedding
+    vectors = list(plan.vectors)
+    dim = next((v.shape[0] for v in vectors if v is not None), None)
+    rows = None
+    if plan.missing:
+        if embedded is None and plan.fallback is not None:
+            embedded = plan.fallback.embed_documents(list(plan.missing_texts))
+        if embedded is not None:
+            rows = _rows(embedded, len(plan.missing), dim)
+            dim = rows.shape[1]
+    elif embedded is not None and len(embedded) > 0:
+        raise InputError(f"got {len(embedded)} vectors but the plan has no text to embed")
+    if query_vector is not None:
+        query_embedding = _vector(query_vector)
+        if dim is not None and query_embedding.shape[0] != dim:
+            raise InputError(
+                f"the query vector has dimension {query_embedding.shape[0]}, the candidates' "
+                f"vectors {dim}: they come from different embedding models"
+            )
+    if rows is not None:  # checked in full: only now cached
+        if cache is not None and plan.model:
+            cache.put_many(plan.model, plan.missing_texts, rows)
+        for i, row in zip(plan.missing, rows, strict=True):
+            vectors[i] = row
+    for i, vector in enumerate(vectors):
+        c = candidates[i]
+        if vector is not None and vector is not c.embedding:
+            candidates[i] = Candidate(c.id, c.text, c.score, c.metadata, vector)
+    return candidates, query_embedding
+
+
+def _vector(value: Any) -> np.ndarray:
+    """One float32 vector; an array already in that shape and dtype is kept as it is."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float32 and value.ndim == 1:
+        return value
+    try:
+        return np.asarray(value, dtype=np.float32).ravel()
+    except (TypeError, ValueError) as error:
+        raise InputError(f"not a vector of numbers: {error}") from error
+
+
+def _rows(embedded: Any, count: int, dim: int | None) -> np.ndarray:
+    """The embedding model's answer as a (count, dim) float32 matrix, or an error naming why."""
+    try:
+        rows = np.asarray(embedded, dtype=np.float32)
+    except (TypeError, ValueError) as error:  # ragged rows
+        raise InputError(
+            f"the embedding model returned vectors of different lengths for {count} texts"
+        ) from error
+    if rows.ndim != 2 or rows.shape[0] != count:
+        got = rows.shape[0] if rows.ndim >= 1 else 0
+        raise InputError(
+            f"the embedding model returned {got} vectors (shape {rows.shape}) for {count} texts"
+        )
+    if dim is not None and rows.shape[1] != dim:
+        raise InputError(
+            f"the embedding model returned vectors of dimension {rows.shape[1]}, the other "
+            f"candidates' vectors have {dim}: they come from different embedding models"
+        )
+    return rows
+
+
+def _take(
+    vectors: list[np.ndarray | None],
+    origins: list[str],
+    positions: Sequence[int],
+    found: Sequence[Any],
+    origin: str = "cached",
+) -> None:
+    for i, vector in zip(positions, found, strict=True):
+        if vector is not None:
+            vectors[i] = _vector(vector)
+            origins[i] = origin

@@ -11,6 +11,7 @@ The wrapper translates types only: graph, seeds, ranking and validation are the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -22,13 +23,32 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from grapher_core import GraphReranker
 from grapher_core.conventions import EXPANDED_KEY, assign_validated
 from grapher_core.diagnostics import check_score_key
-from grapher_core.errors import InputError, StateError
-from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
-from grapher_core.vectors import VectorCache, fill_vectors
+from grapher_core.errors import StateError
+from grapher_core.expand import (
+    DEFAULT_BUDGET,
+    DEFAULT_HOPS,
+    DEFAULT_SEEDS,
+    ExpandingReranker,
+    Expansion,
+)
+from grapher_core.vectors import VectorPlan
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
 from langchain_grapher.neighbours import as_neighbour_source
 
 __all__ = ["GraphERReranker"]
+
+Engine = GraphReranker | ExpandingReranker
+"""What ranks: the core, or the core behind expansion (same ``vector_plan`` / ``run_plan``)."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call's inputs, read once: the engine and embedding model of the same fields."""
+
+    documents: list[Document]
+    engine: Engine
+    plan: VectorPlan
+    embeddings: Embeddings | None
 
 
 class GraphERReranker(BaseDocumentCompressor):
@@ -74,19 +94,20 @@ class GraphERReranker(BaseDocumentCompressor):
     link neighbours of the top ``expand_seeds`` documents that the retriever missed are fetched
     (one batched call per hop), scored and ranked with the rest; they come back with
     ``metadata["grapher_expanded"] = True``. ``None`` (default): rerank the documents only."""
-    expand_seeds: int = Field(default=DEFAULT_SEEDS, ge=1)
-    """Expansion: how many top documents to follow links from."""
-    expand_hops: int = Field(default=DEFAULT_HOPS, ge=1)
+    expand_seeds: int = DEFAULT_SEEDS
+    """Expansion: how many top documents to follow links from (validated by the core's
+    :class:`~grapher_core.expand.Expansion`, like the three below)."""
+    expand_hops: int = DEFAULT_HOPS
     """Expansion: how many link steps."""
-    expand_budget: int = Field(default=DEFAULT_BUDGET, ge=0)
+    expand_budget: int = DEFAULT_BUDGET
     """Expansion: the most documents added per query (the most query-similar are kept)."""
-    prune_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
+    prune_threshold: float | None = None
     """Expansion: drop fetched documents whose query cosine is below this (needs vectors)."""
 
-    # The core and its expansion wrapper, replaced together in one assignment, so a query on
-    # another thread never pairs a new core with an old expansion object.
-    _engines: tuple[GraphReranker, ExpandingReranker | None] | None = PrivateAttr(default=None)
-    _vectors: VectorCache = PrivateAttr(default_factory=VectorCache)
+    # The core and the engine that ranks (the core itself, or the core behind expansion),
+    # replaced together in one assignment, so a query on another thread never pairs a new core
+    # with an old expansion object. The core keeps the vector cache.
+    _engines: tuple[GraphReranker, Engine] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _build_core(self) -> GraphERReranker:
@@ -101,18 +122,21 @@ class GraphERReranker(BaseDocumentCompressor):
             explain=3 if self.explain else 0,
             strict=self.strict,
         )
-        expanding = None
+        expansion = Expansion(  # validated even without a neighbour source
+            seeds=self.expand_seeds,
+            hops=self.expand_hops,
+            budget=self.expand_budget,
+            prune_threshold=self.prune_threshold,
+        )
+        engine: Engine = core
         if self.neighbour_source is not None:
-            expanding = ExpandingReranker(
+            engine = ExpandingReranker(
                 core,
                 as_neighbour_source(self.neighbour_source),
-                seeds=self.expand_seeds,
-                hops=self.expand_hops,
-                budget=self.expand_budget,
-                prune_threshold=self.prune_threshold,
-                embedder=None if self.embeddings is None else _Vectors(self.embeddings),
+                expansion,
+                embedder=self.embeddings,
             )
-        self._engines = (core, expanding)
+        self._engines = (core, engine)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -128,8 +152,8 @@ class GraphERReranker(BaseDocumentCompressor):
         """The :class:`grapher_core.GraphReranker` for the current fields."""
         return self._engine_pair()[0]
 
-    def _engine_pair(self) -> tuple[GraphReranker, ExpandingReranker | None]:
-        """The core and the expansion wrapper of the same fields, read in one step."""
+    def _engine_pair(self) -> tuple[GraphReranker, Engine]:
+        """The core and the engine of the same fields, read in one step."""
         engines = self._engines
         if engines is None:  # set by the validator at construction
             raise StateError("GraphERReranker was not validated (built without __init__?)")
@@ -139,8 +163,7 @@ class GraphERReranker(BaseDocumentCompressor):
     def needs_embeddings(self) -> bool:
         """Whether the core reads vectors for these fields (``SemanticKNN``, GAT/MLP, expansion):
         only then are ``embeddings`` called."""
-        core, expanding = self._engine_pair()
-        return (expanding if expanding is not None else core).needs_embeddings
+        return self._engine_pair()[1].needs_embeddings
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -162,35 +185,25 @@ class GraphERReranker(BaseDocumentCompressor):
         scores: Sequence[float | None] | None = None,
         top_n: int | Literal["default"] | None = "default",
         query_embedding: np.ndarray | None = None,
-        document_embeddings: np.ndarray | None = None,
+        document_embeddings: Sequence[Any] | np.ndarray | None = None,
         extra_metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Document]:
         """The one path of the compressor and :class:`GraphERRetriever`, sync and async.
 
-        Embeds (with ``embeddings``, when the core needs vectors) whatever is not given;
-        ``scores`` (e.g. a vector store's relevance scores) take precedence over ``score_key``;
-        ``top_n="default"`` uses the field; ``extra_metadata`` is merged into each output's
-        metadata copy (the retriever stores the base score there).
+        The core plans which vectors the call needs (none unless something reads them; given
+        ``document_embeddings`` and cached ones are not embedded again); ``embeddings`` embeds
+        exactly those. ``scores`` (e.g. a vector store's relevance scores) take precedence over
+        ``score_key``; ``top_n="default"`` uses the field; ``extra_metadata`` is merged into each
+        output's metadata copy (the retriever stores the base score there).
         """
-        documents = list(documents)
-        embeddings = self._embeddings_for(documents)
-        if embeddings is not None and query_embedding is None and query:
-            query_embedding = _array(embeddings.embed_query(query))
-        if documents and self.needs_embeddings:
-            texts = [d.page_content for d in documents]
-            vectors, missing = self._cached(texts, document_embeddings)
-            embed = self._document_embedder()
-            if missing and embed is not None:
-                self._store(
-                    [texts[i] for i in missing],
-                    embed([texts[i] for i in missing]),
-                    missing,
-                    vectors,
-                )
-            document_embeddings = vectors  # type: ignore[assignment]
-        return self._rerank(
-            documents, query, scores, top_n, query_embedding, document_embeddings, extra_metadata
-        )
+        call = self._plan(documents, query, scores, query_embedding, document_embeddings)
+        embedded = query_vector = None
+        if call.embeddings is not None:
+            if call.plan.query_text is not None:
+                query_vector = call.embeddings.embed_query(call.plan.query_text)
+            if call.plan.missing_texts:
+                embedded = call.embeddings.embed_documents(list(call.plan.missing_texts))
+        return self._ranked(call, embedded, query_vector, top_n, extra_metadata)
 
     async def arerank_documents(
         self,
@@ -200,62 +213,18 @@ class GraphERReranker(BaseDocumentCompressor):
         scores: Sequence[float | None] | None = None,
         top_n: int | Literal["default"] | None = "default",
         query_embedding: np.ndarray | None = None,
-        document_embeddings: np.ndarray | None = None,
+        document_embeddings: Sequence[Any] | np.ndarray | None = None,
         extra_metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Document]:
         """:meth:`rerank_documents` with the embedding calls awaited."""
-        documents = list(documents)
-        embeddings = self._embeddings_for(documents)
-        if embeddings is not None and query_embedding is None and query:
-            query_embedding = _array(await embeddings.aembed_query(query))
-        if documents and self.needs_embeddings:
-            texts = [d.page_content for d in documents]
-            vectors, missing = self._cached(texts, document_embeddings)
-            if missing and self.embeddings is not None:
-                batch = [texts[i] for i in missing]
-                self._store(batch, await self.embeddings.aembed_documents(batch), missing, vectors)
-            elif missing and (embed := self._document_embedder()) is not None:
-                self._store(
-                    [texts[i] for i in missing],
-                    embed([texts[i] for i in missing]),
-                    missing,
-                    vectors,
-                )
-            document_embeddings = vectors  # type: ignore[assignment]
-        return self._rerank(
-            documents, query, scores, top_n, query_embedding, document_embeddings, extra_metadata
-        )
-
-    # -- vectors: given (a store's) > cached by content hash > embedded, missing ones only ------
-    def _model_key(self) -> str:
-        source: Any = (
-            self.embeddings
-            if self.embeddings is not None
-            else getattr(self.core.ranker, "embedder", None)
-        )
-        name = (
-            getattr(source, "model", None)
-            or getattr(source, "model_name", None)
-            or getattr(source, "name", None)
-            or ""
-        )
-        return f"{type(source).__module__}.{type(source).__qualname__}:{name}"
-
-    def _cached(self, texts: list[str], given: Any) -> tuple[list[Any], list[int]]:
-        vectors = fill_vectors(texts, given, None, self._vectors, self._model_key())
-        return vectors, [i for i, v in enumerate(vectors) if v is None]
-
-    def _store(
-        self, texts: list[str], embedded: Any, positions: list[int], vectors: list[Any]
-    ) -> None:
-        array = np.asarray(embedded, dtype=np.float32)
-        if array.shape[0] != len(texts):
-            raise InputError(
-                f"the embedding model returned {array.shape[0]} vectors for {len(texts)} documents"
-            )
-        self._vectors.put_many(self._model_key(), texts, array)
-        for i, vector in zip(positions, array, strict=True):
-            vectors[i] = vector
+        call = self._plan(documents, query, scores, query_embedding, document_embeddings)
+        embedded = query_vector = None
+        if call.embeddings is not None:
+            if call.plan.query_text is not None:
+                query_vector = await call.embeddings.aembed_query(call.plan.query_text)
+            if call.plan.missing_texts:
+                embedded = await call.embeddings.aembed_documents(list(call.plan.missing_texts))
+        return self._ranked(call, embedded, query_vector, top_n, extra_metadata)
 
     def same_model(self, store: Any) -> bool:
         """Whether ``store``'s vectors live in the space this reranker embeds queries in: its
@@ -266,36 +235,20 @@ class GraphERReranker(BaseDocumentCompressor):
             return False
         if self.embeddings is not None:
             return theirs is self.embeddings
-        mine = getattr(self.core.ranker, "_embedder", None) or getattr(
-            self.core.ranker, "embedder", None
-        )
+        mine = self.core.embedding_model
         return mine is not None and getattr(theirs, "embedder", None) is mine
 
-    def _document_embedder(self) -> Any:
-        """``embeddings.embed_documents``; without ``embeddings``, the learned ranker's own
-        embedder (so its vectors are cached here instead of recomputed every query)."""
-        if self.embeddings is not None:
-            return self.embeddings.embed_documents
-        embedder = getattr(self.core.ranker, "embedder", None)
-        return None if embedder is None else embedder.embed_documents
-
-    def _embeddings_for(self, documents: Sequence[Document]) -> Embeddings | None:
-        """The embedding model to call, or None when the core needs no vectors (or has none)."""
-        if self.embeddings is None or not documents or not self.needs_embeddings:
-            return None
-        return self.embeddings
-
-    def _rerank(
+    def _plan(
         self,
-        documents: list[Document],
+        documents: Sequence[Document],
         query: str | None,
         scores: Sequence[float | None] | None,
-        top_n: int | Literal["default"] | None,
         query_embedding: np.ndarray | None,
-        document_embeddings: np.ndarray | None,
-        extra_metadata: Sequence[Mapping[str, Any]] | None,
-    ) -> list[Document]:
-        core, expanding = self._engine_pair()
+        document_embeddings: Sequence[Any] | np.ndarray | None,
+    ) -> _Call:
+        """Everything but the embedding calls, before them: candidates, the core's plan."""
+        core, engine = self._engine_pair()
+        documents = list(documents)
         candidates = candidates_from_documents(
             documents, score_key=self.score_key, scores=scores, embeddings=document_embeddings
         )
@@ -306,50 +259,38 @@ class GraphERReranker(BaseDocumentCompressor):
             and all(c.score is None for c in candidates)
         ):
             check_score_key(core.diagnostics, self.score_key, [d.metadata for d in documents])
+        embeddings = self.embeddings
+        plan = engine.vector_plan(
+            candidates, query=query, query_embedding=query_embedding, embedder=embeddings
+        )
+        return _Call(documents, engine, plan, embeddings)
+
+    def _ranked(
+        self,
+        call: _Call,
+        embedded: Any,
+        query_vector: Any,
+        top_n: int | Literal["default"] | None,
+        extra_metadata: Sequence[Mapping[str, Any]] | None,
+    ) -> list[Document]:
+        """Everything after the embedding calls: the core ranks, documents come back."""
         limit = self.top_n if top_n == "default" else top_n
-        edges: Mapping[str, int] | None = None
-        if expanding is not None:
-            ranked = expanding.rerank(
-                candidates, query=query, query_embedding=query_embedding, top_n=limit
-            )
-        else:
-            result = core.run(candidates, query=query, query_embedding=query_embedding, top_n=limit)
-            ranked, edges = result.ranked, result.edges
+        result = call.engine.run_plan(call.plan, embedded, query_vector, top_n=limit)
         out = []
-        for item in ranked:
+        for item in result.ranked:
             if item.expanded:  # a new Document from the store's data
                 fetched = item.candidate
                 original = Document(
                     id=fetched.id, page_content=fetched.text, metadata=dict(fetched.metadata)
                 )
-                out.append(
-                    document_from_ranked(
-                        item, original, explain=self.explain, extra={EXPANDED_KEY: True}
-                    )
-                )
-                continue
-            position = item.original_rank - 1
+                extra: Mapping[str, Any] | None = {EXPANDED_KEY: True}
+            else:
+                position = item.original_rank - 1
+                original = call.documents[position]
+                extra = None if extra_metadata is None else extra_metadata[position]
             out.append(
                 document_from_ranked(
-                    item,
-                    documents[position],
-                    explain=self.explain,
-                    extra=None if extra_metadata is None else extra_metadata[position],
-                    edges=edges,
+                    item, original, explain=self.explain, extra=extra, edges=result.edges
                 )
             )
         return out
-
-
-def _array(vectors: Any) -> np.ndarray:
-    return np.asarray(vectors, dtype=np.float64)
-
-
-class _Vectors:
-    """LangChain ``Embeddings`` seen as the core's batch embedder (lists -> ndarray)."""
-
-    def __init__(self, embeddings: Embeddings) -> None:
-        self.embeddings = embeddings
-
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.embeddings.embed_documents(texts), dtype=np.float64)

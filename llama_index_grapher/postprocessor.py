@@ -10,10 +10,10 @@ the ranking itself is :class:`grapher_core.GraphReranker`. This module only tran
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import (
     Field,
@@ -27,8 +27,7 @@ from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRan
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from grapher_core import GraphReranker, RankedCandidate
-from grapher_core.candidates import Candidate
+from grapher_core import Candidate, GraphReranker, RankedCandidate
 from grapher_core.conventions import (
     EXPANDED_KEY,
     EXPLANATION_KEY,
@@ -37,8 +36,14 @@ from grapher_core.conventions import (
 )
 from grapher_core.edges.serialise import proximity_from_dict, proximity_to_dict
 from grapher_core.errors import InputError, InputTypeError
-from grapher_core.expand import DEFAULT_BUDGET, DEFAULT_HOPS, DEFAULT_SEEDS, ExpandingReranker
-from grapher_core.vectors import VectorCache
+from grapher_core.expand import (
+    DEFAULT_BUDGET,
+    DEFAULT_HOPS,
+    DEFAULT_SEEDS,
+    ExpandingReranker,
+    Expansion,
+)
+from grapher_core.vectors import VectorPlan
 from llama_index_grapher.convert import (
     candidates_from_nodes,
     node_from_ranked,
@@ -49,6 +54,9 @@ from llama_index_grapher.stores import node_vectors
 __all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
 
 dispatcher = get_dispatcher(__name__)
+
+Engine = GraphReranker | ExpandingReranker
+"""What ranks: the core, or the core behind expansion (same ``vector_plan`` / ``run_plan``)."""
 
 
 class GraphERPostprocessor(BaseNodePostprocessor):
@@ -97,7 +105,11 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         "that were not retrieved are fetched, one batched call per hop, and ranked with the "
         f"rest (metadata['{EXPANDED_KEY}'] = True). None: rerank the retrieved nodes only.",
     )
-    expand_seeds: int = Field(default=DEFAULT_SEEDS, description="Expansion: seed nodes.")
+    expand_seeds: int = Field(
+        default=DEFAULT_SEEDS,
+        description="Expansion: seed nodes (this and the three below are validated by the "
+        "core's Expansion).",
+    )
     expand_hops: int = Field(default=DEFAULT_HOPS, description="Expansion: link steps.")
     expand_budget: int = Field(
         default=DEFAULT_BUDGET, description="Expansion: most nodes added per query."
@@ -124,9 +136,8 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         "field, no edges, no vectors, fewer nodes than top_n * 2).",
     )
 
-    _reranker: GraphReranker | None = PrivateAttr(default=None)
+    _reranker: GraphReranker | None = PrivateAttr(default=None)  # keeps the vector cache
     _reranker_key: tuple[Any, ...] | None = PrivateAttr(default=None)
-    _vectors: VectorCache = PrivateAttr(default_factory=VectorCache)
 
     def model_post_init(self, context: Any, /) -> None:
         """Build the core reranker now, so a bad ranker or proximity fails at construction."""
@@ -135,12 +146,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             isinstance(self.top_n, bool) or not isinstance(self.top_n, int) or self.top_n < 0
         ):
             raise InputError(f"top_n must be a non-negative integer or None, got {self.top_n!r}")
-        self._core()
-        if self.neighbour_source is not None:
-            from llama_index_grapher.neighbours import as_node_source
-
-            # expansion settings fail here too, not at the first query
-            self._expanding(as_node_source(self.neighbour_source))
+        self._engine()  # expansion settings fail here too, not at the first query
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Assign a field atomically: a copy with the new value is validated and its core built
@@ -198,15 +204,22 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             self._reranker_key = key
         return self._reranker
 
-    def _expanding(self, source: Any) -> ExpandingReranker:
-        return ExpandingReranker(
-            self._core(),
-            source,
+    def _engine(self) -> tuple[Engine, Any]:
+        """The engine that ranks and the node source it expands from (``None``: no expansion).
+        The expansion settings are validated on every build, with or without a source."""
+        expansion = Expansion(
             seeds=self.expand_seeds,
             hops=self.expand_hops,
             budget=self.expand_budget,
             prune_threshold=self.prune_threshold,
         )
+        core = self._core()
+        if self.neighbour_source is None:
+            return core, None
+        from llama_index_grapher.neighbours import as_node_source
+
+        source = as_node_source(self.neighbour_source)
+        return ExpandingReranker(core, source, expansion), source
 
     @property
     def model_name(self) -> str:
@@ -238,34 +251,42 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             EventPayload.TOP_K: self.top_n,
         }
 
-    # -- the work --------------------------------------------------------------------------------
+    # -- the work: sync and async share all but the embedding calls ---------------------------
+    def _plan(
+        self, candidates: list[Candidate], query_bundle: QueryBundle | None
+    ) -> tuple[Engine, Any, VectorPlan, BaseEmbedding | None]:
+        """The engine, its node source, the core's vector plan and the model that embeds it
+        (vectors: the node's own > the vector store's > cached > embedded)."""
+        engine, source = self._engine()
+        model = self.embed_model
+        query = None if query_bundle is None else query_bundle.query_str
+        plan = engine.vector_plan(
+            candidates,
+            query=query or None,
+            query_embedding=None if query_bundle is None else query_bundle.embedding,
+            embedder=model,
+            stored=None if self.vector_store is None else partial(node_vectors, self.vector_store),
+        )
+        return engine, source, plan, model
+
     def _rank(
         self,
         nodes: list[NodeWithScore],
-        candidates: list[Candidate],
-        query_bundle: QueryBundle | None,
-        query_embedding: np.ndarray | None,
+        engine: Engine,
+        source: Any,
+        plan: VectorPlan,
+        embedded: Any,
+        query_vector: Any,
     ) -> list[NodeWithScore]:
-        query = None if query_bundle is None else query_bundle.query_str
-        if self.neighbour_source is None:
-            result = self._core().run(
-                candidates, query=query, query_embedding=query_embedding, top_n=self.top_n
-            )
-            return [
-                self._to_node(r, nodes[r.original_rank - 1], result.edges) for r in result.ranked
-            ]
-        from llama_index_grapher.neighbours import as_node_source
-
-        source = as_node_source(self.neighbour_source)
-        ranked = self._expanding(source).rerank(
-            candidates, query=query, query_embedding=query_embedding, top_n=self.top_n
-        )
+        result = engine.run_plan(plan, embedded, query_vector, top_n=self.top_n)
         out = []
-        for r in ranked:
+        for r in result.ranked:
             if not r.expanded:
-                out.append(self._to_node(r, nodes[r.original_rank - 1]))
+                out.append(self._to_node(r, nodes[r.original_rank - 1], result.edges))
                 continue
-            fetched = self._to_node(r, NodeWithScore(node=source.node(r.id), score=None))
+            fetched = self._to_node(
+                r, NodeWithScore(node=source.node(r.id), score=None), result.edges
+            )
             fetched.node.metadata[EXPANDED_KEY] = True
             for keys in (
                 fetched.node.excluded_embed_metadata_keys,
@@ -295,101 +316,23 @@ class GraphERPostprocessor(BaseNodePostprocessor):
                     keys.append(EXPLANATION_KEY)
         return out
 
-    def _query_vector(self, query_bundle: QueryBundle | None) -> np.ndarray | None:
-        if query_bundle is None or query_bundle.embedding is None:
-            return None
-        return np.asarray(query_bundle.embedding, dtype=np.float32)
-
-    def _vector_plan(
-        self,
-        candidates: Sequence[Candidate],
-        query_bundle: QueryBundle | None,
-        query_embedding: np.ndarray | None,
-    ) -> tuple[BaseEmbedding | None, str | None, list[int]]:
-        """What the sync and async paths embed: (the model or None, the query text to embed or
-        None, positions of candidates without a vector) -- only when the core needs vectors."""
-        if not candidates or not self.needs_embeddings:
-            return None, None, []
-        query_text = None
-        if query_embedding is None and query_bundle is not None and query_bundle.query_str:
-            query_text = query_bundle.query_str
-        missing = [i for i, c in enumerate(candidates) if c.embedding is None]
-        return self.embed_model, query_text, missing
-
-    # -- vectors: the node's own > cached by content hash > embedded (missing ones only) ------
-    def _model_key(self) -> str:
-        source: Any = (
-            self.embed_model
-            if self.embed_model is not None
-            else getattr(self._core().ranker, "embedder", None)
-        )
-        name = getattr(source, "model_name", None) or getattr(source, "name", None) or ""
-        return f"{type(source).__module__}.{type(source).__qualname__}:{name}"
-
-    def _from_cache(
-        self, candidates: list[Candidate], missing: list[int]
-    ) -> tuple[list[Candidate], list[int]]:
-        if missing and self.vector_store is not None:
-            stored = node_vectors(self.vector_store, [candidates[i].id for i in missing])
-            hits = [(i, v) for i, v in zip(missing, stored, strict=True) if v is not None]
-            if hits:
-                candidates = _with_embeddings(
-                    candidates, [i for i, _ in hits], [list(v) for _, v in hits]
-                )
-                missing = [i for i, v in zip(missing, stored, strict=True) if v is None]
-        if not missing:
-            return candidates, missing
-        found = self._vectors.get_many(self._model_key(), [candidates[i].text for i in missing])
-        hits = [(i, v) for i, v in zip(missing, found, strict=True) if v is not None]
-        if hits:
-            candidates = _with_embeddings(
-                candidates, [i for i, _ in hits], [list(v) for _, v in hits]
-            )
-        return candidates, [i for i, v in zip(missing, found, strict=True) if v is None]
-
-    def _embedded(
-        self, candidates: list[Candidate], missing: list[int], vectors: Sequence[Sequence[float]]
-    ) -> list[Candidate]:
-        if len(vectors) != len(missing):
-            raise InputError(
-                f"the embedding model returned {len(vectors)} vectors for {len(missing)} nodes"
-            )
-        self._vectors.put_many(
-            self._model_key(),
-            [candidates[i].text for i in missing],
-            np.asarray(vectors, dtype=np.float32),
-        )
-        return _with_embeddings(candidates, missing, vectors)
-
-    def _ranker_embedder(self) -> Any:
-        """Without ``embed_model``: the learned ranker's own embedder, whose vectors are then
-        cached here instead of recomputed for every query."""
-        return getattr(self._core().ranker, "embedder", None)
-
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         query_bundle = _bundle(query_bundle)
         candidates = candidates_from_nodes(nodes)  # type errors before any event
         self._start(nodes, query_bundle)
-        query_embedding = self._query_vector(query_bundle)
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
         ) as event:
-            model, query_text, missing = self._vector_plan(
-                candidates, query_bundle, query_embedding
-            )
-            candidates, missing = self._from_cache(candidates, missing)
+            engine, source, plan, model = self._plan(candidates, query_bundle)
+            embedded = query_vector = None
             if model is not None:
-                if query_text is not None:
-                    query_embedding = _array(model.get_query_embedding(query_text))
-                if missing:
-                    vectors = model.get_text_embedding_batch([candidates[i].text for i in missing])
-                    candidates = self._embedded(candidates, missing, vectors)
-            elif missing and (embedder := self._ranker_embedder()) is not None:
-                vectors = embedder.embed_documents([candidates[i].text for i in missing])
-                candidates = self._embedded(candidates, missing, vectors)
-            reranked = self._rank(nodes, candidates, query_bundle, query_embedding)
+                if plan.query_text is not None:
+                    query_vector = model.get_query_embedding(plan.query_text)
+                if plan.missing_texts:
+                    embedded = model.get_text_embedding_batch(list(plan.missing_texts))
+            reranked = self._rank(nodes, engine, source, plan, embedded, query_vector)
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
@@ -401,26 +344,17 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         query_bundle = _bundle(query_bundle)
         candidates = candidates_from_nodes(nodes)  # type errors before any event
         self._start(nodes, query_bundle)
-        query_embedding = self._query_vector(query_bundle)
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
         ) as event:
-            model, query_text, missing = self._vector_plan(
-                candidates, query_bundle, query_embedding
-            )
-            candidates, missing = self._from_cache(candidates, missing)
+            engine, source, plan, model = self._plan(candidates, query_bundle)
+            embedded = query_vector = None
             if model is not None:
-                if query_text is not None:
-                    query_embedding = _array(await model.aget_query_embedding(query_text))
-                if missing:
-                    vectors = await model.aget_text_embedding_batch(
-                        [candidates[i].text for i in missing]
-                    )
-                    candidates = self._embedded(candidates, missing, vectors)
-            elif missing and (embedder := self._ranker_embedder()) is not None:
-                vectors = embedder.embed_documents([candidates[i].text for i in missing])
-                candidates = self._embedded(candidates, missing, vectors)
-            reranked = self._rank(nodes, candidates, query_bundle, query_embedding)
+                if plan.query_text is not None:
+                    query_vector = await model.aget_query_embedding(plan.query_text)
+                if plan.missing_texts:
+                    embedded = await model.aget_text_embedding_batch(list(plan.missing_texts))
+            reranked = self._rank(nodes, engine, source, plan, embedded, query_vector)
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
@@ -436,18 +370,3 @@ def _bundle(query: Any) -> QueryBundle | None:
     raise InputTypeError(
         f"query_bundle must be a QueryBundle or a string, got {type(query).__name__}"
     )
-
-
-def _array(vector: Sequence[float]) -> np.ndarray:
-    return np.asarray(vector, dtype=np.float32)
-
-
-def _with_embeddings(
-    candidates: list[Candidate], positions: list[int], vectors: Sequence[Sequence[float]]
-) -> list[Candidate]:
-    """Candidates with vectors filled in at ``positions`` (new objects; the rest are shared)."""
-    out = list(candidates)
-    for i, vector in zip(positions, vectors, strict=True):
-        c = candidates[i]
-        out[i] = Candidate(c.id, c.text, c.score, c.metadata, np.asarray(vector, dtype=np.float32))
-    return out

@@ -29,6 +29,7 @@ from grapher_core.expand.expansion import (
     DEFAULT_HOPS,
     DEFAULT_SEEDS,
     ExpandingReranker,
+    Expansion,
 )
 from grapher_core.expand.source import InMemorySource
 from grapher_core.rerank import GraphReranker
@@ -89,14 +90,14 @@ def run(
         "expand-gcs": ExpandingReranker(
             GraphReranker(proximities, "gcs", explain=0),
             source,
-            seeds=seeds,
-            hops=hops,
-            budget=budget,
+            Expansion(seeds=seeds, hops=hops, budget=budget),
         ),
     }
     for m, k, b in expand_grid:
         rankers[f"expand-gcs[{m},{k},{b}]"] = ExpandingReranker(
-            GraphReranker(proximities, "gcs", explain=0), source, seeds=m, hops=k, budget=b
+            GraphReranker(proximities, "gcs", explain=0),
+            source,
+            Expansion(seeds=m, hops=k, budget=b),
         )
     out: dict[str, Any] = {
         "dataset": name,

@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append(_row(name, times, search_times))
         print(rows[-1], file=sys.stderr, flush=True)
     cold = GraphERReranker(ranker="gat", embeddings=GraphEREmbeddings())  # another object:
-    cold._vectors.max_items = 0  # stored vectors not trusted, nothing cached: the old cost
+    cold.core.vector_cache.max_items = 0  # stored vectors not trusted, nothing cached
     before_times = _timed(langchain(memory, cold), before)
     rows.append(
         _row("before: InMemoryVectorStore, every candidate embedded per query", before_times)

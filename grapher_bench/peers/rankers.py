@@ -180,7 +180,7 @@ def expansion_reranker(
     ``ego-gcs[k=K,n=N]``: the top-N K-hop ego-graphs by query cosine join the candidates.
     """
     from grapher_bench.enrichment import proximities_for
-    from grapher_core.expand import CosinePruner, ExpandingReranker
+    from grapher_core.expand import CosinePruner, ExpandingReranker, Expansion
     from grapher_core.rerank import GraphReranker
 
     base, options = split_name(name)
@@ -209,8 +209,7 @@ def expansion_reranker(
     return ExpandingReranker(
         ranker,
         source,
-        follow_entities=settings["links"] == "all",
-        seed_rule=settings["seed"],
+        Expansion(follow_entities=settings["links"] == "all", seed_rule=settings["seed"]),
         pruner=pruner,
         keep_candidate_scores=settings.get("keep", "0") == "1",
     )

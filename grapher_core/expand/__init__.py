@@ -3,7 +3,7 @@
 * :class:`NeighbourSource` / :class:`InMemorySource`: fetch objects by link keys, batched;
 * :class:`GraphExpander` / :class:`ExpandingReranker`: GRAG-style k-hop ego-graph expansion of
   the top candidates, seed scores from query similarity, optional query-aware pruning, then
-  any ranker on the enlarged set;
+  any ranker on the enlarged set; how far it reaches is one :class:`Expansion` value;
 * :func:`text_view` / :func:`format_graph_context`: the final objects as a BFS tree from the
   seeds plus the extra edges (GRAG's text view).
 
@@ -17,6 +17,7 @@ from grapher_core.expand.expansion import (
     DEFAULT_SEEDS,
     SEED_RULES,
     ExpandingReranker,
+    Expansion,
     ExpansionResult,
     GraphExpander,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "EgoGraphReranker",
     "EntityLinks",
     "ExpandingReranker",
+    "Expansion",
     "ExpansionResult",
     "GraphExpander",
     "InMemorySource",

@@ -20,6 +20,11 @@ Seed scores of fetched objects (they have no retriever score):
   objects are calibrated against those when embeddings allow; otherwise fetched objects get no
   score either and are appended after the candidates, most query-similar first.
 
+How far it reaches is one :class:`Expansion` value (seeds, hops, budget, pruning, reverse links,
+entities, the seed rule), validated once; :meth:`ExpandingReranker.run` returns the same
+:class:`~grapher_core.rerank.Reranking` as :meth:`GraphReranker.run`, with the edge counts of the
+enlarged graph.
+
 Pruning: ``prune_threshold`` drops fetched objects whose cosine with the query is below it
 (Algorithm 8; they are not expanded further either); ``budget`` caps the objects added per
 query, keeping the most query-similar (GRAG's soft pruning keeps the closest ones in the same
@@ -43,7 +48,8 @@ from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import SoftPruner
 from grapher_core.expand.source import NeighbourSource
 from grapher_core.ranking.seeds import original_scores, rank_seeds
-from grapher_core.rerank import GraphReranker, validate_candidates
+from grapher_core.rerank import GraphReranker, Reranking, validate_candidates
+from grapher_core.vectors import StoredVectors, VectorPlan, fill_plan, plan_vectors
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -51,6 +57,7 @@ __all__ = [
     "DEFAULT_SEEDS",
     "SEED_RULES",
     "ExpandingReranker",
+    "Expansion",
     "ExpansionResult",
     "GraphExpander",
     "linkable",
@@ -70,6 +77,54 @@ class _Embedder(Protocol):
 
 
 @dataclass(frozen=True)
+class Expansion:
+    """How far expansion reaches, one value validated here for every caller (the core, the
+    LangChain and LlamaIndex wrappers' flat ``expand_*`` fields, the bench).
+
+    ``seeds`` (m): how many top candidates to expand from; ``hops`` (k): link steps;
+    ``budget``: most objects added per query (0: none); ``prune_threshold``: minimum query
+    cosine of a fetched object (``None``: no threshold); ``reverse``: also fetch objects linking
+    *to* the seeds (needs the store to filter on list fields); ``follow_entities``: follow
+    shared entities too (capped by the proximity's ``max_share``); ``seed_rule``: how fetched
+    objects are seeded (:data:`SEED_RULES`).
+    """
+
+    seeds: int = DEFAULT_SEEDS
+    hops: int = DEFAULT_HOPS
+    budget: int = DEFAULT_BUDGET
+    prune_threshold: float | None = None
+    reverse: bool = False
+    follow_entities: bool = False
+    seed_rule: str = "calibrated"
+
+    def __post_init__(self) -> None:
+        for name, low in (("seeds", 1), ("hops", 1), ("budget", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"expansion {name} must be an integer >= {low}, got {value!r}")
+        threshold = self.prune_threshold
+        if threshold is not None:
+            if (
+                isinstance(threshold, bool)
+                or not isinstance(threshold, (int, float))
+                or not -1.0 <= float(threshold) <= 1.0
+            ):
+                raise ConfigError(
+                    f"expansion prune_threshold is a cosine in [-1, 1] or None, got {threshold!r}"
+                )
+            object.__setattr__(self, "prune_threshold", float(threshold))
+        for name in ("reverse", "follow_entities"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"expansion {name} must be True or False, got {getattr(self, name)!r}"
+                )
+        if not isinstance(self.seed_rule, str) or self.seed_rule not in SEED_RULES:
+            raise ConfigError(
+                f"expansion seed_rule must be one of {SEED_RULES}, got {self.seed_rule!r}"
+            )
+
+
+@dataclass(frozen=True)
 class ExpansionResult:
     """The enlarged candidate list (originals first, in order, then fetched objects) and what
     it cost: ``fetch_calls`` store round trips, ``fetched`` objects returned by the store."""
@@ -84,50 +139,30 @@ class ExpansionResult:
 class GraphExpander:
     """Collect the k-hop link neighbours of the top candidates from a neighbour source.
 
-    ``seeds`` (m): how many top candidates to expand from; ``hops`` (k): link steps;
-    ``budget``: most objects added per query; ``prune_threshold``: minimum query cosine of a
-    fetched object (``None``: no threshold); ``reverse``: also fetch objects linking *to* the
-    seeds (needs the store to filter on list fields); ``embedder``: embeds fetched objects the
-    source returns without vectors (one batch per hop).
+    ``expansion``: how far (:class:`Expansion`; default: its defaults); ``embedder``: embeds
+    fetched objects the source returns without vectors (one batch per hop).
     """
 
     def __init__(
         self,
         proximities: Sequence[Proximity],
         source: NeighbourSource,
+        expansion: Expansion | None = None,
         *,
-        seeds: int = DEFAULT_SEEDS,
-        hops: int = DEFAULT_HOPS,
-        budget: int = DEFAULT_BUDGET,
-        prune_threshold: float | None = None,
-        reverse: bool = False,
         embedder: _Embedder | None = None,
-        follow_entities: bool = False,
-        seed_rule: str = "calibrated",
     ) -> None:
-        if seed_rule not in SEED_RULES:
-            raise ConfigError(f"seed_rule must be one of {SEED_RULES}, got {seed_rule!r}")
+        expansion = _expansion(expansion)
         if not isinstance(source, NeighbourSource):
             raise InputTypeError(f"{source!r} is not a neighbour source: it needs fetch(keys)")
-        for name, value, low in (("seeds", seeds, 1), ("hops", hops, 1), ("budget", budget, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
-        if prune_threshold is not None and not -1.0 <= float(prune_threshold) <= 1.0:
-            raise ConfigError(f"prune_threshold is a cosine in [-1, 1], got {prune_threshold!r}")
-        self.links = linkable(proximities, entities=follow_entities)
+        self.links = linkable(proximities, entities=expansion.follow_entities)
         if not self.links:
             raise ConfigError(
                 "none of the proximities has link fields to expand along "
                 "(use ForeignKeys or AdjacentChunks, or SharedEntities with "
                 "follow_entities=True)"
             )
-        self.seed_rule = seed_rule
+        self.expansion = expansion
         self.source = source
-        self.seeds = seeds
-        self.hops = hops
-        self.budget = budget
-        self.prune_threshold = None if prune_threshold is None else float(prune_threshold)
-        self.reverse = reverse
         self.embedder = embedder
 
     def expand(
@@ -137,7 +172,7 @@ class GraphExpander:
         items = validate_candidates(candidates)
         scores = original_scores(items)
         query = _unit(query_embedding)
-        if not items or self.budget == 0:
+        if not items or self.expansion.budget == 0:
             return ExpansionResult(tuple(items), (), 0, 0)
         links = [
             p.for_candidates(items) if callable(getattr(p, "for_candidates", None)) else p
@@ -149,13 +184,13 @@ class GraphExpander:
             for proximity in links:
                 known_keys.update(_canonical(k) for k in proximity.own_keys(candidate))
         order = range(len(items)) if scores is None else np.argsort(-scores, kind="stable")
-        frontier = [items[int(i)] for i in list(order)[: self.seeds]]
+        frontier = [items[int(i)] for i in list(order)[: self.expansion.seeds]]
         added: list[Candidate] = []
         similarity: dict[str, float] = {}
         calls = fetched_total = 0
-        for _hop in range(self.hops):
+        for _hop in range(self.expansion.hops):
             keys = self._keys(frontier, known_keys, links)
-            room = self.budget - len(added)
+            room = self.expansion.budget - len(added)
             if not keys or room <= 0:
                 break
             fetched = self.source.fetch(keys)
@@ -170,8 +205,8 @@ class GraphExpander:
             sims = _cosines(new, query)
             keep = list(range(len(new)))
             if sims is not None:
-                if self.prune_threshold is not None:
-                    keep = [i for i in keep if sims[i] >= self.prune_threshold]
+                if self.expansion.prune_threshold is not None:
+                    keep = [i for i in keep if sims[i] >= self.expansion.prune_threshold]
                 keep.sort(key=lambda i: -sims[i])  # stable: fetch order among equals
             keep = keep[:room]
             frontier = [new[i] for i in keep]
@@ -198,7 +233,7 @@ class GraphExpander:
                 for c, s in zip(items, scores, strict=True)
             ]
         scored = _seed_scores(
-            items, scores, added, similarity, query, floor=self.seed_rule == "floor"
+            items, scores, added, similarity, query, floor=self.expansion.seed_rule == "floor"
         )
         return ExpansionResult(
             tuple(items) + tuple(scored),
@@ -215,7 +250,7 @@ class GraphExpander:
         for candidate in frontier:
             for proximity in links:
                 found = list(proximity.link_keys(candidate))
-                if self.reverse and callable(getattr(proximity, "reverse_keys", None)):
+                if self.expansion.reverse and callable(getattr(proximity, "reverse_keys", None)):
                     found.extend(proximity.reverse_keys(candidate))
                 for key in found:
                     canonical = _canonical(key)
@@ -228,8 +263,13 @@ class GraphExpander:
         if query is None or self.embedder is None or not missing:
             return new
         vectors = np.asarray(
-            self.embedder.embed_documents([new[i].text for i in missing]), dtype=np.float64
+            self.embedder.embed_documents([new[i].text for i in missing]), dtype=np.float32
         )
+        if vectors.ndim != 2 or vectors.shape[0] != len(missing):
+            raise InputError(
+                f"the embedding model returned {vectors.shape[0] if vectors.ndim else 0} "
+                f"vectors for {len(missing)} fetched objects"
+            )
         out = list(new)
         for i, vector in zip(missing, vectors, strict=True):
             c = new[i]
@@ -242,27 +282,26 @@ class ExpandingReranker:
 
     >>> source = InMemorySource(corpus, embeddings=vectors)
     >>> reranker = ExpandingReranker(GraphReranker([ForeignKeys("mentions",
-    ...     target_field="title")]), source)
-    >>> ranked = reranker.rerank(candidates, query_embedding=q, top_n=10)
+    ...     target_field="title")]), source, Expansion(seeds=3, hops=1))
+    >>> result = reranker.run(candidates, query_embedding=q, top_n=10)
 
-    Fetched objects appear in the output like candidates, with ``expanded=True``,
-    ``original_score`` the seed score expansion gave them and ``original_rank`` beyond the
-    candidate list's length.
+    Same faces as the reranker it wraps (``run`` returns a :class:`~grapher_core.rerank.
+    Reranking` with the enlarged graph's edge counts; ``rerank``, ``vector_plan``,
+    ``run_plan``), so a caller holds either and never branches. Fetched objects appear in the
+    output like candidates, with ``expanded=True``, ``original_score`` the seed score expansion
+    gave them and ``original_rank`` beyond the candidate list's length. ``embedder`` embeds
+    fetched objects the source returns without vectors; ``pruner`` scales fetched objects'
+    scores (dropping those under ``drop_below``); ``keep_candidate_scores`` keeps the
+    candidates' candidate-only ranking.
     """
 
     def __init__(
         self,
         reranker: GraphReranker,
         source: NeighbourSource,
+        expansion: Expansion | None = None,
         *,
-        seeds: int = DEFAULT_SEEDS,
-        hops: int = DEFAULT_HOPS,
-        budget: int = DEFAULT_BUDGET,
-        prune_threshold: float | None = None,
-        reverse: bool = False,
         embedder: _Embedder | None = None,
-        follow_entities: bool = False,
-        seed_rule: str = "calibrated",
         pruner: SoftPruner | None = None,
         drop_below: float = 0.5,
         keep_candidate_scores: bool = False,
@@ -279,18 +318,87 @@ class ExpandingReranker:
         self.pruner = pruner
         self.drop_below = float(drop_below)
         self.keep_candidate_scores = bool(keep_candidate_scores)
-        self.expander = GraphExpander(
-            reranker.proximities,
-            source,
-            seeds=seeds,
-            hops=hops,
-            budget=budget,
-            prune_threshold=prune_threshold,
-            reverse=reverse,
+        self.expander = GraphExpander(reranker.proximities, source, expansion, embedder=embedder)
+
+    @property
+    def expansion(self) -> Expansion:
+        """How far expansion reaches."""
+        return self.expander.expansion
+
+    @property
+    def needs_embeddings(self) -> bool:
+        """Always True: expansion scores and prunes fetched objects by query similarity (it
+        falls back to the lowest candidate score without vectors)."""
+        return True
+
+    @property
+    def embedding_model(self) -> Any:
+        """The wrapped reranker's own embedder (see :attr:`GraphReranker.embedding_model`)."""
+        return self.reranker.embedding_model
+
+    def vector_plan(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        stored: StoredVectors | None = None,
+    ) -> VectorPlan:
+        """:meth:`GraphReranker.vector_plan`, always asking for vectors (expansion reads the
+        query's and the candidates'), in the wrapped reranker's space and cache."""
+        needed = bool(candidates)
+        return plan_vectors(
+            validate_candidates(candidates) if needed else candidates,
+            needed=needed,
             embedder=embedder,
-            follow_entities=follow_entities,
-            seed_rule=seed_rule,
+            fallback=self.reranker.embedding_model if needed and embedder is None else None,
+            cache=self.reranker.vector_cache,
+            query=query,
+            query_embedding=query_embedding,
+            stored=stored,
         )
+
+    def run_plan(
+        self,
+        plan: VectorPlan,
+        embedded: Any | None = None,
+        query_vector: Any | None = None,
+        *,
+        top_n: int | None = None,
+    ) -> Reranking:
+        """:meth:`run` over the plan's candidates with the vectors filled in."""
+        candidates, query_embedding = fill_plan(
+            plan, embedded, query_vector, self.reranker.vector_cache
+        )
+        return self.run(candidates, query=plan.query, query_embedding=query_embedding, top_n=top_n)
+
+    def run(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> Reranking:
+        """Expand, then rank: the ranked candidates (fetched objects included), the edges per
+        kind of the enlarged graph and the proximities used, as :meth:`GraphReranker.run`."""
+        return self.run_with_expansion(
+            candidates, query=query, query_embedding=query_embedding, top_n=top_n
+        )[0]
+
+    def rerank(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> list[RankedCandidate]:
+        """Drop-in for :meth:`GraphReranker.rerank`, with expansion first."""
+        return self.run(
+            candidates, query=query, query_embedding=query_embedding, top_n=top_n
+        ).ranked
 
     def rerank_with_expansion(
         self,
@@ -301,22 +409,37 @@ class ExpandingReranker:
         top_n: int | None = None,
     ) -> tuple[list[RankedCandidate], ExpansionResult]:
         """Ranked candidates (fetched objects included) and the expansion's record."""
+        result, expansion = self.run_with_expansion(
+            candidates, query=query, query_embedding=query_embedding, top_n=top_n
+        )
+        return result.ranked, expansion
+
+    def run_with_expansion(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> tuple[Reranking, ExpansionResult]:
+        """:meth:`run` and the expansion's record (what was fetched, at what cost)."""
         expansion = self.expander.expand(candidates, query_embedding=query_embedding)
         if self.keep_candidate_scores and expansion.added:
             return self._merged(candidates, expansion, query, query_embedding, top_n), expansion
         if self.pruner is None or not expansion.added:
-            ranked = self.reranker.rerank(
+            result = self.reranker.run(
                 list(expansion.candidates),
                 query=query,
                 query_embedding=query_embedding,
                 top_n=top_n,
             )
-            return _marked(ranked, expansion), expansion
-        ranked = self.reranker.rerank(
+            return replace(result, ranked=_marked(result.ranked, expansion)), expansion
+        result = self.reranker.run(
             list(expansion.candidates), query=query, query_embedding=query_embedding
         )
         alphas = self._alphas(expansion, query_embedding)
-        return _marked(_soft_pruned(ranked, alphas, self.drop_below, top_n), expansion), expansion
+        pruned = _soft_pruned(result.ranked, alphas, self.drop_below, top_n)
+        return replace(result, ranked=_marked(pruned, expansion)), expansion
 
     def _merged(
         self,
@@ -325,16 +448,17 @@ class ExpandingReranker:
         query: str | None,
         query_embedding: np.ndarray | None,
         top_n: int | None,
-    ) -> list[RankedCandidate]:
+    ) -> Reranking:
         """Candidates keep their candidate-only ranking and scores (fetched objects change
         neither); fetched objects take their scores from the enlarged graph (times alpha
-        when a pruner is set) and are inserted where those scores place them."""
+        when a pruner is set) and are inserted where those scores place them. The edges
+        reported are the enlarged graph's."""
         own = self.reranker.rerank(list(candidates), query=query, query_embedding=query_embedding)
-        enlarged = self.reranker.rerank(
+        enlarged = self.reranker.run(
             list(expansion.candidates), query=query, query_embedding=query_embedding
         )
         added = set(expansion.added)
-        fetched = [r for r in enlarged if r.id in added]
+        fetched = [r for r in enlarged.ranked if r.id in added]
         if self.pruner is not None:
             fetched = _soft_pruned(
                 fetched, self._alphas(expansion, query_embedding), self.drop_below, None
@@ -346,16 +470,11 @@ class ExpandingReranker:
         )
         if top_n is not None:
             merged = merged[:top_n]
-        return _marked(
+        ranked = _marked(
             [replace(r, rank=rank) for rank, (_s, _k, _p, r) in enumerate(merged, start=1)],
             expansion,
         )
-
-    @property
-    def needs_embeddings(self) -> bool:
-        """Always True: expansion scores and prunes fetched objects by query similarity (it
-        falls back to the lowest candidate score without vectors)."""
-        return True
+        return replace(enlarged, ranked=ranked)
 
     def _alphas(
         self, expansion: ExpansionResult, query_embedding: np.ndarray | None
@@ -382,18 +501,16 @@ class ExpandingReranker:
             )
         return {c.id: float(np.clip(a, 0.0, 1.0)) for c, a in zip(fetched, values, strict=True)}
 
-    def rerank(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | None = None,
-        top_n: int | None = None,
-    ) -> list[RankedCandidate]:
-        """Drop-in for :meth:`GraphReranker.rerank`, with expansion first."""
-        return self.rerank_with_expansion(
-            candidates, query=query, query_embedding=query_embedding, top_n=top_n
-        )[0]
+
+def _expansion(value: object) -> Expansion:
+    """``None`` as the defaults; anything but an :class:`Expansion` named."""
+    if value is None:
+        return Expansion()
+    if not isinstance(value, Expansion):
+        raise InputTypeError(
+            f"expansion must be an Expansion(seeds=..., hops=...), got {type(value).__name__}"
+        )
+    return value
 
 
 def _marked(ranked: Sequence[RankedCandidate], expansion: ExpansionResult) -> list[RankedCandidate]:

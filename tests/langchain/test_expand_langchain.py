@@ -217,7 +217,7 @@ def test_relation_view_runnable() -> None:
 
 def test_entity_links_through_chroma_list_fields() -> None:
     from grapher_core import Candidate, SharedEntities
-    from grapher_core.expand import GraphExpander
+    from grapher_core.expand import Expansion, GraphExpander
 
     store = langchain_chroma.Chroma(
         collection_name=f"ents-{uuid.uuid4().hex[:8]}",
@@ -239,7 +239,9 @@ def test_entity_links_through_chroma_list_fields() -> None:
     )
     source = VectorStoreSource(store)
     seed = Candidate("a", "Nolan directed Inception", 1.0, {"entities": ["Nolan"]})
-    result = GraphExpander([SharedEntities()], source, follow_entities=True).expand([seed])
+    result = GraphExpander([SharedEntities()], source, Expansion(follow_entities=True)).expand(
+        [seed]
+    )
     assert result.added == ("b",) and source.calls == 1  # $contains, one get per hop
     with pytest.raises(TypeError, match="list_fields"):
         VectorStoreSource(store, list_fields="entities")

@@ -21,7 +21,7 @@ from llama_index.core.schema import (
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from grapher_core import GraphReranker
-from grapher_core.expand import ExpandingReranker
+from grapher_core.expand import ExpandingReranker, Expansion
 from llama_index_grapher.convert import candidates_from_nodes, relationship_proximity
 from llama_index_grapher.neighbours import NodeSource
 
@@ -52,7 +52,9 @@ def test_docstore_source_follows_previous_next() -> None:
     docstore.add_documents(nodes)
     source = NodeSource(docstore)
     retrieved = [NodeWithScore(node=nodes[2], score=0.9), NodeWithScore(node=nodes[4], score=0.1)]
-    reranker = ExpandingReranker(GraphReranker([relationship_proximity()]), source, seeds=1, hops=2)
+    reranker = ExpandingReranker(
+        GraphReranker([relationship_proximity()]), source, Expansion(seeds=1, hops=2)
+    )
     ranked, expansion = reranker.rerank_with_expansion(candidates_from_nodes(retrieved))
     assert set(expansion.added) == {"c1", "c3", "c0"}  # c3's next (c4) is retrieved already
     assert source.calls == expansion.fetch_calls == 2

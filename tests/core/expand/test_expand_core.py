@@ -11,6 +11,7 @@ from grapher_core.edges.base import link_value
 from grapher_core.edges.entities import SharedEntities
 from grapher_core.expand import (
     ExpandingReranker,
+    Expansion,
     GraphExpander,
     InMemorySource,
     NeighbourSource,
@@ -126,7 +127,7 @@ def test_expansion_fetches_missing_link_target_in_one_call_per_hop(corpus) -> No
         Candidate(film.id, film.text, 0.9, film.metadata, film.embedding),
         Candidate("Other", "Other", 0.5, {"title": "Other"}, corpus[4].embedding),
     ]
-    expander = GraphExpander([MENTIONS], source, seeds=2, hops=2, budget=10)
+    expander = GraphExpander([MENTIONS], source, Expansion(seeds=2, hops=2, budget=10))
     result = expander.expand(candidates, query_embedding=unit(1, 0, 0))
     assert result.added == ("Director", "Mother")  # hop 1 then hop 2
     assert result.fetch_calls == len(source.batches) == 2
@@ -142,7 +143,7 @@ def test_expansion_skips_links_already_among_candidates(corpus) -> None:
         Candidate(c.id, c.text, 1.0 - i / 10, c.metadata, c.embedding)
         for i, c in enumerate(corpus[:2])
     ]
-    result = GraphExpander([MENTIONS], source, seeds=1, hops=1).expand(
+    result = GraphExpander([MENTIONS], source, Expansion(seeds=1, hops=1)).expand(
         candidates, query_embedding=unit(1, 0, 0)
     )
     assert result.added == () and result.fetch_calls == 0  # Director is a candidate already
@@ -152,7 +153,7 @@ def test_one_fetch_per_hop_however_many_edges() -> None:
     objects = [passage(f"T{i}", []) for i in range(50)]
     hub = passage("Hub", [f"T{i}" for i in range(50)], score=1.0)
     source = CountingSource(InMemorySource([*objects, hub]))
-    result = GraphExpander([MENTIONS], source, seeds=1, hops=1, budget=100).expand([hub])
+    result = GraphExpander([MENTIONS], source, Expansion(seeds=1, hops=1, budget=100)).expand([hub])
     assert len(result.added) == 50
     assert result.fetch_calls == 1 and len(source.batches) == 1
 
@@ -161,9 +162,9 @@ def test_budget_keeps_most_query_similar() -> None:
     q = unit(1, 0)
     objects = [passage(f"T{i}", [], unit(1, i)) for i in range(5)]  # T0 most similar
     hub = passage("Hub", [f"T{i}" for i in range(5)][::-1], unit(1, 0), score=1.0)
-    result = GraphExpander([MENTIONS], InMemorySource([*objects, hub]), seeds=1, budget=2).expand(
-        [hub], query_embedding=q
-    )
+    result = GraphExpander(
+        [MENTIONS], InMemorySource([*objects, hub]), Expansion(seeds=1, budget=2)
+    ).expand([hub], query_embedding=q)
     assert result.added == ("T0", "T1")
 
 
@@ -172,7 +173,7 @@ def test_prune_threshold_drops_dissimilar_neighbours() -> None:
     near, far = passage("Near", [], unit(1, 0.1)), passage("Far", [], unit(0, 1))
     hub = passage("Hub", ["Far", "Near"], unit(1, 0), score=1.0)
     result = GraphExpander(
-        [MENTIONS], InMemorySource([near, far, hub]), seeds=1, prune_threshold=0.5
+        [MENTIONS], InMemorySource([near, far, hub]), Expansion(seeds=1, prune_threshold=0.5)
     ).expand([hub], query_embedding=q)
     assert result.added == ("Near",)
     assert result.similarities["Near"] == pytest.approx(float(unit(1, 0.1) @ q))
@@ -193,7 +194,7 @@ def test_seed_scores_calibrated_to_candidate_scale() -> None:
         for i, v in enumerate(vectors)
     ]
     new = passage("New", [], unit(1, 1.5))
-    result = GraphExpander([MENTIONS], InMemorySource([new]), seeds=1).expand(
+    result = GraphExpander([MENTIONS], InMemorySource([new]), Expansion(seeds=1)).expand(
         candidates, query_embedding=q
     )
     assert result.candidates[-1].score == pytest.approx(2 * float(unit(1, 1.5) @ q) + 1)
@@ -202,10 +203,10 @@ def test_seed_scores_calibrated_to_candidate_scale() -> None:
 def test_fallback_scores_without_embeddings_and_without_scores() -> None:
     new = passage("New", [])
     scored = [passage("A", ["New"], score=0.9), passage("B", [], score=0.2)]
-    result = GraphExpander([MENTIONS], InMemorySource([new]), seeds=1).expand(scored)
+    result = GraphExpander([MENTIONS], InMemorySource([new]), Expansion(seeds=1)).expand(scored)
     assert result.candidates[-1].score == 0.2  # the lowest candidate score
     unscored = [passage("A", ["New"]), passage("B", [])]
-    result = GraphExpander([MENTIONS], InMemorySource([new]), seeds=1).expand(unscored)
+    result = GraphExpander([MENTIONS], InMemorySource([new]), Expansion(seeds=1)).expand(unscored)
     assert result.candidates[-1].score is None
 
 
@@ -220,7 +221,7 @@ def test_embedder_embeds_fetched_objects_without_vectors() -> None:
     hub = passage("Hub", ["New"], unit(1, 0), score=1.0)
     other = passage("Other", [], unit(0, 1), score=0.1)
     result = GraphExpander(
-        [MENTIONS], InMemorySource([passage("New", [])]), seeds=1, embedder=Fixed()
+        [MENTIONS], InMemorySource([passage("New", [])]), Expansion(seeds=1), embedder=Fixed()
     ).expand([hub, other], query_embedding=unit(1, 0))
     assert Fixed.calls == 1
     assert "New" in result.similarities
@@ -231,9 +232,9 @@ def test_expander_validates_configuration(corpus) -> None:
     with pytest.raises(ValueError, match="link fields"):
         GraphExpander([SharedEntities()], source)
     with pytest.raises(ValueError, match="seeds"):
-        GraphExpander([MENTIONS], source, seeds=0)
+        GraphExpander([MENTIONS], source, Expansion(seeds=0))
     with pytest.raises(ValueError, match="prune_threshold"):
-        GraphExpander([MENTIONS], source, prune_threshold=2.0)
+        GraphExpander([MENTIONS], source, Expansion(prune_threshold=2.0))
     with pytest.raises(TypeError, match="neighbour source"):
         GraphExpander([MENTIONS], object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="duplicate"):
@@ -249,7 +250,9 @@ def test_expanding_reranker_lifts_fetched_link_target_into_top(corpus) -> None:
     ]
     plain = GraphReranker([MENTIONS]).rerank(candidates, query_embedding=q)
     assert "Director" not in [r.id for r in plain]
-    reranker = ExpandingReranker(GraphReranker([MENTIONS]), InMemorySource(corpus), seeds=3)
+    reranker = ExpandingReranker(
+        GraphReranker([MENTIONS]), InMemorySource(corpus), Expansion(seeds=3)
+    )
     ranked, expansion = reranker.rerank_with_expansion(candidates, query_embedding=q, top_n=3)
     assert expansion.added == ("Director",)
     assert [r.id for r in ranked][:2] == ["Film", "Director"]
@@ -268,7 +271,7 @@ def test_chunk_expansion_fetches_previous_and_next() -> None:
     ]
     source = InMemorySource(objects)
     hit = Candidate("d#2", "chunk 2", 1.0, {"doc_id": "d", "chunk_index": 2})
-    result = GraphExpander([AdjacentChunks()], source, seeds=1, hops=1).expand([hit])
+    result = GraphExpander([AdjacentChunks()], source, Expansion(seeds=1, hops=1)).expand([hit])
     assert set(result.added) == {"d#1", "d#3"}
     assert source.calls == 1
 
@@ -281,7 +284,7 @@ def test_unscored_candidates_get_rank_seeds_and_fetched_are_placed_by_similarity
         passage("C", [], unit(0, 1)),
     ]
     new = passage("New", [], unit(1, 0.2))
-    result = GraphExpander([MENTIONS], InMemorySource([new]), seeds=1).expand(
+    result = GraphExpander([MENTIONS], InMemorySource([new]), Expansion(seeds=1)).expand(
         candidates, query_embedding=q
     )
     scores = [c.score for c in result.candidates]

@@ -14,6 +14,7 @@ from grapher_core.expand import (
     EgoGraphIndex,
     EntityLinks,
     ExpandingReranker,
+    Expansion,
     GraphExpander,
     InMemorySource,
     corpus_links,
@@ -65,17 +66,19 @@ def test_expansion_follows_entities_and_floor_seeds() -> None:
     ]
     source = InMemorySource(corpus)
     q = unit(1, 0)
-    expander = GraphExpander([SharedEntities(max_share=0.9)], source, follow_entities=True)
+    expander = GraphExpander(
+        [SharedEntities(max_share=0.9)], source, Expansion(follow_entities=True)
+    )
     result = expander.expand(cands, query_embedding=q)
     assert result.added == ("C",)
     calibrated = result.candidates[-1].score
     assert calibrated is not None and calibrated > 0.5  # very query-similar: high seed
     floor = GraphExpander(
-        [SharedEntities(max_share=0.9)], source, follow_entities=True, seed_rule="floor"
+        [SharedEntities(max_share=0.9)], source, Expansion(follow_entities=True, seed_rule="floor")
     ).expand(cands, query_embedding=q)
     assert floor.candidates[-1].score == pytest.approx(0.5)  # the lowest candidate score
     with pytest.raises(ValueError, match="seed_rule"):
-        GraphExpander([MENTIONS], source, seed_rule="nope")
+        GraphExpander([MENTIONS], source, Expansion(seed_rule="nope"))
 
 
 def test_soft_pruning_scales_and_drops_fetched_objects() -> None:
