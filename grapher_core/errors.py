@@ -19,6 +19,7 @@ __all__ = [
     "InputTypeError",
     "MissingDependencyError",
     "NotFoundError",
+    "SidecarError",
     "StateError",
 ]
 
@@ -45,6 +46,11 @@ class CheckpointError(GraphERError, ValueError):
 
 class CacheError(GraphERError, ValueError):
     """A cache file cannot be used: not SQLite, another program's or schema's, damaged."""
+
+
+class SidecarError(GraphERError, ValueError):
+    """A saved array file (an ego-graph index ``.npz``) is damaged, oversized, of another layout
+    or built from another corpus (the message names the file and the field)."""
 
 
 class EmbeddingMismatchError(InputError):

@@ -63,7 +63,7 @@ def _read_string(text: str, delimiters: str) -> list[str]:
     if text[0] == "[" and text[-1] == "]":
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # malformed, or nested past the parser's stack
             parsed = None
         if isinstance(parsed, list):
             return read_list(parsed, delimiters)

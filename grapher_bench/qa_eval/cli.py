@@ -1,13 +1,23 @@
-"""``grapher-bench qa-eval``: answer-level evaluation over any OpenAI-compatible endpoint."""
+"""``grapher-bench qa-eval``: answer-level evaluation over any OpenAI-compatible endpoint.
+
+Every option is checked, and every ``--data`` folder read, before anything is created: a
+refused run (exit code 2, one line naming the option) leaves no cache, folder or file behind,
+and no output path may lie inside a ``--data`` folder (the inputs are never written).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from grapher_core.errors import InputError, InputFileNotFoundError
 
 __all__ = ["register"]
 
@@ -37,9 +47,9 @@ def _per_set(
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"{option} wants {shape}, got {item!r}")
+            raise InputError(f"{option} wants {shape}, got {item!r}")
         if name.strip() not in set_names:
-            raise ValueError(
+            raise InputError(
                 f"{option} names {name.strip()!r}, which is not a --data folder "
                 f"(folders: {', '.join(set_names)})"
             )
@@ -51,10 +61,118 @@ def _positive(value: str, what: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise ValueError(f"{what} wants a positive integer, got {value!r}") from None
+        raise InputError(f"{what} wants a positive integer, got {value!r}") from None
     if number < 1:
-        raise ValueError(f"{what} wants a positive integer, got {value!r}")
+        raise InputError(f"{what} wants a positive integer, got {value!r}")
     return number
+
+
+def _url(value: str, option: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InputError(
+            f"{option} wants an http(s) URL such as http://127.0.0.1:8080/v1, got {value!r}"
+        )
+    return value
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """True when ``path`` is ``folder`` or lies under it (both resolved)."""
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or folder in path.parents
+
+
+def _writable_folder(path: Path, option: str) -> None:
+    """``path`` can be a folder we write into: not a file, its nearest existing parent a
+    writable folder (nothing is created here)."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{option} {path} is a file, expected a folder")
+    parent = path
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"{option} {path} cannot be created: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path} cannot be written: {parent} is not writable")
+
+
+def check_options(args: argparse.Namespace) -> tuple[list[str], dict[str, Any], dict[str, int]]:
+    """Every option checked, nothing created: the set names, ``--systems-for`` and
+    ``--limit-for``. Raises ``InputError`` naming the option."""
+    from grapher_bench.qa_eval.systems import MAX_TOP
+    from grapher_core.cli.enrich import check_writable
+
+    for option, value, low in (
+        ("--k", args.k, 1),
+        ("--limit", args.limit, 1),
+        ("--top-n", args.top_n, 1),
+        ("--concurrency", args.concurrency, 1),
+        ("--max-retries", args.max_retries, 0),
+        ("--answer-tokens", args.answer_tokens, 1),
+        ("--judge-tokens", args.judge_tokens, 1),
+        ("--block", args.block, 1),
+    ):
+        if value is not None and value < low:
+            raise InputError(f"{option} must be an integer >= {low}, got {value}")
+    if args.k > MAX_TOP:
+        raise InputError(f"--k must be at most {MAX_TOP} (the top kept per question), got {args.k}")
+    if args.top_n < args.k:
+        raise InputError(f"--top-n ({args.top_n}) must be at least --k ({args.k})")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise InputError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
+    for option, value in (("--model", args.model), ("--judge-model", args.judge_model)):
+        if value is not None and not value.strip():
+            raise InputError(f"{option} must not be empty")
+    _url(args.base_url, "--base-url")
+    if args.judge_base_url is not None:
+        _url(args.judge_base_url, "--judge-base-url")
+    folders = [Path(folder) for folder in args.data]
+    set_names = [folder.name for folder in folders]
+    twice = sorted({name for name in set_names if set_names.count(name) > 1})
+    if twice:
+        raise InputError(
+            f"--data names two folders called {twice[0]!r} (their outputs would clash)"
+        )
+    for folder in folders:
+        if not folder.is_dir():
+            raise InputFileNotFoundError(f"--data {folder}: no such folder")
+        for name in ("corpus.jsonl", "queries.jsonl"):
+            if not (folder / name).is_file():
+                raise InputFileNotFoundError(f"--data {folder}: {name} is missing")
+    per_set = {
+        name: _systems(value)
+        for name, value in _per_set(args.systems_for, "--systems-for", "SET=SYSTEMS", set_names)
+    }
+    limits = {
+        name: _positive(value, f"--limit-for {name}")
+        for name, value in _per_set(args.limit_for, "--limit-for", "SET=N", set_names)
+    }
+    outputs = [("--out", args.out), *((f"--out {args.out}", args.out / n) for n in set_names)]
+    for option, path in (("--cache", args.cache), ("--write-doc", args.write_doc)):
+        if path is not None:
+            check_writable(path, option)
+            outputs.append((option, path))
+    for option, path in outputs:
+        for folder in folders:
+            if _inside(path, folder):
+                raise InputError(
+                    f"{option} {path} lies inside --data {folder} (inputs are never written)"
+                )
+    _writable_folder(args.out, "--out")
+    if args.write_doc is not None and args.write_doc.is_file():
+        from grapher_bench.qa_eval.report import END, START
+        from grapher_bench.sections import _marker
+
+        try:
+            text = args.write_doc.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(
+                f"--write-doc {args.write_doc} cannot be read as UTF-8 ({error})"
+            ) from None
+        first = _marker(text, START)  # the test write_section makes, made before the run
+        if not (first >= 0 and _marker(text, END, first) >= 0) and START in text and END in text:
+            raise InputError(f"--write-doc {args.write_doc}: {END} comes before {START}")
+    return set_names, per_set, limits
 
 
 def register(subparsers: Any) -> None:
@@ -118,7 +236,12 @@ def register(subparsers: Any) -> None:
         default=1,
         help="requests in flight (1: a local one-thread server)",
     )
-    qa.add_argument("--timeout", type=float, default=300.0, help="seconds per request (300)")
+    qa.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="deadline in seconds for each whole request, every read included (300)",
+    )
     qa.add_argument("--max-retries", type=int, default=4)
     qa.add_argument("--answer-tokens", type=int, default=96, help="max answer tokens (96)")
     qa.add_argument("--judge-tokens", type=int, default=160, help="max judge tokens (160)")
@@ -161,17 +284,12 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     from grapher_core.enrich.cache import EntityCache
     from grapher_core.enrich.completion import OpenAITextCompleter
 
-    if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be a positive integer")
-    set_names = [Path(folder).name for folder in args.data]
-    per_set = {
-        name: _systems(value)
-        for name, value in _per_set(args.systems_for, "--systems-for", "SET=SYSTEMS", set_names)
-    }
-    limits = {
-        name: _positive(value, f"--limit-for {name}")
-        for name, value in _per_set(args.limit_for, "--limit-for", "SET=N", set_names)
-    }
+    set_names, per_set, limits = check_options(args)
+    # every set read before anything is written: a malformed line refuses the run whole
+    datasets = [
+        load_dataset(folder, limit=limits.get(name, args.limit))
+        for folder, name in zip(args.data, set_names, strict=True)
+    ]
     common: dict[str, Any] = {
         "api_key": args.api_key,
         "concurrency": args.concurrency,
@@ -199,8 +317,7 @@ def run_qa_eval(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     runs = []
     with EntityCache(args.cache or cache_root() / "qa-eval.sqlite") as cache:
-        for folder, name in zip(args.data, set_names, strict=True):
-            dataset = load_dataset(folder, limit=limits.get(name, args.limit))
+        for dataset, name in zip(datasets, set_names, strict=True):
             systems = per_set.get(name, args.systems)
             _log(
                 f"{dataset.name}: {len(dataset.queries)} questions, systems "

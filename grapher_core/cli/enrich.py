@@ -124,7 +124,13 @@ def register(subparsers: Any) -> None:
         default=6,
         help="retries per request on 429/5xx/timeouts (default: %(default)s)",
     )
-    llm.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    llm.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="deadline in seconds for each whole request, connect and every read included "
+        "(default: %(default)s)",
+    )
     llm.add_argument(
         "--max-tokens-per-object",
         type=int,

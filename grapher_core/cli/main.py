@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["SUBCOMMANDS", "build_parser", "main", "run"]
+__all__ = ["EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main", "run"]
 
 SUBCOMMANDS: tuple[str, ...] = (
     "grapher_core.cli.demo",
@@ -47,17 +47,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(build_parser(), argv)
 
 
+#: Exit code of a bad command line or input (argparse's own code for usage errors).
+EXIT_USAGE = 2
+
+
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` and call the chosen subcommand; expected errors become exit code 2."""
+    """Parse ``argv`` and call the chosen subcommand; expected errors -- GraphER's own, bad
+    values, files that cannot be read, missing extras -- become one line on stderr and exit
+    code ``EXIT_USAGE`` (2), never a traceback."""
+    from grapher_core.errors import GraphERError
+
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, ImportError) as error:
-        print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
-        return 2
+    except (GraphERError, ValueError, OSError, ImportError) as error:
+        message = " ".join(str(error).split("\n")).strip() or type(error).__name__
+        print(f"{parser.prog} {args.command}: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 """Entity extraction with any OpenAI-compatible chat model (OpenAI, vLLM, Ollama, llama.cpp).
 
 Requests run with bounded concurrency; 429, 5xx, timeouts and connection errors are retried with
-exponential backoff and jitter (``Retry-After`` honoured); every other per-object problem -- an
-unparseable answer, a 400 -- becomes a failed ``ExtractionResult`` for that object only.
-Configuration errors that would fail every object (401, 403, 404 model not found) stop the run
-with ``ExtractorConfigError`` instead of burning through the corpus.
+exponential backoff and jitter (``Retry-After`` honoured). ``timeout`` is a deadline for each
+whole request (connect, send and every read), not a limit per read: a server that drips one
+byte at a time cannot hold a request past it, and a request past it is a timeout like any
+other. Every other per-object problem -- an unparseable answer, a 400 -- becomes a failed
+``ExtractionResult`` for that object only. Configuration errors that would fail every object
+(401, 403, 404 model not found) stop the run with ``ExtractorConfigError`` instead of burning
+through the corpus.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import math
+import numbers
 import os
 import random
 import time
@@ -169,6 +174,16 @@ def _retry_after_seconds(error: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _not_int(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, numbers.Integral)
+
+
+def _finite_number(value: Any) -> bool:
+    """A real number that is not NaN or infinite (NaN compares False with everything, so a
+    plain ``timeout <= 0`` check lets it through and the request never ends)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 class OpenAIChatClient:
     """Bounded-concurrency, retrying chat-completions calls: one text in, one result out.
 
@@ -199,14 +214,21 @@ class OpenAIChatClient:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("model must be a non-empty string (e.g. 'gpt-4o-mini')")
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
-        if max_retries < 0:
-            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
-        if timeout <= 0:
-            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
-        if backoff_base < 0 or backoff_max < 0:
-            raise ConfigError("backoff_base and backoff_max must be >= 0")
+        if _not_int(concurrency) or concurrency < 1:
+            raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+        if _not_int(max_retries) or max_retries < 0:
+            raise ConfigError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        if not _finite_number(timeout) or timeout <= 0:
+            raise ConfigError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+        if (
+            not (_finite_number(backoff_base) and _finite_number(backoff_max))
+            or min(backoff_base, backoff_max) < 0
+        ):
+            raise ConfigError("backoff_base and backoff_max must be finite numbers >= 0")
+        if max_output_tokens is not None and (_not_int(max_output_tokens) or max_output_tokens < 1):
+            raise ConfigError(
+                f"max_output_tokens must be None or an integer >= 1, got {max_output_tokens!r}"
+            )
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None:
@@ -298,6 +320,15 @@ class OpenAIChatClient:
             api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
 
+    async def _attempt(self, client: Any, request: dict[str, Any]) -> Any:
+        """One request that ends by its deadline, ``timeout`` seconds from now, whatever the
+        server does: past it the request is cancelled (its connection closed) and
+        ``asyncio.TimeoutError`` is raised. The HTTP client's own timeout only bounds each
+        read, which a server sending a byte at a time never trips."""
+        return await asyncio.wait_for(
+            client.chat.completions.create(**request), timeout=self.timeout
+        )
+
     def _delay(self, attempt: int, error: BaseException) -> float:
         retry_after = _retry_after_seconds(error)
         if retry_after is not None:
@@ -322,7 +353,12 @@ class OpenAIChatClient:
         last_problem = "no attempt made"
         for attempt in range(self.max_retries + 1):
             try:
-                response = await client.chat.completions.create(**request)
+                response = await self._attempt(client, request)
+            except asyncio.TimeoutError as error:  # the deadline passed: a timeout, retried
+                last_problem = f"no answer within the {self.timeout:g} s deadline"
+                if attempt < self.max_retries:
+                    await asyncio.sleep(self._delay(attempt, error))
+                continue
             except (
                 openai.AuthenticationError,
                 openai.PermissionDeniedError,

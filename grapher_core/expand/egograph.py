@@ -13,9 +13,13 @@ any ranker runs on the union (:class:`EgoGraphReranker`). No KG store is needed.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
+import warnings
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject, RankedCandidate
+from grapher_core.diagnostics import Diagnostics, GraphERWarning, stacklevel_outside
 from grapher_core.edges.base import LinkKey
-from grapher_core.errors import ConfigError, InputError, InputTypeError
+from grapher_core.errors import ConfigError, InputError, InputTypeError, SidecarError
 from grapher_core.expand.expansion import (
     ExpansionResult,
     _canonical,
@@ -38,11 +43,41 @@ from grapher_core.expand.relations import relations_between
 from grapher_core.expand.source import NeighbourSource
 from grapher_core.ranking.seeds import original_scores
 from grapher_core.rerank import GraphReranker, validate_candidates
+from grapher_core.utils.npz import DEFAULT_MAX_NPZ_BYTES, ArraySpec, read_npz
 
-__all__ = ["DEFAULT_MAX_MEMBERS", "EgoGraphIndex", "EgoGraphReranker", "corpus_links"]
+__all__ = [
+    "DEFAULT_MAX_MEMBERS",
+    "DEFAULT_MAX_SIDECAR_BYTES",
+    "EgoGraphIndex",
+    "EgoGraphReranker",
+    "corpus_fingerprint",
+    "corpus_links",
+]
 
 DEFAULT_MAX_MEMBERS = 30
 """Most objects per ego-graph (the centre, then neighbours hop by hop): hubs stay bounded."""
+
+DEFAULT_MAX_SIDECAR_BYTES = DEFAULT_MAX_NPZ_BYTES
+"""Most bytes a sidecar's arrays may hold once inflated (checked from the zip directory and the
+array headers before anything is read); ``EgoGraphIndex.load(path, max_bytes=...)`` changes it."""
+
+#: The fields of a sidecar ``.npz`` (``fingerprint`` is absent from files of older versions).
+_SIDECAR_FIELDS = {
+    "vectors": ArraySpec("f", 2),
+    "indptr": ArraySpec("iu", 1),
+    "members": ArraySpec("iu", 1),
+    "hops": ArraySpec("iu", 1),
+    "ids": ArraySpec("U", 1),
+    "fingerprint": ArraySpec("U", 1),
+}
+_NORM_TOLERANCE = 1e-3  # float32 rows saved from unit float64 rows
+
+
+def corpus_fingerprint(ids: Sequence[str]) -> str:
+    """sha256 of the ids in order: two indexes (or an index and a corpus) with the same
+    fingerprint hold the same objects in the same positions."""
+    payload = json.dumps(list(ids)).encode("ascii")  # ASCII-escaped: lone surrogates too
+    return hashlib.sha256(payload).hexdigest()
 
 
 def corpus_links(
@@ -104,14 +139,16 @@ class EgoGraphIndex:
         the phrase, see :func:`_edge_vectors`) so edges enter the mean (GRAG Eq. 4)."""
         if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
             raise InputError(f"hops must be an integer >= 1, got {hops!r}")
-        if max_members < 1:
-            raise InputError(f"max_members must be >= 1, got {max_members!r}")
-        vectors = unit_rows(np.asarray(node_vectors, dtype=np.float64))
-        if vectors.ndim != 2 or vectors.shape[0] != len(objects):
-            raise InputError(
-                f"got {vectors.shape[0] if vectors.ndim else 0} node vectors for "
-                f"{len(objects)} objects"
-            )
+        if isinstance(max_members, bool) or not isinstance(max_members, int) or max_members < 1:
+            raise InputError(f"max_members must be an integer >= 1, got {max_members!r}")
+        vectors = unit_rows(_finite_matrix(node_vectors, "node_vectors"))
+        if vectors.shape[0] != len(objects):
+            raise InputError(f"got {vectors.shape[0]} node vectors for {len(objects)} objects")
+        seen: set[str] = set()
+        for o in objects:
+            if o.id in seen:
+                raise InputError(f"object id {o.id!r} appears twice: ego-graphs are keyed by id")
+            seen.add(o.id)
         neighbours = corpus_links(objects, proximities, metadata)
         groups = [_ego(i, neighbours, hops, max_members) for i in range(len(objects))]
         edge_vectors: dict[tuple[int, int], np.ndarray] = {}
@@ -169,28 +206,93 @@ class EgoGraphIndex:
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(int(i), float(sims[i])) for i in top]
 
+    @property
+    def fingerprint(self) -> str:
+        """:func:`corpus_fingerprint` of the ids: what a corpus is checked against."""
+        return corpus_fingerprint(self.ids)
+
     def save(self, path: str | Path) -> None:
-        """A sidecar ``.npz`` (vectors, membership) with the ids as JSON inside."""
-        np.savez_compressed(
-            Path(path),
-            vectors=self.vectors.astype(np.float32),
-            indptr=self.indptr,
-            members=self.members,
-            hops=np.asarray([self.hops]),
-            ids=np.asarray([json.dumps(list(self.ids))]),
-        )
+        """A sidecar ``.npz`` at exactly ``path`` (vectors, membership, the ids as JSON and
+        their fingerprint), written atomically: a killed save never leaves half a file."""
+        path = Path(path)
+        descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                np.savez_compressed(
+                    handle,
+                    vectors=self.vectors.astype(np.float32),
+                    indptr=np.asarray(self.indptr, dtype=np.int64),
+                    members=np.asarray(self.members, dtype=np.int64),
+                    hops=np.asarray([self.hops], dtype=np.int64),
+                    ids=np.asarray([json.dumps(list(self.ids))]),
+                    fingerprint=np.asarray([self.fingerprint]),
+                )
+            os.replace(name, path)
+        except BaseException:
+            Path(name).unlink(missing_ok=True)
+            raise
 
     @classmethod
-    def load(cls, path: str | Path) -> EgoGraphIndex:
-        """Read a :meth:`save` file (plain arrays; no pickle)."""
-        with np.load(Path(path), allow_pickle=False) as data:
-            ids = tuple(json.loads(str(data["ids"][0])))
-            return cls(
-                ids,
-                data["vectors"].astype(np.float64),
-                data["indptr"],
-                data["members"],
-                int(data["hops"][0]),
+    def load(
+        cls,
+        path: str | Path,
+        *,
+        corpus: Sequence[str | CorpusObject | Candidate] | None = None,
+        max_bytes: int = DEFAULT_MAX_SIDECAR_BYTES,
+    ) -> EgoGraphIndex:
+        """Read a :meth:`save` file, checking everything before trusting it.
+
+        Sizes first (the zip directory and each array header against ``max_bytes``, so
+        nothing is inflated or allocated past it), then dtypes, shapes, finite unit vectors,
+        monotone ``indptr``, members in range with each centre first, ``hops >= 1`` and the
+        ids against their fingerprint. With ``corpus`` (ids or objects) the index is checked
+        against it too (:meth:`check_corpus`). Problems raise
+        :class:`~grapher_core.errors.SidecarError` naming the file and the field; no pickle.
+        """
+        path = Path(path)
+        ids: list[str] = []
+
+        def check_shapes(
+            shapes: Mapping[str, tuple[int, ...]], read: Callable[[str], np.ndarray]
+        ) -> None:
+            ids.extend(_check_shapes(path, shapes, read))
+
+        arrays = read_npz(
+            path,
+            _SIDECAR_FIELDS,
+            optional=frozenset({"fingerprint"}),
+            max_bytes=max_bytes,
+            check_shapes=check_shapes,
+        )
+        index = _validated(path, arrays, ids)
+        if corpus is not None:
+            index.check_corpus(corpus, source=str(path))
+        return index
+
+    def check_corpus(
+        self, corpus: Sequence[str | CorpusObject | Candidate], *, source: str = "the index"
+    ) -> None:
+        """Refuse an index built from another corpus (an id of the index is not in
+        ``corpus``: its members could never be fetched); warn when ``corpus`` has objects
+        the index does not know (built from an older version: they have no ego-graph)."""
+        ids = [c if isinstance(c, str) else c.id for c in corpus]
+        if corpus_fingerprint(ids) == self.fingerprint:
+            return
+        known = set(ids)
+        missing = [i for i in self.ids if i not in known]
+        if missing:
+            raise SidecarError(
+                f"{source}: built from another corpus: {len(missing)} of its {len(self.ids)} "
+                f"ids are not in the corpus given (first: {missing[0]!r}); rebuild it with "
+                "EgoGraphIndex.build"
+            )
+        extra = len(known - set(self.ids))
+        if extra:
+            warnings.warn(
+                f"{source}: built from an older version of the corpus: {extra} of its "
+                f"{len(known)} objects have no ego-graph; rebuild it with EgoGraphIndex.build",
+                GraphERWarning,
+                stacklevel=stacklevel_outside(),
             )
 
     def reranker(
@@ -204,6 +306,8 @@ class EgoGraphIndex:
         node_vectors: Any = None,
     ) -> EgoGraphReranker:
         """An :class:`EgoGraphReranker` over this index (``source`` fetches members by id)."""
+        if objects:
+            self.check_corpus(objects)
         if source is None:
             from grapher_core.expand.source import InMemorySource
 
@@ -229,6 +333,107 @@ def _ego(center: int, neighbours: Sequence[Sequence[int]], hops: int, cap: int) 
     return order
 
 
+def _finite_matrix(value: Any, what: str) -> np.ndarray:
+    """``value`` as a 2-D float64 matrix of finite numbers, or an ``InputError`` naming it."""
+    try:
+        matrix = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"{what} must be a 2-D array of numbers ({error})") from None
+    if matrix.ndim != 2:
+        raise InputError(f"{what} must be 2-D (one row per object), got shape {matrix.shape}")
+    bad = ~np.isfinite(matrix).all(axis=1)
+    if bad.any():
+        raise InputError(
+            f"{what}: row {int(np.argmax(bad))} holds NaN or infinite values "
+            f"({int(bad.sum())} such rows)"
+        )
+    return matrix
+
+
+def _check_shapes(
+    path: Path, shapes: Mapping[str, tuple[int, ...]], read: Callable[[str], np.ndarray]
+) -> list[str]:
+    """The ids, and the shapes checked against their number before the large arrays are
+    read."""
+
+    def fail(field: str, message: str) -> SidecarError:
+        return SidecarError(f"{path}: field {field!r}: {message}")
+
+    for field in ("ids", "hops", "fingerprint"):
+        if field in shapes and shapes[field] != (1,):
+            raise fail(field, f"shape {shapes[field]}, expected (1,)")
+    ids = _ids(path, read("ids"))
+    n = len(ids)
+    if shapes["vectors"][0] != n or shapes["vectors"][1] < 1:
+        raise fail("vectors", f"shape {shapes['vectors']}, expected ({n}, d >= 1) for {n} ids")
+    if shapes["indptr"] != (n + 1,):
+        raise fail("indptr", f"shape {shapes['indptr']}, expected ({n + 1},) for {n} ids")
+    if shapes["members"][0] < n:
+        raise fail(
+            "members", f"{shapes['members'][0]} members for {n} ego-graphs (one each at least)"
+        )
+    return ids
+
+
+def _ids(path: Path, array: np.ndarray) -> list[str]:
+    """The ids of a sidecar: one JSON list of distinct strings."""
+    try:
+        ids = json.loads(str(array[0]))
+    except (ValueError, RecursionError) as error:
+        raise SidecarError(
+            f"{path}: field 'ids': not a JSON list ({type(error).__name__})"
+        ) from None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise SidecarError(f"{path}: field 'ids': not a JSON list of strings")
+    if len(set(ids)) != len(ids):
+        raise SidecarError(f"{path}: field 'ids': an id appears twice")
+    return ids
+
+
+def _validated(path: Path, arrays: dict[str, np.ndarray], ids: list[str]) -> EgoGraphIndex:
+    """An index from arrays whose shapes are checked (and ``ids`` parsed): now the values."""
+
+    def fail(field: str, message: str) -> SidecarError:
+        return SidecarError(f"{path}: field {field!r}: {message}")
+
+    n = len(ids)
+    if "fingerprint" in arrays and str(arrays["fingerprint"][0]) != corpus_fingerprint(ids):
+        raise fail("fingerprint", "does not match the ids (the file was edited or damaged)")
+    hops = int(arrays["hops"][0])
+    if hops < 1:
+        raise fail("hops", f"must be >= 1, got {hops}")
+    vectors = arrays["vectors"].astype(np.float64)  # shapes checked by _check_shapes
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        raise fail("vectors", f"row {int(np.argmin(finite))} holds NaN or infinite values")
+    norms = np.linalg.norm(vectors, axis=1)
+    odd = (norms != 0) & (np.abs(norms - 1.0) > _NORM_TOLERANCE)
+    if odd.any():
+        row = int(np.argmax(odd))
+        raise fail("vectors", f"row {row} has norm {norms[row]:.4g}, expected 1 (unit rows)")
+    indptr, members = arrays["indptr"], arrays["members"]
+    total = members.shape[0]
+    if int(indptr.min()) < 0 or int(indptr.max()) > total:  # before any cast can wrap
+        raise fail("indptr", f"pointers must lie in [0, {total}] ({total} members)")
+    indptr = indptr.astype(np.int64)
+    if indptr[0] != 0 or indptr[-1] != total or (np.diff(indptr) < 1).any():
+        raise fail(
+            "indptr",
+            f"must run from 0 to {total} ({total} members) and increase at every step (each "
+            "ego-graph holds its centre)",
+        )
+    if total and (int(members.min()) < 0 or int(members.max()) >= n):
+        bad = int(members.min()) if int(members.min()) < 0 else int(members.max())
+        raise fail("members", f"positions must lie in [0, {n}) ({n} ids), found {bad}")
+    members = members.astype(np.int64)
+    if n and not np.array_equal(members[indptr[:-1]], np.arange(n)):
+        raise fail("members", "each ego-graph must start with its centre")
+    groups = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    if members.size and np.unique(groups * n + members).size != members.size:
+        raise fail("members", "an ego-graph lists a member twice")
+    return EgoGraphIndex(tuple(ids), vectors, indptr, members, hops)
+
+
 def _edge_vectors(
     nodes: Sequence[Candidate],
     pairs: Sequence[tuple[int, int]],
@@ -252,7 +457,7 @@ def _edge_vectors(
     vectors = dict(
         zip(
             texts,
-            unit_rows(np.asarray(embedder.embed_documents(texts), dtype=np.float64)),
+            unit_rows(_finite_matrix(embedder.embed_documents(texts), "edge_embedder vectors")),
             strict=True,
         )
     )
@@ -297,6 +502,7 @@ class EgoGraphReranker:
             raise ConfigError(f"seed_rule must be calibrated or floor, got {seed_rule!r}")
         self.reranker, self.index, self.source = reranker, index, source
         self.n, self.seed_rule = n, seed_rule
+        self._diagnostics = Diagnostics(owner="EgoGraphReranker")
 
     def join(self, candidates: Sequence[Candidate], query_embedding: Any) -> ExpansionResult:
         """Candidates plus the members of the top-``n`` ego-graphs (new ones only)."""
@@ -314,6 +520,13 @@ class EgoGraphReranker:
             return ExpansionResult(tuple(items), (), 0, 0)
         fetched = self.source.fetch([((None, i),) for i in wanted])
         fresh = {c.id: c for c in fetched if c.id in wanted}
+        if not fresh:
+            self._diagnostics.report(
+                "foreign-index",
+                f"the neighbour source holds none of the {len(wanted)} ego-graph members asked "
+                "for: is the index built from another corpus? (check it with "
+                "EgoGraphIndex.load(path, corpus=...))",
+            )
         added = [fresh[i] for i in wanted if i in fresh]
         similarity = {}
         for c in added:

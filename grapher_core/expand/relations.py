@@ -39,7 +39,7 @@ def _pairs(metadata: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     if isinstance(value, (str, bytes)):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # malformed, or nested past the parser's stack
             return []
     if not isinstance(value, (list, tuple)):
         return []

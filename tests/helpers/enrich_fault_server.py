@@ -3,7 +3,9 @@
 The "model" answers with the capitalised words of the passage (the text after the last
 ``Text:`` of the last user message), so answers are deterministic and checkable. Switches:
 429 with ``Retry-After``, 500, slow answers, hangs (to trigger client timeouts), malformed
-(non-list) answers, prose- or fence-wrapped answers, and a failure rate. Fault draws come from a
+(non-list) answers, prose- or fence-wrapped answers, a failure rate, and a "drip" that sends the
+response one byte every ``drip`` seconds (each read succeeds, so only a deadline on the whole
+request ends it). Fault draws come from a
 seeded RNG; ``fail_texts`` makes chosen passages fail on every attempt (deterministic
 failures under any concurrency). ``responder`` replaces the entity "model" by any function of
 the messages (the qa-eval tests answer and judge with :func:`qa_reply`). The server stops by
@@ -67,6 +69,7 @@ class FaultConfig:
     echo_example: bool = False
     fixed_status: int | None = None
     responder: Callable[[list[dict[str, Any]]], str] | None = None
+    drip: float = 0.0  # > 0: send the whole response one byte every `drip` seconds
     seed: int = 0
 
 
@@ -89,6 +92,7 @@ class FaultServer:
         self._rng = random.Random(self.config.seed)
         self._lock = threading.Lock()
         self._in_flight = 0
+        self._stopped = threading.Event()  # ends drips still writing when the server stops
         self.lifetime = lifetime
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._httpd.daemon_threads = True
@@ -113,6 +117,7 @@ class FaultServer:
             timer.cancel()
 
     def stop(self) -> None:
+        self._stopped.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -142,6 +147,9 @@ class FaultServer:
 
             def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
                 payload = json.dumps(body).encode()
+                if server.config.drip > 0:
+                    self._drip(status, payload, headers)
+                    return
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -151,6 +159,25 @@ class FaultServer:
                 self.wfile.write(payload)
                 with server._lock:
                     server.stats.statuses[status] += 1
+
+            def _drip(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+                """Status line, headers and body one byte at a time: every read the client
+                makes gets something, so a per-read timeout never fires."""
+                lines = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
+                lines += ["Content-Type: application/json", f"Content-Length: {len(payload)}"]
+                lines += [f"{name}: {value}" for name, value in headers.items()]
+                raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+                self.close_connection = True
+                with server._lock:
+                    server.stats.statuses[status] += 1
+                for index in range(len(raw)):
+                    if server._stopped.wait(server.config.drip):
+                        return
+                    try:
+                        self.wfile.write(raw[index : index + 1])
+                        self.wfile.flush()
+                    except OSError:  # the client gave up: what a deadline should make it do
+                        return
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
@@ -287,6 +314,7 @@ def main() -> None:
     parser.add_argument("--rate-429", type=float, default=0.0)
     parser.add_argument("--rate-500", type=float, default=0.0)
     parser.add_argument("--rate-malformed", type=float, default=0.0)
+    parser.add_argument("--drip", type=float, default=0.0, help="seconds between bytes")
     parser.add_argument("--lifetime", type=float, default=600.0)
     args = parser.parse_args()
     config = FaultConfig(
@@ -294,6 +322,7 @@ def main() -> None:
         rate_429=args.rate_429,
         rate_500=args.rate_500,
         rate_malformed=args.rate_malformed,
+        drip=args.drip,
     )
     server = FaultServer(config, port=args.port, lifetime=args.lifetime).start()
     print(f"serving {server.base_url} for {args.lifetime:.0f} s", flush=True)

@@ -1,4 +1,5 @@
-"""The reliability suite (docs/reliability.md): every adversarial case, the fixed ones and the ones that held.
+"""The reliability suite (docs/reliability.md): every adversarial case, the fixed ones and
+the ones that held.
 
 Each test (each parametrised case) is one case; the count is printed at the end of any run that
 collected some. It reuses the enrichment tests' fault server and the GAT tests' helpers.

@@ -1,6 +1,7 @@
-"""Cases that held before the reliability suite was written and must keep holding: bad inputs through the core, the CLI
-and the wrappers get errors naming the problem; nothing given is mutated; server faults lose
-nothing. (SIGKILL resume: ``test_rel_kill.py``; concurrency: ``test_rel_validation.py``.)"""
+"""Cases that held before the reliability suite was written and must keep holding: bad inputs
+through the core, the CLI and the wrappers get errors naming the problem; nothing given is
+mutated; server faults lose nothing. (SIGKILL resume: ``test_rel_kill.py``; concurrency:
+``test_rel_validation.py``.)"""
 
 from __future__ import annotations
 
