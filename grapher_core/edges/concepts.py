@@ -18,7 +18,13 @@ from dataclasses import dataclass
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
-from grapher_core.enrich.concepts import ConceptGraph, concept_overlaps, read_graph, warn_once
+from grapher_core.enrich.concepts import (
+    DEFAULT_MAX_PAIRS,
+    ConceptGraph,
+    concept_overlaps,
+    read_graph,
+    warn_once,
+)
 from grapher_core.errors import ConfigError
 
 __all__ = ["CONCEPT_KINDS", "SharedConcepts", "candidate_concepts", "shared_concepts"]
@@ -38,14 +44,25 @@ class SharedConcepts:
     """Edges weighted by common concepts (``count="nodes"``) or common concept pairs
     (``count="edges"``) between the candidates' stored concept graphs (raw counts; the ranker
     normalises them per query). ``fmt``: ``"concepts"`` (written by the concept enrichment) or
-    ``"penman"`` (AMR)."""
+    ``"penman"`` (AMR). ``max_pairs``: the most candidate pairs sharing a concept (counted once
+    per shared concept) the graph may store, checked before they are allocated
+    (:data:`~grapher_core.enrich.concepts.DEFAULT_MAX_PAIRS`; ``None``: no bound)."""
 
     field: str = "concepts"
     count: str = "nodes"
     fmt: str = "concepts"
     weight: float = 1.0
+    max_pairs: int | None = DEFAULT_MAX_PAIRS
 
     def __post_init__(self) -> None:
+        if self.max_pairs is not None and (
+            not isinstance(self.max_pairs, int)
+            or isinstance(self.max_pairs, bool)
+            or self.max_pairs < 1
+        ):
+            raise ConfigError(
+                f"max_pairs must be a positive integer or None, got {self.max_pairs!r}"
+            )
         if self.count not in ("nodes", "edges"):
             raise ConfigError(f"count must be 'nodes' or 'edges', got {self.count!r}")
         if self.fmt not in ("concepts", "penman"):
@@ -62,7 +79,7 @@ class SharedConcepts:
                 f"SharedConcepts: no candidate has a concept graph in metadata "
                 f"{self.field!r} (run the concept enrichment); the graph has no edges"
             )
-        nodes, edges = concept_overlaps(graphs)
+        nodes, edges = concept_overlaps(graphs, max_pairs=self.max_pairs)
         return nodes if self.count == "nodes" else edges
 
 

@@ -13,14 +13,15 @@ factor) and drops objects whose ``alpha`` is below ``drop_below``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from grapher_core.errors import ConfigError
+from grapher_core.errors import ConfigError, InputError
 
-__all__ = ["CosinePruner", "SoftPruner", "unit_rows"]
+__all__ = ["CosinePruner", "SoftPruner", "pruner_inputs", "unit_rows"]
 
 
 @runtime_checkable
@@ -39,14 +40,37 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CosinePruner:
-    """Keep (alpha 1) fetched objects whose query cosine is at least ``threshold``."""
+    """Keep (alpha 1) fetched objects whose query cosine is at least ``threshold``.
+
+    ``threshold`` is checked when the pruner is made (a real number in [-1, 1]: not a string,
+    a bool or NaN), so a bad setting fails where it is written, not at the first query."""
 
     threshold: float = 0.3
 
     def __post_init__(self) -> None:
-        if not -1.0 <= float(self.threshold) <= 1.0:
-            raise ConfigError(f"threshold is a cosine in [-1, 1], got {self.threshold!r}")
+        value = self.threshold
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise ConfigError(f"threshold is a cosine in [-1, 1], got {value!r}")
+        if not math.isfinite(float(value)) or not -1.0 <= float(value) <= 1.0:
+            raise ConfigError(f"threshold is a cosine in [-1, 1], got {value!r}")
+        object.__setattr__(self, "threshold", float(value))
 
     def alphas(self, query: np.ndarray, objects: np.ndarray) -> np.ndarray:
-        cos = unit_rows(objects) @ unit_rows(np.asarray(query).reshape(1, -1)).ravel()
+        q, rows = pruner_inputs(query, objects)
+        cos = unit_rows(rows) @ unit_rows(q.reshape(1, -1)).ravel()
         return (cos >= self.threshold).astype(np.float64)
+
+
+def pruner_inputs(query: object, objects: object) -> tuple[np.ndarray, np.ndarray]:
+    """``(query (d,), objects (n, d))`` as float arrays, or an error naming both shapes."""
+    try:
+        q = np.asarray(query, dtype=np.float64).reshape(-1)
+        rows = np.asarray(objects, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"pruner inputs are not numeric vectors ({error})") from None
+    if rows.ndim != 2 or rows.shape[1] != q.size:
+        raise InputError(
+            f"a pruner needs objects of shape (n, {q.size}) for a {q.size}-d query, "
+            f"got {rows.shape}"
+        )
+    return q, rows

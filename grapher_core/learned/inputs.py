@@ -4,7 +4,11 @@ The GAT/MLP, G-RAG and query-aware GNN rankers all need the same three things: t
 vector, one vector per candidate (given ones used as they are, the others embedded in one
 batch), both checked against the checkpoint's embedding dimension, and a scope that limits
 torch's threads for one call (:func:`~grapher_core.utils.threads.torch_threads`). Each ranker
-passes its own dimension check, so errors name its checkpoint.
+passes its own dimension check, so errors name its checkpoint. Every vector is converted by
+:func:`as_vector` / :func:`as_matrix`: a ragged, non-numeric, mis-shaped or non-finite one is
+refused with a :class:`~grapher_core.errors.GraphERError` naming the object and both
+dimensions, never a numpy error from deep inside a network. Texts sent to an embedder have
+their lone surrogates replaced by U+FFFD (tokenizers refuse them), said once.
 """
 
 from __future__ import annotations
@@ -15,17 +19,63 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grapher_core.candidates import Candidate
-from grapher_core.errors import InputError
+from grapher_core.enrich.concepts import sanitise_texts
+from grapher_core.errors import EmbeddingMismatchError, InputError
 
 if TYPE_CHECKING:
     from grapher_core.edges.graph import CandidateGraph
     from grapher_core.embeddings import Embedder
     from grapher_core.ranking.base import RankContext
 
-__all__ = ["check_rank_inputs", "default_embedder_checked", "object_vectors", "query_vector"]
+__all__ = [
+    "as_matrix",
+    "as_vector",
+    "check_rank_inputs",
+    "default_embedder_checked",
+    "object_vectors",
+    "query_vector",
+]
 
 DimensionCheck = Callable[[int], None]
 """Raises, naming both dimensions, when a vector's size is not the checkpoint's."""
+
+
+def _numeric(value: object, what: str) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError) as error:  # ragged, text, objects
+        raise InputError(f"{what} is not numeric ({type(value).__name__}: {error})") from None
+    return array
+
+
+def as_vector(value: object, dim: int | None, what: str) -> np.ndarray:
+    """``value`` as a float32 vector (a ``(d,)`` or ``(1, d)`` array); with ``dim``, of that
+    size and finite, else an error naming ``what`` and both dimensions."""
+    array = _numeric(value, what)
+    if array.ndim == 0 or (array.ndim == 2 and array.shape[0] != 1) or array.ndim > 2:
+        expected = f"({dim},)" if dim else "one vector"
+        raise InputError(f"{what}: expected {expected}, got an array of shape {array.shape}")
+    vector = array.reshape(-1)
+    if dim is not None:
+        if vector.size != dim:
+            raise EmbeddingMismatchError(f"{what}: expected {dim}-d, got {vector.size}-d")
+        if not np.all(np.isfinite(vector)):
+            raise InputError(f"{what} contains NaN or inf")
+    return vector
+
+
+def as_matrix(value: object, dim: int | None, what: str, rows: int | None = None) -> np.ndarray:
+    """``value`` as a float32 ``(rows, dim)`` matrix of finite values, else an error naming
+    ``what``, the expected and the actual shape."""
+    array = _numeric(value, what)
+    if array.ndim != 2 or (rows is not None and array.shape[0] != rows):
+        expected = f"({'k' if rows is None else rows}, {dim if dim else 'd'})"
+        raise InputError(f"{what}: expected shape {expected}, got {array.shape}")
+    if dim is not None and array.shape[1] != dim:
+        raise EmbeddingMismatchError(f"{what}: expected {dim}-d rows, got {array.shape[1]}-d")
+    if not np.all(np.isfinite(array)):
+        raise InputError(f"{what} contains NaN or inf")
+    return array
 
 
 def check_rank_inputs(graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> int:
@@ -57,9 +107,10 @@ def query_vector(
 ) -> np.ndarray:
     """The query's vector: the given one, else the query text embedded."""
     if context.query_embedding is not None:
-        vector = np.asarray(context.query_embedding, dtype=np.float32).ravel()
+        vector = as_vector(context.query_embedding, None, f"the {ranker} query_embedding")
     elif context.query:
-        vector = np.asarray(embedder().embed_query(context.query), dtype=np.float32).ravel()
+        text = sanitise_texts([context.query], ["the query"], f"the {ranker} ranker")[0]
+        vector = as_vector(embedder().embed_query(text), None, "the embedder's query vector")
     else:
         raise InputError(
             f"the {ranker} ranker needs the query: pass query= (text) or "
@@ -82,7 +133,7 @@ def object_vectors(
     if given and all(v is not None for v in given):  # the common case, in one numpy call
         try:
             stacked = np.asarray(np.stack(given), dtype=np.float32)  # type: ignore[arg-type]
-        except ValueError:  # ragged: fall through to the per-candidate checks
+        except (TypeError, ValueError):  # ragged or not numeric: the per-candidate checks say
             stacked = None
         if (
             stacked is not None
@@ -96,7 +147,7 @@ def object_vectors(
         if candidate.embedding is None:
             missing.append(i)
             continue
-        vector = np.asarray(candidate.embedding, dtype=np.float32).ravel()
+        vector = as_vector(candidate.embedding, None, f"the embedding of {candidate.id!r}")
         if vector.size != dim:
             check_dimension(vector.size)  # raises, naming the dimensions
         out[i] = vector
@@ -104,15 +155,19 @@ def object_vectors(
         empty = [candidates[i].id for i in missing if not candidates[i].text]
         if empty:
             raise InputError(f"candidates without embedding and without text: {empty[:5]}")
-        vectors = np.asarray(
-            embedder().embed_documents([candidates[i].text for i in missing]), dtype=np.float32
+        texts = sanitise_texts(
+            [candidates[i].text for i in missing],
+            [candidates[i].id for i in missing],
+            "the learned ranker's embedder",
         )
-        if vectors.ndim != 2 or vectors.shape[1] != dim:
-            check_dimension(int(vectors.shape[-1]))
-        if vectors.shape[0] != len(missing):
+        vectors = _numeric(embedder().embed_documents(texts), "the embedder's document vectors")
+        if vectors.ndim != 2 or vectors.shape[0] != len(missing):
             raise InputError(
-                f"the embedder returned {vectors.shape[0]} vectors for {len(missing)} texts"
+                f"the embedder returned an array of shape {vectors.shape} for {len(missing)} "
+                f"texts; expected ({len(missing)}, {dim})"
             )
+        if vectors.shape[1] != dim:
+            check_dimension(int(vectors.shape[1]))
         out[missing] = vectors
     if not np.all(np.isfinite(out)):
         bad = [c.id for c, row in zip(candidates, out, strict=True) if not np.all(np.isfinite(row))]

@@ -7,7 +7,9 @@ cross-entropy through the shared loop (:func:`grapher_core.learned.loop.fit`). T
 :class:`~grapher_core.expand.pruning.SoftPruner`: expansion multiplies fetched objects' scores
 by ``alpha`` and drops those below ``drop_below``.
 
-Checkpoints are safetensors weights plus a JSON config (no pickle).
+Checkpoints are safetensors weights plus a JSON config (no pickle); loading validates the
+config and compares its sizes with the weights' header before the MLP is built
+(:mod:`grapher_core.learned.weights`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from grapher_core.errors import InputError, InputFileNotFoundError
+from grapher_core.errors import (
+    CheckpointError,
+    ConfigError,
+    InputError,
+    InputFileNotFoundError,
+    InputTypeError,
+)
 
 __all__ = [
     "LearnedPruner",
@@ -141,10 +149,20 @@ def train_pruner(
     return LearnedPruner.from_model(result.model, hidden), dict(result.best_metrics)
 
 
+PRUNER_FORMAT = "grapher-pruner/1"
+
+
 class LearnedPruner:
-    """``alphas(query, objects)`` from a trained MLP (a :class:`SoftPruner`)."""
+    """``alphas(query, objects)`` from a trained MLP (a :class:`SoftPruner`).
+
+    The checkpoint is read, validated and its sizes compared with the weights' header when
+    the pruner is built; ``alphas`` refuses vectors of another dimension, naming both."""
 
     def __init__(self, checkpoint: str | Path | None = None) -> None:
+        if checkpoint is not None and not isinstance(checkpoint, (str, Path)):
+            raise InputTypeError(
+                f"checkpoint must be a path (str or Path) or None, got {type(checkpoint).__name__}"
+            )
         self._model: Any = None
         self.hidden = 64
         self.dim = 0
@@ -158,24 +176,54 @@ class LearnedPruner:
 
     @classmethod
     def from_model(cls, model: Any, hidden: int) -> LearnedPruner:
+        """A pruner around a :func:`build_pruner` MLP (what :func:`train_pruner` returns)."""
+        layers = list(model) if hasattr(model, "__iter__") else []
+        if len(layers) != 3 or not hasattr(layers[0], "in_features"):
+            raise InputTypeError("from_model expects the MLP build_pruner() makes")
+        if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
+            raise ConfigError(f"hidden must be a positive integer, got {hidden!r}")
+        if int(layers[0].out_features) != hidden:
+            raise ConfigError(f"hidden = {hidden} but the MLP is {layers[0].out_features} wide")
         pruner = cls.__new__(cls)
         pruner._model = model.eval()
         pruner.hidden = hidden
-        pruner.dim = int(model[0].in_features)
+        pruner.dim = int(layers[0].in_features)
         return pruner
 
     def _load(self, stem: Path) -> None:
-        from grapher_core.errors import CheckpointError
-        from grapher_core.learned.weights import load_state, read_weights
+        from grapher_core.learned.weights import (
+            MAX_SIZE,
+            check_sizes,
+            check_value,
+            load_state,
+            load_tensors,
+            open_checkpoint,
+        )
 
-        state, meta = read_weights(stem)
-        if meta.get("format") != "grapher-pruner/1":
+        checkpoint = open_checkpoint(stem)
+        meta, where = checkpoint.config, str(checkpoint.meta)
+        if meta.get("format") != PRUNER_FORMAT:
             raise CheckpointError(
-                f"{stem}: not a pruner checkpoint (format {meta.get('format')!r})"
+                f"{where}: not a pruner checkpoint (format {meta.get('format')!r}, "
+                f"expected {PRUNER_FORMAT!r})"
             )
-        self.dim, self.hidden = int(meta["dim"]), int(meta["hidden"])
+        for name in ("dim", "hidden"):
+            if name not in meta:
+                raise CheckpointError(f"{where}: malformed pruner config (no {name!r})")
+        dim = check_value(where, "dim", meta["dim"], integer=True, low=1, high=MAX_SIZE)
+        hidden = check_value(where, "hidden", meta["hidden"], integer=True, low=1, high=MAX_SIZE)
+        check_sizes(
+            checkpoint.shapes,
+            {"0.weight": ((hidden, dim), "hidden, dim"), "2.weight": ((1, hidden), "hidden")},
+            f"{where} does not match {checkpoint.weights}",
+        )
+        self.dim, self.hidden = dim, hidden
         model = build_pruner(self.dim, self.hidden)
-        load_state(model, state, str(stem))
+        load_state(
+            model,
+            load_tensors(checkpoint),
+            f"{checkpoint.weights} does not match {checkpoint.meta}",
+        )
         self._model = model.eval()
         self.meta = meta
 
@@ -192,11 +240,11 @@ class LearnedPruner:
     def alphas(self, query: np.ndarray, objects: np.ndarray) -> np.ndarray:
         import torch
 
-        x = features(query, objects)
-        if x.shape[1] != self.dim:
-            raise InputError(
-                f"the pruner was trained on {self.dim}-d embeddings, got {x.shape[1]}-d"
-            )
+        from grapher_core.learned.inputs import as_matrix, as_vector
+
+        q = as_vector(query, self.dim, "the pruner's query vector")
+        rows = as_matrix(objects, self.dim, "the pruner's object vectors")
+        x = features(q, rows)
         with torch.inference_mode():
             logits = self._model(torch.as_tensor(x)).squeeze(-1)
         return torch.sigmoid(logits).numpy().astype(np.float64)

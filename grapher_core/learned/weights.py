@@ -2,19 +2,50 @@
 
 ``<stem>.safetensors`` holds tensors only (no pickle, nothing executed on load); ``<stem>.json``
 holds the config that says what they mean. A model family keeps its own config schema and calls
-:func:`write_weights` / :func:`read_weights`, then :func:`load_state` to put the tensors into a
-freshly built model with every name and shape checked.
+:func:`write_weights` to save. Loading goes in this order, so a tampered config allocates
+nothing: :func:`open_checkpoint` reads the JSON and only the safetensors *header* (names and
+shapes); the family validates every config field (:func:`check_value`, :func:`check_spec_sizes`)
+and compares the sizes it declares with the header's shapes (:func:`check_sizes`); only then
+:func:`load_tensors` reads the tensors and :func:`load_state` puts them into the freshly built
+model, every name and shape checked again. Every refusal is a
+:class:`~grapher_core.errors.CheckpointError` naming the file and the field.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grapher_core.errors import CheckpointError, InputFileNotFoundError
 
-__all__ = ["checkpoint_paths", "load_state", "read_weights", "write_weights"]
+__all__ = [
+    "MAX_LAYERS",
+    "MAX_SIZE",
+    "Checkpoint",
+    "check_sizes",
+    "check_spec_sizes",
+    "check_value",
+    "checkpoint_paths",
+    "load_state",
+    "load_tensors",
+    "open_checkpoint",
+    "read_shapes",
+    "read_weights",
+    "write_weights",
+]
+
+#: Largest size (width, dimension, heads) a checkpoint config may declare: far above any model
+#: here (384-d MiniLM, hidden 256), far below one that would allocate gigabytes per layer.
+MAX_SIZE = 1 << 16
+#: Most layers a checkpoint config may declare (models here use 2 to 5).
+MAX_LAYERS = 64
+#: Largest safetensors header read (names, dtypes, shapes, offsets: kilobytes in practice).
+MAX_HEADER_BYTES = 64 << 20
 
 
 def checkpoint_paths(path: str | Path) -> tuple[Path, Path]:
@@ -43,10 +74,18 @@ def write_weights(
     return weights, meta
 
 
-def read_weights(path: str | Path, device: str = "cpu") -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(tensors, config)`` of a checkpoint; the config must be a JSON object."""
-    from safetensors.torch import load_file
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint opened without loading its tensors: the JSON config and the shapes."""
 
+    weights: Path
+    meta: Path
+    config: dict[str, Any]
+    shapes: dict[str, tuple[int, ...]]
+
+
+def open_checkpoint(path: str | Path) -> Checkpoint:
+    """Both files checked and read, the tensors' shapes from the safetensors header only."""
     weights, meta = checkpoint_paths(path)
     for file in (weights, meta):
         if not file.is_file():
@@ -59,13 +98,163 @@ def read_weights(path: str | Path, device: str = "cpu") -> tuple[dict[str, Any],
         raise CheckpointError(f"{meta}: not a JSON config ({type(error).__name__})") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{meta}: expected a JSON object")
+    return Checkpoint(weights, meta, config, read_shapes(weights))
+
+
+def read_shapes(weights: Path) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape from a safetensors header (8-byte length, JSON), no tensor read;
+    refuses a header that is not one, or whose tensors would not fit in the file."""
     try:
-        tensors = load_file(str(weights), device=device)
-    except Exception as error:  # safetensors raises its own, OS and value errors: name the file
+        size = weights.stat().st_size
+        with weights.open("rb") as handle:
+            prefix = handle.read(8)
+            if len(prefix) < 8:
+                raise CheckpointError(f"{weights}: not a safetensors file (shorter than 8 bytes)")
+            (length,) = struct.unpack("<Q", prefix)
+            if length > min(size - 8, MAX_HEADER_BYTES):
+                raise CheckpointError(
+                    f"{weights}: not a readable safetensors file (the header claims {length:,} "
+                    f"bytes, the file has {size:,})"
+                )
+            header = json.loads(handle.read(length).decode("utf-8"))
+    except CheckpointError:
+        raise
+    except (OSError, ValueError, RecursionError) as error:
         raise CheckpointError(
             f"{weights}: not a readable safetensors file ({type(error).__name__}: {error})"
+        ) from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{weights}: not a readable safetensors file (header not an object)")
+    shapes: dict[str, tuple[int, ...]] = {}
+    data_size = size - 8 - length
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        if (
+            not isinstance(shape, list)
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+            or not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) and 0 <= o <= data_size for o in offsets)
+        ):
+            raise CheckpointError(
+                f"{weights}: not a readable safetensors file (tensor {name!r}: bad shape or "
+                "offsets)"
+            )
+        shapes[name] = tuple(shape)
+    return shapes
+
+
+def load_tensors(checkpoint: Checkpoint, device: str = "cpu") -> dict[str, Any]:
+    """The tensors, read once every check on the config and the header has passed."""
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(checkpoint.weights), device=device)
+    except Exception as error:  # safetensors raises its own, OS and value errors: name the file
+        raise CheckpointError(
+            f"{checkpoint.weights}: not a readable safetensors file "
+            f"({type(error).__name__}: {error})"
         ) from error
-    return tensors, config
+
+
+def read_weights(path: str | Path, device: str = "cpu") -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(tensors, config)`` of a checkpoint; the config must be a JSON object. Loaders that
+    build a model from the config use :func:`open_checkpoint` and check it first."""
+    checkpoint = open_checkpoint(path)
+    return load_tensors(checkpoint, device), checkpoint.config
+
+
+def check_value(
+    where: str,
+    name: str,
+    value: Any,
+    *,
+    integer: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> Any:
+    """``value`` as an ``int`` (``integer``) or a finite ``float`` within the bounds, else a
+    :class:`~grapher_core.errors.CheckpointError` naming ``where`` and the field ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CheckpointError(f"{where}: {name} must be a number, got {value!r}")
+    if integer and not (isinstance(value, int) or float(value).is_integer()):
+        raise CheckpointError(f"{where}: {name} must be an integer, got {value!r}")
+    if not math.isfinite(value):
+        raise CheckpointError(f"{where}: {name} must be finite, got {value!r}")
+    below = low is not None and (value <= low if open_low else value < low)
+    above = high is not None and (value >= high if open_high else value > high)
+    if below or above:
+        left = "(" if open_low else "["
+        right = ")" if open_high else "]"
+        span = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+        raise CheckpointError(f"{where}: {name} = {value!r} is outside {span}")
+    return int(value) if integer else float(value)
+
+
+def check_spec_sizes(
+    where: str,
+    spec: Any,
+    sizes: Iterable[str],
+    *,
+    layers: Iterable[str] = ("layers",),
+    prefix: str = "model",
+) -> None:
+    """Every size field of a spec mapping (before the spec is built) a positive integer of at
+    most :data:`MAX_SIZE`, layer counts at most :data:`MAX_LAYERS`; lists of sizes included."""
+    if not isinstance(spec, Mapping):
+        raise CheckpointError(f"{where}: {prefix} must be a JSON object, got {spec!r}")
+    for name in (*sizes, *layers):
+        if name not in spec:
+            continue
+        top = MAX_LAYERS if name in layers else MAX_SIZE
+        value = spec[name]
+        if isinstance(value, list):
+            if not value or len(value) > MAX_LAYERS:
+                raise CheckpointError(
+                    f"{where}: {prefix}.{name} must list 1 to {MAX_LAYERS} sizes, got {value!r}"
+                )
+            for i, item in enumerate(value):
+                check_value(where, f"{prefix}.{name}[{i}]", item, integer=True, low=1, high=top)
+        else:
+            check_value(where, f"{prefix}.{name}", value, integer=True, low=1, high=top)
+
+
+def check_sizes(
+    shapes: Mapping[str, tuple[int, ...]],
+    expected: Mapping[str, tuple[tuple[int, ...] | None, str]],
+    where: str,
+    *,
+    layers: Mapping[str, tuple[int, str]] | None = None,
+) -> None:
+    """Refuse a config whose sizes disagree with the weights' shapes, before building a model.
+
+    ``expected``: tensor name -> (shape the config implies, or ``None`` for "must be absent";
+    the config fields it comes from). ``layers``: name prefix -> (how many distinct indices
+    follow it, the field): ``{"convs.": (5, "layers")}``. The network is built from the JSON,
+    so without this a tampered ``hidden=40000`` allocates gigabytes and ``layers=100000``
+    builds modules for minutes before any tensor is compared.
+    """
+    for name, (shape, fields) in expected.items():
+        actual = shapes.get(name)
+        if actual != shape:
+            held = "no such tensor" if actual is None else f"{name} of shape {actual}"
+            raise CheckpointError(
+                f"{where}: model {fields} = {shape} in the config, but the weights hold {held}"
+                if shape is not None
+                else f"{where}: the config's {fields} has no {name}, but the weights hold one"
+            )
+    for prefix, (count, field) in (layers or {}).items():
+        indices = {key[len(prefix) :].split(".", 1)[0] for key in shapes if key.startswith(prefix)}
+        if len(indices) != count:
+            raise CheckpointError(
+                f"{where}: model {field} = {count} in the config, but the weights hold "
+                f"{len(indices)} {field}"
+            )
 
 
 def load_state(model: Any, state: dict[str, Any], where: str) -> None:

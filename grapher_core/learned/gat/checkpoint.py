@@ -17,7 +17,16 @@ from typing import Any
 from grapher_core.errors import CheckpointError, ConfigError, EmbeddingMismatchError
 from grapher_core.learned.gat.features import EDGE_KINDS, FEATURE_BLOCKS
 from grapher_core.learned.gat.model import N_SCALARS, GraphERNet, ModelSpec
-from grapher_core.learned.weights import checkpoint_paths, load_state, read_weights, write_weights
+from grapher_core.learned.weights import (
+    check_sizes,
+    check_spec_sizes,
+    check_value,
+    checkpoint_paths,
+    load_state,
+    load_tensors,
+    open_checkpoint,
+    write_weights,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -25,6 +34,7 @@ __all__ = [
     "check_embeddings",
     "checkpoint_paths",
     "default_checkpoint",
+    "expected_shapes",
     "load_checkpoint",
     "save_checkpoint",
 ]
@@ -66,6 +76,12 @@ class CheckpointConfig:
                 f"{where}: checkpoint format {version!r} is not supported "
                 f"(this version reads format {FORMAT_VERSION})"
             )
+        check_spec_sizes(where, data.get("model"), ("embedding_dim", "hidden", "heads", "edge_dim"))
+        for name in ("embedding_dim", "alpha"):
+            if name not in data:
+                raise CheckpointError(f"{where}: malformed checkpoint config (no {name!r})")
+        check_value(where, "embedding_dim", data["embedding_dim"], integer=True, low=1)
+        check_value(where, "alpha", data["alpha"], low=0.0, high=1.0, open_low=True, open_high=True)
         try:
             config = cls(
                 model=ModelSpec(**data["model"]),
@@ -81,6 +97,11 @@ class CheckpointConfig:
             )
         except (KeyError, TypeError, ValueError, OverflowError) as error:
             raise CheckpointError(f"{where}: malformed checkpoint config ({error})") from None
+        if config.embedding_dim != config.model.embedding_dim:
+            raise CheckpointError(
+                f"{where}: embedding_dim = {config.embedding_dim} but model.embedding_dim = "
+                f"{config.model.embedding_dim}"
+            )
         if config.feature_blocks != FEATURE_BLOCKS or config.edge_kinds != EDGE_KINDS:
             raise CheckpointError(
                 f"{where}: features {list(config.feature_blocks)} / edge kinds "
@@ -115,27 +136,28 @@ def save_checkpoint(
 
 
 def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[GraphERNet, CheckpointConfig]:
-    """Read a checkpoint (safetensors only: no pickle) into an eval-mode model."""
-    weights, meta = checkpoint_paths(path)
-    state, data = read_weights(path, device)
-    config = CheckpointConfig.from_json(data, str(meta))
-    check_sizes(config.model, state, f"{meta} does not match {weights}")
+    """Read a checkpoint (safetensors only: no pickle) into an eval-mode model; the config is
+    validated and its sizes compared with the weights' header before anything is built."""
+    checkpoint = open_checkpoint(path)
+    weights, meta = checkpoint.weights, checkpoint.meta
+    config = CheckpointConfig.from_json(checkpoint.config, str(meta))
+    check_sizes(
+        checkpoint.shapes,
+        expected_shapes(config.model),
+        f"{meta} does not match {weights}",
+        layers={"convs.": (config.model.layers, "layers")},
+    )
     model = GraphERNet(config.model)
-    load_state(model, state, f"{weights} does not match {meta}")
+    load_state(model, load_tensors(checkpoint, device), f"{weights} does not match {meta}")
     model.to(device)
     model.eval()
     return model, config
 
 
-def check_sizes(spec: ModelSpec, state: dict[str, Any], where: str) -> None:
-    """Refuse a config whose sizes disagree with the tensors' shapes, before building the model.
-
-    The network is built from the JSON config, so a tampered ``hidden=20000`` would allocate
-    gigabytes, and ``layers=100000`` build for minutes, before the tensors were compared. Every
-    size field is checked here against the shapes already read from the weights file.
-    """
+def expected_shapes(spec: ModelSpec) -> dict[str, tuple[tuple[int, ...] | None, str]]:
+    """The tensors whose shapes pin every size field of ``spec`` (:func:`check_sizes`)."""
     h, d = spec.hidden, spec.embedding_dim
-    expected: dict[str, tuple[tuple[int, ...], str]] = {
+    expected: dict[str, tuple[tuple[int, ...] | None, str]] = {
         "enc_object.weight": ((h, d), "hidden, embedding_dim"),
         "enc_scalars.weight": ((h, N_SCALARS), "hidden"),
         "fc2.weight": ((1, h), "hidden"),
@@ -146,20 +168,7 @@ def check_sizes(spec: ModelSpec, state: dict[str, Any], where: str) -> None:
             (spec.heads * h, spec.edge_dim),
             "heads, hidden, edge_dim",
         )
-    for name, (shape, fields) in expected.items():
-        tensor = state.get(name)
-        actual = None if tensor is None else tuple(tensor.shape)
-        if actual != shape:
-            raise CheckpointError(
-                f"{where}: model {fields} = {shape} in the config, but the weights hold "
-                f"{name} of shape {actual}"
-            )
-    indices = {key.split(".")[1] for key in state if key.startswith("convs.")}
-    if len(indices) != spec.layers:
-        raise CheckpointError(
-            f"{where}: model layers = {spec.layers} in the config, but the "
-            f"weights hold {len(indices)} layers"
-        )
+    return expected
 
 
 def check_embeddings(config: CheckpointConfig, dim: int, model_name: str | None = None) -> None:

@@ -1,5 +1,7 @@
 """G-RAG checkpoints: weights in safetensors, the config (:class:`GRAGConfig`) in JSON beside
-them; loading checks both agree, and the ranker refuses embeddings of another model or size."""
+them; loading validates the config and compares its sizes with the weights' header before the
+model is built (:mod:`grapher_core.learned.weights`), and the ranker refuses embeddings of
+another model or size."""
 
 from __future__ import annotations
 
@@ -10,11 +12,22 @@ from typing import Any
 
 from grapher_core.errors import CheckpointError, EmbeddingMismatchError
 from grapher_core.learned.grag.features import (
+    CONCEPT_KINDS,
     GRAPH_MODES,
     PATH_MODES,
     TEXT_MODES,
 )
 from grapher_core.learned.grag.model import GRAGNet, GRAGSpec
+from grapher_core.learned.loop import LOSSES
+from grapher_core.learned.weights import (
+    check_sizes,
+    check_spec_sizes,
+    check_value,
+    load_state,
+    load_tensors,
+    open_checkpoint,
+    write_weights,
+)
 
 GRAG_FORMAT = 1
 
@@ -46,6 +59,18 @@ class GRAGConfig:
             raise CheckpointError(f"graph must be one of {GRAPH_MODES}, got {self.graph!r}")
         if self.paths not in PATH_MODES:
             raise CheckpointError(f"paths must be one of {PATH_MODES}, got {self.paths!r}")
+        if self.loss not in LOSSES:
+            raise CheckpointError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.spec.edge_dim != len(CONCEPT_KINDS):
+            raise CheckpointError(
+                f"spec.edge_dim must be {len(CONCEPT_KINDS)} (common nodes, common edges), "
+                f"got {self.spec.edge_dim}"
+            )
+        if self.embedding_dim != self.spec.embedding_dim:
+            raise CheckpointError(
+                f"embedding_dim = {self.embedding_dim} but spec.embedding_dim = "
+                f"{self.spec.embedding_dim}"
+            )
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -61,6 +86,15 @@ class GRAGConfig:
                 f"{where}: G-RAG checkpoint format {data.get('format_version')!r} "
                 f"is not supported (this version reads {GRAG_FORMAT})"
             )
+        check_spec_sizes(
+            where,
+            data.get("spec"),
+            ("embedding_dim", "hidden", "edge_dim"),
+            layers=(),
+            prefix="spec",
+        )
+        if "embedding_dim" in data:
+            check_value(where, "embedding_dim", data["embedding_dim"], integer=True, low=1)
         try:
             return cls(
                 spec=GRAGSpec(**data["spec"]),
@@ -74,7 +108,7 @@ class GRAGConfig:
                 training=dict(data.get("training", {})),
                 metrics=dict(data.get("metrics", {})),
             )
-        except (KeyError, TypeError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError) as error:  # ConfigError included
             raise CheckpointError(f"{where}: malformed G-RAG checkpoint config ({error})") from None
 
 
@@ -83,8 +117,6 @@ def default_grag_checkpoint() -> Path:
 
 
 def save_grag(model: GRAGNet, config: GRAGConfig, path: str | Path) -> tuple[Path, Path]:
-    from grapher_core.learned.weights import write_weights
-
     if model.spec != config.spec:
         raise CheckpointError("the model's spec differs from config.spec")
     return write_weights(
@@ -93,16 +125,35 @@ def save_grag(model: GRAGNet, config: GRAGConfig, path: str | Path) -> tuple[Pat
 
 
 def load_grag(path: str | Path, device: str = "cpu") -> tuple[GRAGNet, GRAGConfig]:
-    """Read a G-RAG checkpoint (safetensors + JSON, no pickle) into an eval-mode model."""
-    from grapher_core.learned.weights import load_state, read_weights
-
-    state, data = read_weights(path, device)
-    config = GRAGConfig.from_json(data, str(path))
+    """Read a G-RAG checkpoint (safetensors + JSON, no pickle) into an eval-mode model; the
+    config is validated and its sizes compared with the weights' header before building."""
+    checkpoint = open_checkpoint(path)
+    config = GRAGConfig.from_json(checkpoint.config, str(checkpoint.meta))
+    check_sizes(
+        checkpoint.shapes,
+        grag_shapes(config.spec),
+        f"{checkpoint.meta} does not match {checkpoint.weights}",
+    )
     model = GRAGNet(config.spec)
-    load_state(model, state, str(path))
+    load_state(
+        model,
+        load_tensors(checkpoint, device),
+        f"{checkpoint.weights} does not match {checkpoint.meta}",
+    )
     model.to(device)
     model.eval()
     return model, config
+
+
+def grag_shapes(spec: GRAGSpec) -> dict[str, tuple[tuple[int, ...] | None, str]]:
+    """The tensors whose shapes pin ``spec``'s sizes and variant (:func:`check_sizes`)."""
+    h, d = spec.hidden, spec.embedding_dim
+    passing = spec.variant == "gcn"
+    return {
+        "conv1.self_linear.weight": ((h, d), "hidden, embedding_dim"),
+        "conv2.self_linear.weight": ((d, h), "embedding_dim, hidden"),
+        "conv1.neighbour_linear.weight": ((h, d) if passing else None, "variant"),
+    }
 
 
 def check_grag_embeddings(config: GRAGConfig, dim: int, model_name: str | None = None) -> None:

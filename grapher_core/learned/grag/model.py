@@ -12,19 +12,28 @@ the paper gives no form for ``g`` on edges and edges are not scored); ``residual
 the input vector to the output (``x_L = x_0 + GCN(x_0)``), so the untrained network ranks like
 the encoder's cosine and a few hundred training queries learn a correction rather than a
 ranking from scratch. The MLP baseline is the same network with no neighbour term.
+
+The aggregation is a sparse product (:class:`NeighbourMean`): the weighted adjacency times the
+node matrix, or, for the ranker's complete question graph, the candidate-concept incidence
+twice. No tensor has a row per edge, so memory follows the nodes and the stored pairs, not the
+edges (docs/reliability.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import nn
 
 from grapher_core.errors import ConfigError, InputError
 
-__all__ = ["GRAG_VARIANTS", "EdgeMeanConv", "GRAGNet", "GRAGSpec"]
+if TYPE_CHECKING:
+    from grapher_core.learned.grag.features import NeighbourWeights
+
+__all__ = ["GRAG_VARIANTS", "EdgeMeanConv", "GRAGNet", "GRAGSpec", "NeighbourMean"]
 
 GRAG_VARIANTS: tuple[str, ...] = ("gcn", "mlp")
 
@@ -54,11 +63,101 @@ class GRAGSpec:
         return asdict(self)
 
 
+def _sparse(rows: Any, cols: Any, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    index = torch.stack([torch.as_tensor(rows), torch.as_tensor(cols)]).to(
+        device=values.device, dtype=torch.long
+    )
+    return torch.sparse_coo_tensor(index, values, shape, check_invariants=False).coalesce()
+
+
+class NeighbourMean:
+    """``mean_{u in N(v)} (sum_m e_uv(m)) x_u`` for every node ``v`` as sparse products.
+
+    ``pairs`` (``n x n``, row the target) holds listed edges' summed features; ``incidence``
+    (``n x C``) with ``column_weight`` (``C``) holds pairs in factored form,
+    ``W = L diag(w) L^T`` less its diagonal; ``degree`` is the mean's denominator. Neither
+    form makes a tensor with a row per edge.
+    """
+
+    def __init__(
+        self,
+        degree: torch.Tensor,
+        pairs: torch.Tensor | None = None,
+        incidence: torch.Tensor | None = None,
+        column_weight: torch.Tensor | None = None,
+    ) -> None:
+        self.degree = degree
+        self.pairs = pairs
+        self.incidence = incidence
+        self.incidence_t = None if incidence is None else incidence.t().coalesce()
+        self.column_weight = column_weight
+        self.self_weight = (
+            None
+            if incidence is None or column_weight is None
+            else torch.sparse.mm(incidence, column_weight.reshape(-1, 1)).reshape(-1)
+        )
+
+    @classmethod
+    def from_edges(
+        cls, edge_index: torch.Tensor, edge_weight: torch.Tensor, n: int
+    ) -> NeighbourMean:
+        """Listed edges: ``edge_index (2, E)`` source then target, ``edge_weight (E, l)`` or
+        ``(E,)``; repeated edges count as often as they are listed."""
+        source, target = edge_index[0], edge_index[1]
+        weight = edge_weight.sum(dim=-1) if edge_weight.dim() == 2 else edge_weight
+        degree = torch.zeros(n, dtype=weight.dtype, device=weight.device)
+        degree.index_add_(0, target, torch.ones_like(weight))
+        return cls(degree, pairs=_sparse(target, source, weight, (n, n)))
+
+    @classmethod
+    def from_weights(
+        cls, weights: NeighbourWeights, device: str | torch.device = "cpu"
+    ) -> NeighbourMean:
+        """The ranker's :class:`~grapher_core.learned.grag.features.NeighbourWeights`; the
+        factored part is computed in float64 (its diagonal is subtracted, not skipped)."""
+        degree = torch.from_numpy(np.asarray(weights.degree, dtype=np.float64)).to(device)
+        pairs = None
+        if weights.pairs is not None and weights.pairs.nnz:
+            coo = weights.pairs.tocoo()
+            values = torch.from_numpy(coo.data.astype(np.float32)).to(device)
+            pairs = _sparse(coo.row, coo.col, values, (weights.n, weights.n))
+        incidence = column_weight = None
+        if weights.incidence is not None and weights.column_weight is not None:
+            coo = weights.incidence.tocoo()
+            values = torch.from_numpy(coo.data.astype(np.float64)).to(device)
+            incidence = _sparse(coo.row, coo.col, values, coo.shape)
+            column_weight = torch.from_numpy(weights.column_weight.astype(np.float64)).to(device)
+        return cls(degree, pairs, incidence, column_weight)
+
+    @property
+    def has_edges(self) -> bool:
+        return bool((self.degree > 0).any())
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        if self.pairs is not None:
+            out = out + torch.sparse.mm(self.pairs.to(x.dtype), x)
+        if (
+            self.incidence is not None
+            and self.incidence_t is not None
+            and self.column_weight is not None
+            and self.self_weight is not None
+        ):
+            wide = x.to(torch.float64)
+            shared = torch.sparse.mm(self.incidence_t, wide) * self.column_weight.unsqueeze(-1)
+            factored = (
+                torch.sparse.mm(self.incidence, shared) - self.self_weight.unsqueeze(-1) * wide
+            )
+            out = out + factored.to(x.dtype)
+        return out / self.degree.to(x.dtype).clamp(min=1.0).unsqueeze(-1)
+
+
 class EdgeMeanConv(nn.Module):
     """``x_v' = W_self x_v + W_neigh * mean_{u in N(v)} (sum_m e_uv(m)) x_u`` (eq. 4-5).
 
     ``edge_index (2, E)``: row 0 the source ``u``, row 1 the target ``v``; ``edge_weight
-    (E, l)``: the ``l`` edge features. A node with no neighbour gets only its own term.
+    (E, l)``: the ``l`` edge features; or, in place of both, a :class:`NeighbourMean`. A node
+    with no neighbour gets only its own term.
     """
 
     def __init__(self, in_dim: int, out_dim: int, message_passing: bool = True) -> None:
@@ -70,21 +169,34 @@ class EdgeMeanConv(nn.Module):
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor
     ) -> torch.Tensor:
         """``mean_u (sum_m e_uv(m)) x_u`` per target node ``v`` (zeros when it has none)."""
-        source, target = edge_index[0], edge_index[1]
-        weight = edge_weight.sum(dim=-1) if edge_weight.dim() == 2 else edge_weight
-        messages = x[source] * weight.unsqueeze(-1)
-        total = torch.zeros_like(x).index_add_(0, target, messages)
-        count = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
-        count.index_add_(0, target, torch.ones_like(weight))
-        return total / count.clamp(min=1.0).unsqueeze(-1)
+        return NeighbourMean.from_edges(edge_index, edge_weight, x.shape[0])(x)
 
     def forward(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor
+        self,
+        x: torch.Tensor,
+        edge_index: torch.Tensor | NeighbourMean,
+        edge_weight: torch.Tensor | None = None,
     ) -> torch.Tensor:
         out = self.self_linear(x)
-        if self.neighbour_linear is not None and edge_index.numel():
-            out = out + self.neighbour_linear(self.aggregate(x, edge_index, edge_weight))
+        if self.neighbour_linear is None:
+            return out
+        mean = _neighbour_mean(edge_index, edge_weight, x.shape[0])
+        if mean is not None:
+            out = out + self.neighbour_linear(mean(x))
         return out
+
+
+def _neighbour_mean(
+    edges: torch.Tensor | NeighbourMean, edge_weight: torch.Tensor | None, n: int
+) -> NeighbourMean | None:
+    """The aggregation for listed edges or a prepared one; ``None`` when there are no edges."""
+    if isinstance(edges, NeighbourMean):
+        return edges if edges.has_edges else None
+    if not edges.numel():
+        return None
+    if edge_weight is None:
+        raise InputError("listed edges need their edge_weight")
+    return NeighbourMean.from_edges(edges, edge_weight, n)
 
 
 class GRAGNet(nn.Module):
@@ -98,6 +210,7 @@ class GRAGNet(nn.Module):
         super().__init__()
         self.spec = spec
         passing = spec.variant == "gcn"
+        self.passing = passing
         self.conv1 = EdgeMeanConv(spec.embedding_dim, spec.hidden, passing)
         self.conv2 = EdgeMeanConv(spec.hidden, spec.embedding_dim, passing)
         self.dropout = nn.Dropout(spec.dropout)
@@ -108,22 +221,35 @@ class GRAGNet(nn.Module):
                 nn.init.zeros_(self.conv2.neighbour_linear.weight)
 
     def node_vectors(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor
+        self,
+        x: torch.Tensor,
+        edge_index: torch.Tensor | NeighbourMean,
+        edge_weight: torch.Tensor | None = None,
     ) -> torch.Tensor:
         d = self.spec.embedding_dim
         if x.dim() != 2 or x.shape[1] != d:
             raise InputError(f"expected ({d})-d node features, got {tuple(x.shape)}")
-        h = torch.relu(self.conv1(self.dropout(x), edge_index, edge_weight))
-        out = self.conv2(self.dropout(h), edge_index, edge_weight)
+        mean = _neighbour_mean(edge_index, edge_weight, x.shape[0]) if self.passing else None
+        h = torch.relu(self.conv1(self.dropout(x), _or_none(mean)))
+        out = self.conv2(self.dropout(h), _or_none(mean))
         return x + out if self.spec.residual else out
 
     def forward(
         self,
         x: torch.Tensor,
-        edge_index: torch.Tensor,
-        edge_weight: torch.Tensor,
+        edge_index: torch.Tensor | NeighbourMean,
+        edge_weight: torch.Tensor | None,
         queries: torch.Tensor,
         query_index: torch.Tensor,
     ) -> torch.Tensor:
+        """Scores; ``edge_index`` may be a prepared :class:`NeighbourMean` (``edge_weight``
+        then ``None``): the aggregation is built once and shared by both layers."""
         nodes = self.node_vectors(x, edge_index, edge_weight)
         return (nodes * queries.reshape(-1, self.spec.embedding_dim)[query_index]).sum(dim=-1)
+
+
+_NO_EDGES = torch.zeros((2, 0), dtype=torch.long)
+
+
+def _or_none(mean: NeighbourMean | None) -> torch.Tensor | NeighbourMean:
+    return _NO_EDGES if mean is None else mean

@@ -22,7 +22,13 @@ import numpy as np
 from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.embeddings import Embedder
-from grapher_core.enrich.concepts import ConceptGraph, SpacyConceptParser, read_graph, warn_once
+from grapher_core.enrich.concepts import (
+    ConceptGraph,
+    SpacyConceptParser,
+    read_graph,
+    sanitise_texts,
+    warn_once,
+)
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.learned.grag.checkpoint import (
     check_grag_embeddings,
@@ -30,14 +36,17 @@ from grapher_core.learned.grag.checkpoint import (
     load_grag,
 )
 from grapher_core.learned.grag.features import (
+    DEFAULT_MAX_SCAN,
     GRAPH_MODES,
     PATH_MODES,
     TEXT_MODES,
-    edge_arrays,
+    neighbour_weights,
     node_texts,
     path_concepts,
 )
+from grapher_core.learned.grag.model import NeighbourMean
 from grapher_core.learned.inputs import (
+    as_matrix,
     check_rank_inputs,
     default_embedder_checked,
     object_vectors,
@@ -61,6 +70,10 @@ class GRAGRanker:
     ``concept_field`` / ``concept_format``: where the enrichment stored each concept graph
     (``"concepts"`` list form, or ``"penman"`` AMR). ``strict=True`` raises instead of parsing
     candidates that lack a concept graph.
+    ``max_pairs``: the most candidate pairs sharing a concept (counted once per shared concept)
+    one question may scan (:data:`~grapher_core.learned.grag.features.DEFAULT_MAX_SCAN`;
+    ``None``: no bound); past it ``rank`` raises before allocating. The question graph's edges
+    are never listed: memory stays linear in the candidates (docs/reliability.md).
     """
 
     name: ClassVar[str] = "g-rag"
@@ -83,7 +96,20 @@ class GRAGRanker:
         threads: int | None = 1,
         strict: bool = False,
         concept_cache_size: int = 100_000,
+        max_pairs: int | None = DEFAULT_MAX_SCAN,
     ) -> None:
+        if max_pairs is not None and (
+            not isinstance(max_pairs, int) or isinstance(max_pairs, bool) or max_pairs < 1
+        ):
+            raise ConfigError(f"max_pairs must be a positive integer or None, got {max_pairs!r}")
+        if (
+            not isinstance(concept_cache_size, int)
+            or isinstance(concept_cache_size, bool)
+            or concept_cache_size < 0
+        ):
+            raise ConfigError(
+                f"concept_cache_size must be a non-negative integer, got {concept_cache_size!r}"
+            )
         path = default_grag_checkpoint() if checkpoint is None else checkpoint
         self.model, self.config = load_grag(path, device)
         self.text = self.config.text if text is None else text
@@ -108,6 +134,7 @@ class GRAGRanker:
         self.device = device
         self.threads = threads
         self.strict = strict
+        self.max_pairs = max_pairs
         self._concept_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._concept_cache_size = concept_cache_size
         self._questions: OrderedDict[str, ConceptGraph] = OrderedDict()
@@ -152,13 +179,15 @@ class GRAGRanker:
         by_kind_ok = all(k in graph.by_kind for k in ("concept_nodes", "concept_edges"))
         if self.text != "plain" or self.graph == "question" or not by_kind_ok:
             documents = self.document_graphs(candidates)
-        edges = edge_arrays(n, documents, question, self.graph, graph.by_kind)
+        edges = neighbour_weights(
+            n, documents, question, self.graph, graph.by_kind, max_pairs=self.max_pairs
+        )
         x = self.node_features(candidates, documents, question)
         with torch_threads(self.threads, self.device), torch.inference_mode():
             scores = self.model(
                 torch.from_numpy(x).to(self.device),
-                torch.from_numpy(edges.edge_index).to(self.device),
-                torch.from_numpy(edges.edge_weight).to(self.device),
+                NeighbourMean.from_weights(edges, self.device),
+                None,
                 torch.from_numpy(query).to(self.device).reshape(1, -1),
                 torch.zeros(n, dtype=torch.long, device=self.device),
             )
@@ -167,7 +196,7 @@ class GRAGRanker:
     def question_graph(self, question: str) -> ConceptGraph:
         cached = self._questions.get(question)
         if cached is None:
-            cached = self.parser.parse([question])[0]
+            cached = self.parser.parse([question], ["the question"])[0]
             self._questions[question] = cached
             if len(self._questions) > 1024:
                 self._questions.popitem(last=False)
@@ -197,7 +226,9 @@ class GRAGRanker:
                 f"{self.concept_field!r} are parsed at query time (slow: enrich once "
                 "with `grapher enrich --extractor concepts`)"
             )
-            parsed = self.parser.parse([candidates[i].text for i in missing])
+            parsed = self.parser.parse(
+                [candidates[i].text for i in missing], [candidates[i].id for i in missing]
+            )
             for i, parsed_graph in zip(missing, parsed, strict=True):
                 graphs[i] = parsed_graph
         return [g if g is not None else ConceptGraph() for g in graphs]
@@ -211,6 +242,7 @@ class GRAGRanker:
         if self.text == "concepts":
             documents, question = _both(documents, question)
             texts = node_texts([c.text for c in candidates], documents, question, self.paths)
+            texts = sanitise_texts(texts, [c.id for c in candidates], "the g-rag ranker")
             return self._checked(self.embedder.embed_documents(texts), len(candidates))
         plain = self._document_vectors(candidates)
         if self.text == "plain":
@@ -226,7 +258,8 @@ class GRAGRanker:
         """Vectors of concepts, memoised (LRU): repeated concepts cost no encoding."""
         todo = [c for c in dict.fromkeys(concepts) if c not in self._concept_vectors]
         if todo:
-            vectors = self._checked(self.embedder.embed_documents(todo), len(todo))
+            texts = sanitise_texts(todo, None, "the g-rag ranker's concepts")
+            vectors = self._checked(self.embedder.embed_documents(texts), len(todo))
             for concept, vector in zip(todo, vectors, strict=True):
                 self._concept_vectors[concept] = vector
             while len(self._concept_vectors) > self._concept_cache_size:
@@ -234,13 +267,9 @@ class GRAGRanker:
         return np.stack([self._concept_vectors[c] for c in concepts])
 
     def _checked(self, vectors: Any, n: int) -> np.ndarray:
-        array = np.asarray(vectors, dtype=np.float32)
-        if array.ndim != 2 or array.shape[0] != n:
-            raise InputError(f"the embedder returned shape {array.shape} for {n} texts")
+        array = _numeric_rows(vectors, n)
         check_grag_embeddings(self.config, int(array.shape[1]))
-        if not np.all(np.isfinite(array)):
-            raise InputError("the embedder returned NaN or inf")
-        return array
+        return as_matrix(array, self.config.embedding_dim, "the embedder's vectors", n)
 
     def _check_dimension(self, size: int) -> None:
         check_grag_embeddings(self.config, size)
@@ -252,6 +281,11 @@ class GRAGRanker:
         return object_vectors(
             candidates, self.config.embedding_dim, lambda: self.embedder, self._check_dimension
         )
+
+
+def _numeric_rows(vectors: Any, n: int) -> np.ndarray:
+    """The embedder's answer for ``n`` texts as a 2-d array (its width is checked after)."""
+    return as_matrix(vectors, None, f"the embedder's vectors for {n} texts", n)
 
 
 def _both(

@@ -4,11 +4,14 @@ The JSON says what the weights mean and holds everything ``ranker="qa-gnn"`` nee
 them: the network spec, the embedding model and dimension, the semantic-edge and ego-subgraph
 settings, the score-adjustment alpha, and the score-fusion logistic regression (Alg. 6:
 coefficients over the min-max scaled [retriever, adjusted, GNN] scores). Weights are stored in
-float16 (half the size; loaded back as float32), nothing is pickled.
+float16 (half the size; loaded back as float32), nothing is pickled. Loading validates every
+config field's range and compares the declared sizes with the weights' header before the model
+is built (:mod:`grapher_core.learned.weights`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -16,7 +19,15 @@ from typing import Any
 
 from grapher_core.errors import CheckpointError, EmbeddingMismatchError
 from grapher_core.learned.qa_gnn.model import QAGNNNet, QAGNNSpec
-from grapher_core.learned.weights import load_state, read_weights, write_weights
+from grapher_core.learned.weights import (
+    check_sizes,
+    check_spec_sizes,
+    check_value,
+    load_state,
+    load_tensors,
+    open_checkpoint,
+    write_weights,
+)
 
 __all__ = [
     "FUSION_FEATURES",
@@ -25,6 +36,7 @@ __all__ = [
     "QAGNNConfig",
     "default_qa_gnn_checkpoint",
     "load_qa_gnn",
+    "qa_gnn_shapes",
     "save_qa_gnn",
 ]
 
@@ -49,6 +61,11 @@ class FusionCoefficients:
             )
         object.__setattr__(self, "coef", tuple(float(c) for c in self.coef))
         object.__setattr__(self, "features", tuple(self.features))
+        if not all(math.isfinite(c) for c in (*self.coef, float(self.intercept))):
+            raise CheckpointError(
+                f"fusion coefficients must be finite, got {list(self.coef)} and intercept "
+                f"{self.intercept!r}"
+            )
 
 
 @dataclass
@@ -87,6 +104,12 @@ class QAGNNConfig:
                 f"{where}: not a query-aware GNN checkpoint (format "
                 f"{data.get('format')!r}, expected {QA_GNN_FORMAT!r})"
             )
+        check_spec_sizes(
+            where,
+            data.get("model"),
+            ("embedding_dim", "hidden", "heads", "edge_types", "edge_type_dim", "fusion"),
+        )
+        check_fields(data, where)
         try:
             model = dict(data["model"])
             model["fusion"] = tuple(model.get("fusion", (512, 256, 128)))
@@ -109,7 +132,7 @@ class QAGNNConfig:
                 training=dict(data.get("training", {})),
                 metrics=dict(data.get("metrics", {})),
             )
-        except (KeyError, TypeError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError) as error:  # ConfigError included
             raise CheckpointError(f"{where}: malformed query-aware GNN config ({error})") from None
 
     def check_embeddings(self, dim: int, model_name: str | None = None) -> None:
@@ -128,6 +151,54 @@ class QAGNNConfig:
             )
 
 
+#: The deepest ego-subgraph a checkpoint may ask for: each hop can multiply the subgraphs' size.
+MAX_EGO_DEPTH = 8
+
+
+def check_fields(data: dict[str, Any], where: str) -> None:
+    """Range of every setting a checkpoint config carries besides the network's sizes."""
+    rules: dict[str, dict[str, Any]] = {
+        "embedding_dim": {"integer": True, "low": 1},
+        "adjust_alpha": {"low": 0.0, "high": 1.0},
+        "knn_k": {"integer": True, "low": 1, "high": 1 << 16},
+        "knn_threshold": {"low": -1.0, "high": 1.0},
+        "ego_depth": {"integer": True, "low": 0, "high": MAX_EGO_DEPTH},
+        "ego_query_threshold": {"low": -1.0, "high": 1.0},
+    }
+    for name, bounds in rules.items():
+        if data.get(name) is not None:
+            check_value(where, name, data[name], **bounds)
+    fusion = data.get("fusion", {})
+    if not isinstance(fusion, dict):
+        raise CheckpointError(f"{where}: fusion must be a JSON object, got {fusion!r}")
+    coef = fusion.get("coef", [])
+    if not isinstance(coef, list):
+        raise CheckpointError(f"{where}: fusion.coef must be a list, got {coef!r}")
+    for i, value in enumerate(coef):
+        check_value(where, f"fusion.coef[{i}]", value)
+    if "intercept" in fusion:
+        check_value(where, "fusion.intercept", fusion["intercept"])
+
+
+def qa_gnn_shapes(spec: QAGNNSpec) -> dict[str, tuple[tuple[int, ...] | None, str]]:
+    """The tensors whose shapes pin every size field of ``spec`` (:func:`check_sizes`)."""
+    h, d, heads = spec.hidden, spec.embedding_dim, spec.heads
+    width = h * (2 if spec.centre else 1) + d
+    expected: dict[str, tuple[tuple[int, ...] | None, str]] = {
+        "encoder.edge_embed.weight": ((spec.edge_types, spec.edge_type_dim), "edge_types"),
+        "encoder.convs.0.lin.weight": ((h, d), "hidden, embedding_dim"),
+        "encoder.convs.0.att_src": ((1, heads, h // heads), "heads, hidden"),
+        "encoder.convs.0.lin_edge.weight": ((h, spec.edge_type_dim + 1), "edge_type_dim"),
+        "pool.project_query.weight": ((h, d), "hidden, embedding_dim"),
+        "fusion.skip.weight": ((spec.fusion[-1], width), "fusion, centre"),
+    }
+    previous = width
+    for i, out in enumerate(spec.fusion):
+        expected[f"fusion.fusion.{4 * i}.weight"] = ((out, previous), f"fusion[{i}]")
+        previous = out
+    return expected
+
+
 def default_qa_gnn_checkpoint() -> Path:
     """Stem of the query-aware GNN checkpoint shipped in the package (MiniLM)."""
     return Path(str(resources.files("grapher_core") / "data" / "qa_gnn_minilm"))
@@ -142,12 +213,26 @@ def save_qa_gnn(model: QAGNNNet, config: QAGNNConfig, path: str | Path) -> tuple
 
 
 def load_qa_gnn(path: str | Path, device: str = "cpu") -> tuple[QAGNNNet, QAGNNConfig]:
-    """Read a checkpoint (safetensors only: no pickle) into an eval-mode float32 model."""
-    tensors, data = read_weights(path, device)
-    config = QAGNNConfig.from_json(data, str(path))
-    model = QAGNNNet(config.model)
+    """Read a checkpoint (safetensors only: no pickle) into an eval-mode float32 model; the
+    config is validated and its sizes compared with the weights' header before building."""
+    checkpoint = open_checkpoint(path)
+    config = QAGNNConfig.from_json(checkpoint.config, str(checkpoint.meta))
+    spec = config.model
+    check_sizes(
+        checkpoint.shapes,
+        qa_gnn_shapes(spec),
+        f"{checkpoint.meta} does not match {checkpoint.weights}",
+        layers={
+            "encoder.convs.": (spec.layers, "layers"),
+            "fusion.fusion.": (2 * len(spec.fusion), "fusion layers"),
+        },
+    )
+    model = QAGNNNet(spec)
+    tensors = load_tensors(checkpoint, device)
     load_state(
-        model, {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}, str(path)
+        model,
+        {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()},
+        f"{checkpoint.weights} does not match {checkpoint.meta}",
     )
     model.to(device)
     model.eval()

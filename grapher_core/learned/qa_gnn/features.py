@@ -13,7 +13,9 @@
   candidate needs a score.
 
 All ego-subgraphs of a query come out as one disjoint batch, built with sparse products (no
-per-candidate Python loop).
+per-candidate Python loop). Their total size can grow with the square of the candidates (a hub,
+or depth 2 on a dense graph), so every product is sized before it is computed and refused past
+``max_entries`` (:data:`DEFAULT_MAX_EGO_ENTRIES`) with an :class:`~grapher_core.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.errors import InputError
 
 __all__ = [
+    "DEFAULT_MAX_EGO_ENTRIES",
     "EDGE_TYPES",
     "EgoBatch",
     "TypedEdges",
@@ -40,6 +43,9 @@ __all__ = [
 ]
 
 EDGE_TYPES: tuple[str, ...] = ("sequential", "semantic", "other")
+#: Most entries (ego members, or edge-ego pairs) one query's ego-subgraphs may allocate, each
+#: product's size bounded before it is computed (about 16 bytes an entry). ``None`` lifts it.
+DEFAULT_MAX_EGO_ENTRIES = 10_000_000
 _KIND_TO_TYPE = {"contextual": 0, "sequential": 0, "semantic": 1}
 
 
@@ -87,8 +93,20 @@ def typed_edges(graph: CandidateGraph) -> TypedEdges:
     )
 
 
+def _check_entries(entries: int, max_entries: int | None, what: str) -> None:
+    if max_entries is not None and entries > max_entries:
+        raise InputError(
+            f"qa-gnn: the ego-subgraphs' {what} would take {entries:,} entries, more than "
+            f"max_entries={max_entries:,}; pass fewer candidates, a smaller ego_depth, a "
+            "sparser graph, or a larger max_entries (None: no bound; docs/reliability.md)"
+        )
+
+
 def ego_members(
-    edges: TypedEdges, depth: int = 1, allowed: np.ndarray | None = None
+    edges: TypedEdges,
+    depth: int = 1,
+    allowed: np.ndarray | None = None,
+    max_entries: int | None = DEFAULT_MAX_EGO_ENTRIES,
 ) -> sp.csr_matrix:
     """``R[c, u] = 1`` when ``u`` is in candidate ``c``'s ego-subgraph.
 
@@ -105,7 +123,10 @@ def ego_members(
         step = (step @ sp.diags(np.asarray(allowed, dtype=np.float64))).tocsr()
     reach = sp.identity(n, format="csr")
     frontier = reach
+    step_sizes = np.diff(step.indptr).astype(np.float64)
     for _ in range(depth):
+        # the product's size is at most the frontier's rows times their neighbours' degrees
+        _check_entries(int((frontier @ step_sizes).sum()) + reach.nnz, max_entries, "members")
         frontier = ((frontier @ step) > 0).astype(np.float64)
         grown = ((reach + frontier) > 0).astype(np.float64).tocsr()
         if grown.nnz == reach.nnz:
@@ -134,10 +155,16 @@ class EgoBatch:
         return int(self.node.size)
 
 
-def ego_batch(edges: TypedEdges, depth: int = 1, allowed: np.ndarray | None = None) -> EgoBatch:
-    """Every candidate's ego-subgraph, with the induced typed edges, as one batch."""
+def ego_batch(
+    edges: TypedEdges,
+    depth: int = 1,
+    allowed: np.ndarray | None = None,
+    max_entries: int | None = DEFAULT_MAX_EGO_ENTRIES,
+) -> EgoBatch:
+    """Every candidate's ego-subgraph, with the induced typed edges, as one batch; refused
+    before allocating when it would take more than ``max_entries`` entries."""
     n = edges.n
-    reach = ego_members(edges, depth, allowed)
+    reach = ego_members(edges, depth, allowed, max_entries)
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(reach.indptr))
     node = reach.indices.astype(np.int64)
     centre = np.flatnonzero(node == owner)
@@ -153,6 +180,8 @@ def ego_batch(edges: TypedEdges, depth: int = 1, allowed: np.ndarray | None = No
         )
     # ego c holds edge e = (u, v) when both ends are in c: column-wise product of R.T rows
     members_of = reach.T.tocsr()  # row u: the egos that contain u
+    egos_of = np.diff(members_of.indptr)
+    _check_entries(int(egos_of[edges.src].sum() + egos_of[edges.dst].sum()), max_entries, "edges")
     both = members_of[edges.src].multiply(members_of[edges.dst]).tocsr()
     edge_id = np.repeat(np.arange(edges.src.size), np.diff(both.indptr))
     ego = both.indices.astype(np.int64)

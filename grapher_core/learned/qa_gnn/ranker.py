@@ -34,11 +34,13 @@ from grapher_core.learned.inputs import (
     query_vector,
 )
 from grapher_core.learned.qa_gnn.checkpoint import (
+    MAX_EGO_DEPTH,
     QAGNNConfig,
     default_qa_gnn_checkpoint,
     load_qa_gnn,
 )
 from grapher_core.learned.qa_gnn.features import (
+    DEFAULT_MAX_EGO_ENTRIES,
     EgoBatch,
     TypedEdges,
     ego_batch,
@@ -74,8 +76,10 @@ def prepare_inputs(
     config: QAGNNConfig,
     query: np.ndarray | None = None,
     objects: np.ndarray | None = None,
+    max_entries: int | None = DEFAULT_MAX_EGO_ENTRIES,
 ) -> QAGNNInputs:
-    """Semantic edges if missing, ego-subgraphs (query-aware BFS when configured), Alg. 9."""
+    """Semantic edges if missing, ego-subgraphs (query-aware BFS when configured), Alg. 9;
+    ``max_entries`` bounds the ego-subgraphs (:func:`ego_batch`)."""
     knn = SemanticKNN.paper(k=config.knn_k, threshold=config.knn_threshold)
     full = with_semantic(graph, candidates, knn)
     allowed = None
@@ -86,7 +90,7 @@ def prepare_inputs(
         norms = np.maximum(np.linalg.norm(objects, axis=1), 1e-12)
         allowed = (objects @ q) / norms > config.ego_query_threshold
     edges = typed_edges(full)
-    ego = ego_batch(edges, config.ego_depth, allowed)
+    ego = ego_batch(edges, config.ego_depth, allowed, max_entries)
     s = np.asarray(seeds, dtype=np.float64)
     support = semantic_support(full.by_kind.get("semantic"), full.n)
     adjusted = config.adjust_alpha * s + (1.0 - config.adjust_alpha) * support
@@ -112,6 +116,9 @@ class QAGNNRanker:
     checkpoint's ego-subgraph settings (``ego_query_threshold`` = the cosine a neighbour needs
     with the query to be entered: Alg. 8). ``embedder``, ``device`` and ``threads`` as for the
     GAT ranker (threads: torch CPU threads for the call, restored after; ``None`` leaves them).
+    ``max_entries``: the most entries one query's ego-subgraphs may take
+    (:data:`~grapher_core.learned.qa_gnn.features.DEFAULT_MAX_EGO_ENTRIES`; ``None``: no
+    bound), checked before each is allocated.
     """
 
     needs_embeddings = True
@@ -126,22 +133,46 @@ class QAGNNRanker:
         embedder: Embedder | None = None,
         device: str = "cpu",
         threads: int | None = 1,
+        max_entries: int | None = DEFAULT_MAX_EGO_ENTRIES,
     ) -> None:
+        if max_entries is not None and (
+            not isinstance(max_entries, int) or isinstance(max_entries, bool) or max_entries < 1
+        ):
+            raise ConfigError(
+                f"max_entries must be a positive integer or None, got {max_entries!r}"
+            )
         if output not in OUTPUTS:
             raise ConfigError(f"output must be one of {OUTPUTS}, got {output!r}")
         path = default_qa_gnn_checkpoint() if checkpoint is None else checkpoint
         self.model, self.config = load_qa_gnn(path, device)
         if ego_depth is not None:
-            if not isinstance(ego_depth, int) or ego_depth < 0:
-                raise ConfigError(f"ego_depth must be a non-negative integer, got {ego_depth!r}")
+            if (
+                not isinstance(ego_depth, int)
+                or isinstance(ego_depth, bool)
+                or not 0 <= ego_depth <= MAX_EGO_DEPTH
+            ):
+                raise ConfigError(
+                    f"ego_depth must be an integer in [0, {MAX_EGO_DEPTH}], got {ego_depth!r}"
+                )
             self.config.ego_depth = ego_depth
         if ego_query_threshold is not None:
+            if isinstance(ego_query_threshold, bool) or not isinstance(
+                ego_query_threshold, (int, float)
+            ):
+                raise ConfigError(
+                    f"ego_query_threshold must be a cosine in [-1, 1], got {ego_query_threshold!r}"
+                )
+            if not -1.0 <= float(ego_query_threshold) <= 1.0:  # NaN fails too
+                raise ConfigError(
+                    f"ego_query_threshold must be a cosine in [-1, 1], got {ego_query_threshold!r}"
+                )
             self.config.ego_query_threshold = float(ego_query_threshold)
         if embedder is not None:
             self.config.check_embeddings(self.config.embedding_dim, getattr(embedder, "name", None))
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"threads must be a positive integer or None, got {threads!r}")
         self.output = output
+        self.max_entries = max_entries
         self.device = device
         self.threads = threads
         self._embedder = embedder
@@ -172,7 +203,9 @@ class QAGNNRanker:
             for i, c in enumerate(context.candidates)
         ]
         query = self._query_vector(context) if self.output != "adjusted" else None
-        inputs = prepare_inputs(graph, seeds, candidates, self.config, query, objects)
+        inputs = prepare_inputs(
+            graph, seeds, candidates, self.config, query, objects, self.max_entries
+        )
         if self.output == "adjusted":
             return inputs.adjusted
         if query is None:  # only the 'adjusted' output runs without a query vector
