@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import warnings
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ import scipy.sparse as sp
 from grapher_core.enrich.base import ExtractionResult, check_texts
 from grapher_core.errors import ConfigError, InputError, MissingDependencyError
 from grapher_core.metadata import read_list
+from grapher_core.utils.callsite import warn
 
 __all__ = [
     "DEFAULT_CHUNK_CHARS",
@@ -100,7 +100,7 @@ def warn_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
         _log.warning(message)
-        warnings.warn(message, stacklevel=3)
+        warn(message)
 
 
 def normalise_concept(text: str) -> str:

@@ -129,7 +129,7 @@ class LoopConfig:
 @dataclass
 class FitResult:
     model: Any  # in eval mode, with the best epoch's weights
-    best_epoch: int
+    best_epoch: int  # 0: no trained epoch beat the untrained model, which is returned
     best_metrics: dict[str, float]
     history: list[dict[str, float]] = field(default_factory=list)
     seconds: float = 0.0
@@ -342,8 +342,21 @@ def fit(
             )
         )
     val_examples = [examples[i] for i in val_idx]
+    # Epoch 0 is the model before any step (a residual identity starts at the retriever's
+    # order): the incumbent a trained epoch must beat, so training never ships something worse
+    # than where it started.
+    start = metric(val_examples, predict(model, adapter, val_examples, device))
+    if key not in start:
+        raise InputError(f"validation metric {key!r} not among {sorted(start)}")
+    history: list[dict[str, float]] = [
+        {"epoch": 0.0, "loss": float("nan"), "seconds": 0.0, **start}
+    ]
     best: tuple[float, int, dict[str, float], dict[str, Any]] | None = None
-    history: list[dict[str, float]] = []
+    if math.isfinite(start[key]):
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        best = (start[key], 0, start, state)
+    if log:
+        log(f"epoch   0  (untrained)  val {key} {start[key]:.3f}")
     stale = 0
     for epoch in range(1, config.epochs + 1):
         tick = time.perf_counter()
@@ -363,8 +376,6 @@ def fit(
             optimiser.step()
             total += float(loss.detach()) * len(items)
         metrics = metric(val_examples, predict(model, adapter, val_examples, device))
-        if key not in metrics:
-            raise InputError(f"validation metric {key!r} not among {sorted(metrics)}")
         row = {
             "epoch": float(epoch),
             "loss": total / len(order),

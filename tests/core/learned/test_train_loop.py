@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
-from grapher_core.errors import CheckpointError, GraphERError
-from grapher_core.learned.loop import (
+torch = pytest.importorskip("torch")
+
+from grapher_core.errors import CheckpointError, GraphERError  # noqa: E402
+from grapher_core.learned.loop import (  # noqa: E402
     LoopConfig,
     fit,
     pr_at_k,
@@ -23,7 +24,7 @@ from grapher_core.learned.loop import (
     split_examples,
     targets_for,
 )
-from grapher_core.learned.weights import load_state, read_weights, write_weights
+from grapher_core.learned.weights import load_state, read_weights, write_weights  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -157,3 +158,23 @@ def test_weights_round_trip_and_refuse_other_shapes(tmp_path: Path) -> None:
     (tmp_path / "toy.json").write_text("[1]")
     with pytest.raises(CheckpointError, match="JSON object"):
         read_weights(tmp_path / "toy")
+
+
+def test_the_untrained_model_is_the_incumbent() -> None:
+    """Epoch 0 is scored before any step; a run whose epochs all score worse returns the
+    untrained weights (best_epoch 0), never a model worse than its starting point."""
+    toys = _toys()
+    calls = {"n": 0}
+
+    def metric(val: Sequence[Any], scores: Sequence[np.ndarray]) -> dict[str, float]:
+        calls["n"] += 1
+        return {"PR@10": 1.0 if calls["n"] == 1 else 0.5}  # epoch 0 best, every later worse
+
+    config = LoopConfig(epochs=3, patience=5, lr=0.1, seed=1, metric="PR@10")
+    model = torch.nn.Linear(3, 1)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    result = fit(lambda: model, ToyAdapter(), toys, config, metric=metric)
+    assert result.best_epoch == 0
+    assert [row["epoch"] for row in result.history] == [0.0, 1.0, 2.0, 3.0]
+    for name, value in result.model.state_dict().items():
+        assert torch.equal(value, start[name])

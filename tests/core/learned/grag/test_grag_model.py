@@ -3,6 +3,7 @@ training on the shared loop; checkpoints and the ranker's refusals."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +191,19 @@ def test_ranker_scores_every_candidate_with_stored_concepts(tmp_path: Path) -> N
     bare = [Candidate("x", "no concepts here", 1.0)]
     with pytest.raises(ValueError, match="no concept graph"):
         ranker.rank(build_graph(bare, []), np.ones(1), RankContext(bare, "where is paris"))
+
+
+def test_shipped_checkpoint_says_it_is_not_expected_to_help(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Measured below the retriever's order on every shared set, so picking it says so, once."""
+    from grapher_core.enrich import concepts
+    from grapher_core.learned.grag.ranker import NOT_EXPECTED_TO_HELP
+
+    monkeypatch.setattr(concepts, "_warned", set())
+    with pytest.warns(UserWarning, match="not expected to improve a strong retriever"):
+        GRAGRanker()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GRAGRanker()  # said once per process
+    assert "docs/grag.md" in NOT_EXPECTED_TO_HELP
