@@ -13,10 +13,7 @@ candidates on the failure path), so a healthy call pays a few comparisons.
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
-import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +22,7 @@ from grapher_core.edges.keys import ForeignKeys
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.errors import GraphERError
 from grapher_core.metadata import read_list
+from grapher_core.utils.callsite import stacklevel_outside, warn
 
 __all__ = [
     "Diagnostics",
@@ -40,23 +38,6 @@ RESERVED_PREFIX = "_grapher"
 their absence is no mistake of the user's, so it is not reported."""
 logger = logging.getLogger("grapher")
 logger.addHandler(logging.NullHandler())  # a library: records go to the app's handlers
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_OWN_PREFIXES = tuple(
-    os.path.join(_ROOT, package) + os.sep
-    for package in ("grapher_core", "langchain_grapher", "llama_index_grapher")
-)
-
-
-def stacklevel_outside(prefixes: tuple[str, ...] = _OWN_PREFIXES) -> int:
-    """The ``stacklevel`` of the first frame whose file is under none of ``prefixes`` (default:
-    GraphER's packages), seen from the caller of this function -- so a warning points at the
-    user's line (Python 3.12's ``skip_file_prefixes`` by hand)."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(prefixes):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 class GraphERWarning(UserWarning):
@@ -80,6 +61,15 @@ class Diagnostics:
         self._said: set[Hashable] = set()
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a reranker sent to a worker process): the lock stays behind."""
+        with self._lock:
+            return {"strict": self.strict, "owner": self.owner, "said": set(self._said)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(strict=state["strict"], owner=state["owner"])  # type: ignore[misc]
+        self._said = set(state["said"])
+
     @property
     def said(self) -> frozenset[Hashable]:
         """The causes reported so far (for tests and dashboards)."""
@@ -93,7 +83,8 @@ class Diagnostics:
     def report(self, cause: Hashable, message: str) -> None:
         """Warn once for ``cause`` (logging + warnings), or raise under ``strict``.
 
-        The warning points at the first frame outside GraphER's packages (the user's call).
+        The warning points at the user's call: the first frame outside GraphER's packages and
+        the frameworks calling it, also from async paths (:mod:`grapher_core.utils.callsite`).
         """
         if self.strict:
             raise GraphERDiagnosticError(f"{self.owner}: {message}")
@@ -102,7 +93,7 @@ class Diagnostics:
                 return
             self._said.add(cause)
         logger.warning("%s: %s", self.owner, message)
-        warnings.warn(f"{self.owner}: {message}", GraphERWarning, stacklevel=stacklevel_outside())
+        warn(f"{self.owner}: {message}", GraphERWarning)
 
     def info_once(self, cause: Hashable, message: str) -> None:
         """Log (INFO, never a warning or an error) once per cause: choices made for the user."""

@@ -60,6 +60,24 @@ class SentenceTransformerEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a reranker sent to a worker process): the settings travel, the lock and
+        the loaded network stay behind (it loads again, from local files, on first use)."""
+        return {
+            "model_path": self.model_path,
+            "name": self.name,
+            "batch_size": self.batch_size,
+            "device": self.device,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["model_path"],
+            name=state["name"],
+            batch_size=state["batch_size"],
+            device=state["device"],
+        )
+
     @property
     def model(self) -> Any:
         with self._lock:

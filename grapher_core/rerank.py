@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -15,23 +16,135 @@ from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
 from grapher_core.edges.base import Proximity
 from grapher_core.edges.detect import describe, detect_proximities
 from grapher_core.edges.graph import CandidateGraph, build_graph
-from grapher_core.errors import ConfigError, InputError, InputTypeError
+from grapher_core.errors import ConfigError, InputError, InputTypeError, MissingDependencyError
 from grapher_core.ranking.base import RankContext, Ranker, builds_own_graph, needs_embeddings
 from grapher_core.ranking.calibration import relevance_scores
 from grapher_core.ranking.registry import make_ranker
 from grapher_core.ranking.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
-from grapher_core.vectors import StoredVectors, VectorCache, VectorPlan, fill_plan, plan_vectors
+from grapher_core.vectors import (
+    StoredVectors,
+    VectorCache,
+    VectorPlan,
+    clip_text,
+    fill_plan,
+    plan_vectors,
+)
+
+T = TypeVar("T")
+
+DEFAULT_MAX_CANDIDATES = 1000
+"""The wrappers' default bound on the documents/nodes reranked per call: a retriever asked for
+far more than a reranker can use (the paper reranks 200) costs graph building and embedding
+time, and it is said once rather than paid silently. The core's own default is no bound."""
+DEFAULT_MAX_CHARS_PER_DOC = 10_000
+"""The wrappers' default cut of a text before it is embedded or read by a ranker (about 2,500
+tokens: MiniLM reads only the first ~256, larger models rarely benefit more); outputs keep the
+full text. It bounds the cost of a pathological document (a whole book in one chunk)."""
+MOVES = ("up", "down", "same")
+"""How a candidate moved between the retriever's order and the reranked one."""
 
 
 @dataclass(frozen=True)
 class Reranking:
     """One call's result with what the graph was: the ranked candidates, the number of
     (directed) edges per kind -- a symmetric link counts twice -- and the proximities used
-    (the detected ones when none were given)."""
+    (the detected ones when none were given).
+
+    ``graph``, ``seeds`` and ``scores`` (the ranker's raw score of every candidate, in input
+    order, returned or not) and ``top_n`` are what :meth:`to_networkx` and
+    :func:`grapher_core.picture.draw` show; they are ``None`` for an empty call.
+    """
 
     ranked: list[RankedCandidate]
     edges: Mapping[str, int] = field(default_factory=dict)
     proximities: tuple[Any, ...] = ()
+    graph: CandidateGraph | None = field(default=None, repr=False, compare=False)
+    seeds: np.ndarray | None = field(default=None, repr=False, compare=False)
+    scores: np.ndarray | None = field(default=None, repr=False, compare=False)
+    top_n: int | None = None
+
+    def to_networkx(self, top_k: int | None = None) -> Any:
+        """The candidate graph as a ``networkx.DiGraph`` (needs the ``draw`` extra).
+
+        Nodes are candidate ids with ``id``, ``rank_before`` (the retriever's order),
+        ``rank_after``, ``seed``, ``score`` (the ranker's), ``relevance`` (returned candidates;
+        else ``None``), ``moved`` (one of :data:`MOVES`), ``shift`` (places gained),
+        ``in_top_k``, ``newcomer`` (in the top ``top_k`` now, not before), ``returned``,
+        ``expanded`` and ``why`` / ``why_kinds`` (the neighbour with the largest share of the
+        smoothing term and the kinds of the edges to it; ``None`` without edges). Edges carry
+        ``kind`` (kinds joined by ``+`` when several proximities link the pair), ``kinds``,
+        ``weight`` (the summed weight the ranker sees) and ``weights`` (per kind).
+        ``top_k``: default the call's ``top_n``, else 10 (at most the number of candidates).
+        """
+        try:
+            import networkx as nx
+        except ImportError as error:
+            raise MissingDependencyError(
+                "Reranking.to_networkx needs networkx: pip install 'grapher-rerank[draw]'"
+            ) from error
+        out = nx.DiGraph()
+        graph, seeds, scores = self.graph, self.seeds, self.scores
+        if graph is None or seeds is None or scores is None or graph.n == 0:
+            return out
+        n = graph.n
+        k = top_k if top_k is not None else (self.top_n if self.top_n is not None else 10)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InputError(f"top_k must be a non-negative integer or None, got {top_k!r}")
+        k = min(k, n)
+        after = np.empty(n, dtype=np.int64)
+        after[np.lexsort((np.arange(n), -scores))] = np.arange(1, n + 1)
+        returned = {r.id: r for r in self.ranked}
+        position = {c: i for i, c in enumerate(graph.ids)}
+        for r in self.ranked:  # the returned order wins (expansion may merge two rankings)
+            if r.id in position:
+                after[position[r.id]] = r.rank
+        why = _explanations(graph, scores, np.arange(n), 1)
+        out.graph.update(top_k=k, edges=dict(self.edges))
+        for i, node in enumerate(graph.ids):
+            rank_after, rank_before = int(after[i]), i + 1
+            item = returned.get(node)
+            best = why.get(i, ())
+            out.add_node(
+                node,
+                id=node,
+                rank_before=rank_before,
+                rank_after=rank_after,
+                seed=float(seeds[i]),
+                score=float(scores[i]),
+                relevance=None if item is None else item.relevance,
+                moved=_move(rank_before, rank_after),
+                shift=rank_before - rank_after,
+                in_top_k=rank_after <= k,
+                newcomer=rank_after <= k < rank_before,
+                returned=item is not None,
+                expanded=bool(item is not None and item.expanded),
+                why=best[0].neighbour_id if best else None,
+                why_kinds=best[0].kinds if best else (),
+            )
+        pairs: dict[tuple[int, int], dict[str, float]] = {}
+        for kind, matrix in graph.by_kind.items():
+            coo = matrix.tocoo()
+            for i, j, w in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist(), strict=True):
+                if w:
+                    pairs.setdefault((i, j), {})[kind] = float(w)
+        adjacency = graph.adjacency.tocsr()
+        for (i, j), weights in pairs.items():
+            kinds = tuple(weights)
+            out.add_edge(
+                graph.ids[i],
+                graph.ids[j],
+                kind=kinds[0] if len(kinds) == 1 else "+".join(kinds),
+                kinds=kinds,
+                weight=float(adjacency[i, j]),
+                weights=weights,
+            )
+        return out
+
+    def draw(self, path: Any = None, **options: Any) -> Any:
+        """:func:`grapher_core.picture.draw` of this reranking (needs the ``draw`` extra)."""
+        from grapher_core.picture import draw
+
+        return draw(self, path, **options)
 
 
 class GraphReranker:
@@ -58,6 +171,12 @@ class GraphReranker:
     Callers holding an embedding model (the LangChain and LlamaIndex wrappers) ask
     :meth:`vector_plan` what to embed, embed exactly that, and hand it to :meth:`run_plan`;
     ``vector_cache`` keeps the vectors between calls (see :mod:`grapher_core.vectors`).
+
+    Bounds, decided here for both wrappers (which pass their documented defaults,
+    :data:`DEFAULT_MAX_CANDIDATES` and :data:`DEFAULT_MAX_CHARS_PER_DOC`; the core's own are
+    ``None``): ``max_candidates`` reranks the first candidates only (said once),
+    ``max_chars_per_doc`` cuts the texts embedded and read by the ranker (results keep the full
+    text), ``score_threshold`` drops results whose relevance is below it.
     """
 
     def __init__(
@@ -70,6 +189,9 @@ class GraphReranker:
         explain: int = 3,
         strict: bool = False,
         auto_proximities: bool | None = None,
+        max_candidates: int | None = None,
+        max_chars_per_doc: int | None = None,
+        score_threshold: float | None = None,
         **ranker_options: Any,
     ) -> None:
         self.auto_proximities = (
@@ -82,6 +204,9 @@ class GraphReranker:
         self.diagnostics = Diagnostics(strict=bool(strict))
         self.vector_cache = VectorCache()
         self._detected: dict[frozenset[str], tuple[Any, ...]] = {}
+        self.max_candidates = max_candidates
+        self.max_chars_per_doc = max_chars_per_doc
+        self.score_threshold = score_threshold
 
     # Every setting is validated on assignment as at construction, and a refused value leaves
     # the previous one in place: a reranker shared by threads is never half-configured.
@@ -132,6 +257,57 @@ class GraphReranker:
         """Raise instead of warning on silent no-ops."""
         return self.diagnostics.strict
 
+    @property
+    def max_candidates(self) -> int | None:
+        """How many candidates a call reranks: the first ones in the retriever's order, the
+        rest dropped (said once); ``None``: no bound (the core's default)."""
+        return self._max_candidates
+
+    @max_candidates.setter
+    def max_candidates(self, value: int | None) -> None:
+        self._max_candidates = _bound("max_candidates", value)
+
+    @property
+    def max_chars_per_doc(self) -> int | None:
+        """Texts are embedded and read by the ranker by their first ``max_chars_per_doc``
+        characters; results keep the full text. ``None``: whole texts (the core's default)."""
+        return self._max_chars_per_doc
+
+    @max_chars_per_doc.setter
+    def max_chars_per_doc(self, value: int | None) -> None:
+        self._max_chars_per_doc = _bound("max_chars_per_doc", value)
+
+    @property
+    def score_threshold(self) -> float | None:
+        """Results whose relevance (``RankedCandidate.relevance``, the wrappers'
+        ``relevance_score``) is below it are dropped after ranking; ``None``: keep all."""
+        return self._score_threshold
+
+    @score_threshold.setter
+    def score_threshold(self, value: float | None) -> None:
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(float(value))
+        ):
+            raise ConfigError(f"score_threshold must be a finite number or None, got {value!r}")
+        self._score_threshold = None if value is None else float(value)
+
+    def admit(self, items: Sequence[T]) -> list[T]:
+        """The first :attr:`max_candidates` of ``items`` (candidates, or a wrapper's documents
+        before it converts them), in the retriever's order; a cut is said once."""
+        items = list(items)
+        limit = self.max_candidates
+        if limit is not None and len(items) > limit:
+            self.diagnostics.report(
+                ("max-candidates",),
+                f"{len(items)} candidates given but max_candidates={limit}: the first {limit} "
+                f"in the retriever's order are reranked, the other {len(items) - limit} "
+                "dropped; fetch fewer, or raise max_candidates (None: no bound)",
+            )
+            del items[limit:]
+        return items
+
     def proximities_for(self, candidates: Sequence[Candidate]) -> tuple[Any, ...]:
         """The proximities a call over ``candidates`` uses: the given ones, plus the detected
         ones when auto-detection is on (cached per set of metadata keys present)."""
@@ -181,7 +357,9 @@ class GraphReranker:
         VectorPlan`): nothing unless the ranker or a proximity reads vectors; ``embedder`` is
         the caller's model (it only keys the cache: the caller does the embedding), ``stored``
         reads vectors a store holds. The ranker's own embedder is looked up only when the
-        caller has none."""
+        caller has none. Only the first :attr:`max_candidates` are planned (and then ranked);
+        texts are embedded by their first :attr:`max_chars_per_doc` characters."""
+        candidates = self.admit(candidates)
         needed = self.needs_embeddings and bool(candidates)
         return plan_vectors(
             validate_candidates(candidates) if needed else candidates,
@@ -192,6 +370,7 @@ class GraphReranker:
             query=query,
             query_embedding=query_embedding,
             stored=stored,
+            max_chars=self.max_chars_per_doc,
         )
 
     def run_plan(
@@ -205,7 +384,9 @@ class GraphReranker:
         """:meth:`run` over the plan's candidates, with ``embedded`` (one vector per
         ``plan.missing_texts``) and ``query_vector`` filled in, checked and cached."""
         candidates, query_embedding = fill_plan(plan, embedded, query_vector, self.vector_cache)
-        return self.run(candidates, query=plan.query, query_embedding=query_embedding, top_n=top_n)
+        return self.run_pool(
+            candidates, query=plan.query, query_embedding=query_embedding, top_n=top_n
+        )
 
     def graph(self, candidates: Sequence[Candidate]) -> CandidateGraph:
         """The candidate graph the ranker sees (useful for inspection and plots)."""
@@ -234,18 +415,35 @@ class GraphReranker:
         top_n: int | None = None,
     ) -> Reranking:
         """:meth:`rerank` plus what the graph was (edges per kind, proximities used)."""
+        if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Sequence):
+            candidates = list(candidates)  # named as a type error by the validation
+        return self.run_pool(
+            self.admit(candidates), query=query, query_embedding=query_embedding, top_n=top_n
+        )
+
+    def run_pool(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> Reranking:
+        """:meth:`run` without the :attr:`max_candidates` cut: for callers that bounded the
+        pool already and may have enlarged it since (expansion adds fetched objects)."""
         candidates, scores = _validated(candidates)
         if top_n is not None and (
             isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 0
         ):
             raise InputError(f"top_n must be a non-negative integer or None, got {top_n!r}")
         if not candidates:
-            return Reranking([])
+            return Reranking([], top_n=top_n)
         seeds = make_seeds(candidates, self.seed_transform, scores)
-        proximities = self.proximities_for(candidates)
-        graph, counts = _graph_with_counts(candidates, proximities)
-        self._diagnose(candidates, proximities, graph, counts, top_n)
-        context = RankContext(candidates, query, query_embedding)
+        seen = _clipped(candidates, self.max_chars_per_doc)  # what the graph and ranker read
+        proximities = self.proximities_for(seen)
+        graph, counts = _graph_with_counts(seen, proximities)
+        self._diagnose(seen, proximities, graph, counts, top_n)
+        context = RankContext(seen, query, query_embedding)
         ranked = np.asarray(self.ranker.rank(graph, seeds, context), dtype=np.float64).ravel()
         if ranked.shape != seeds.shape or not np.all(np.isfinite(ranked)):
             raise InputError(
@@ -254,9 +452,11 @@ class GraphReranker:
             )
         relevance = relevance_scores(self.ranker, ranked, seeds)
         edges = {kind: int(matrix.nnz) for kind, matrix in graph.by_kind.items()}
-        return Reranking(
-            _ranked(candidates, graph, ranked, top_n, self.explain, relevance), edges, proximities
-        )
+        out = _ranked(candidates, graph, ranked, top_n, self.explain, relevance)
+        threshold = self.score_threshold
+        if threshold is not None:  # relevance rises with the score: a cut of the tail
+            out = [r for r in out if (r.score if r.relevance is None else r.relevance) >= threshold]
+        return Reranking(out, edges, proximities, graph, seeds, ranked, top_n)
 
     def _diagnose(
         self,
@@ -293,6 +493,29 @@ class GraphReranker:
                     f"({describe(proximities)}): the order is the "
                     "retriever's",
                 )
+
+
+def _move(before: int, after: int) -> str:
+    return MOVES[0] if after < before else MOVES[1] if after > before else MOVES[2]
+
+
+def _bound(name: str, value: object) -> int | None:
+    """A positive integer bound or ``None``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{name} must be an integer >= 1 or None, got {value!r}")
+    return value
+
+
+def _clipped(candidates: list[Candidate], max_chars: int | None) -> list[Candidate]:
+    """The candidates as the graph and ranker read them: texts cut to ``max_chars``."""
+    if max_chars is None or all(len(c.text) <= max_chars for c in candidates):
+        return candidates
+    return [
+        c
+        if len(c.text) <= max_chars
+        else Candidate(c.id, clip_text(c.text, max_chars), c.score, c.metadata, c.embedding)
+        for c in candidates
+    ]
 
 
 def check_proximities(proximities: object) -> tuple[Proximity, ...]:

@@ -32,6 +32,7 @@ __all__ = [
     "StoredVectors",
     "VectorCache",
     "VectorPlan",
+    "clip_text",
     "fill_plan",
     "model_key",
     "plan_vectors",
@@ -58,6 +59,14 @@ class VectorCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a reranker sent to a worker process): the size bound travels; the lock
+        and the vectors stay behind (they are cheap to recompute and can weigh 150 MB)."""
+        return {"max_items": self.max_items}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["max_items"])  # type: ignore[misc]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -151,10 +160,13 @@ def plan_vectors(
     query: str | None = None,
     query_embedding: Any | None = None,
     stored: StoredVectors | None = None,
+    max_chars: int | None = None,
 ) -> VectorPlan:
     """The :class:`VectorPlan` of one call: given vectors first, then ``stored`` (asked only
     for the candidates without one), then ``cache`` (in the space of ``embedder``, else of
-    ``fallback``), and the rest missing. Nothing is read when nothing is ``needed``."""
+    ``fallback``), and the rest missing. Nothing is read when nothing is ``needed``.
+    ``max_chars``: texts are embedded (and cached) by their first ``max_chars`` characters; the
+    plan's candidates keep their full text."""
     items = tuple(candidates)
     query_vector = None if query_embedding is None else _vector(query_embedding)
     if not needed or not items:
@@ -175,7 +187,8 @@ def plan_vectors(
         _take(vectors, origins, missing, found, "stored")
         missing = [i for i in missing if vectors[i] is None]
     if missing and cache is not None and model:
-        _take(vectors, origins, missing, cache.get_many(model, [items[i].text for i in missing]))
+        texts = [clip_text(items[i].text, max_chars) for i in missing]
+        _take(vectors, origins, missing, cache.get_many(model, texts))
         missing = [i for i in missing if vectors[i] is None]
     return VectorPlan(
         items,
@@ -184,7 +197,7 @@ def plan_vectors(
         origins=tuple(origins),
         vectors=tuple(vectors),
         missing=tuple(missing),
-        missing_texts=tuple(items[i].text for i in missing),
+        missing_texts=tuple(clip_text(items[i].text, max_chars) for i in missing),
         query=query,
         query_embedding=query_vector,
         query_text=query if query_vector is None and query else None,
@@ -237,6 +250,11 @@ def fill_plan(
         if vector is not None and vector is not c.embedding:
             candidates[i] = Candidate(c.id, c.text, c.score, c.metadata, vector)
     return candidates, query_embedding
+
+
+def clip_text(text: str, max_chars: int | None) -> str:
+    """``text`` cut to its first ``max_chars`` characters (``None``: whole)."""
+    return text if max_chars is None or len(text) <= max_chars else text[:max_chars]
 
 
 def _vector(value: Any) -> np.ndarray:

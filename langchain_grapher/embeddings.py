@@ -54,8 +54,16 @@ class GraphEREmbeddings(Embeddings):
                     self._queries.popitem(last=False)
         return vector
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a chain sent to a worker process): the lock and the remembered queries
+        stay behind."""
+        return {"embedder": self.embedder, "query_cache_size": self.query_cache_size}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["embedder"], query_cache_size=state["query_cache_size"])  # type: ignore[misc]
+
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        # The model is CPU-bound: run it in a thread so the event loop stays free.
+        # The model is CPU-bound: one batch, run in a thread so the event loop stays free.
         return await run_in_executor(None, self.embed_documents, texts)
 
     async def aembed_query(self, text: str) -> list[float]:

@@ -23,7 +23,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from grapher_core import GraphReranker
 from grapher_core.conventions import EXPANDED_KEY, assign_validated
 from grapher_core.diagnostics import check_score_key
-from grapher_core.errors import StateError
+from grapher_core.errors import InputTypeError, StateError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
@@ -31,11 +31,18 @@ from grapher_core.expand import (
     ExpandingReranker,
     Expansion,
 )
+from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
+from grapher_core.utils.callsite import off_loop, skip_frames_of
 from grapher_core.vectors import VectorPlan
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
 from langchain_grapher.neighbours import as_neighbour_source
 
 __all__ = ["GraphERReranker"]
+
+# LangChain's runnables, callback managers and retrievers call the reranker: a warning points
+# past their frames, at the user's line.
+skip_frames_of("langchain_core", "langchain_classic", "langchain", "langchain_community")
+skip_frames_of("langsmith", "pydantic")
 
 Engine = GraphReranker | ExpandingReranker
 """What ranks: the core, or the core behind expansion (same ``vector_plan`` / ``run_plan``)."""
@@ -86,6 +93,15 @@ class GraphERReranker(BaseDocumentCompressor):
     (:attr:`needs_embeddings`), in the compressor and in :class:`GraphERRetriever` alike."""
     explain: bool = False
     """Write the top contributing neighbours into ``metadata["grapher_explanation"]``."""
+    score_threshold: float | None = Field(default=None, allow_inf_nan=False)
+    """Drop outputs whose ``relevance_score`` is below it, after ranking (so fewer than
+    ``top_n`` may come back); ``None`` (default): keep them all."""
+    max_candidates: int | None = Field(default=DEFAULT_MAX_CANDIDATES, ge=1, strict=True)
+    """Rerank at most this many documents: the first ones in the retriever's order, the rest
+    dropped with a warning said once (default 1000; ``None``: no bound)."""
+    max_chars_per_doc: int | None = Field(default=DEFAULT_MAX_CHARS_PER_DOC, ge=1, strict=True)
+    """Texts longer than this are cut before they are embedded or read by the ranker; the
+    output keeps the full text (default 10 000; ``None``: no cut)."""
     strict: bool = False
     """Raise instead of warning once on silent no-ops (no field, no edges, no vectors, a pool
     smaller than ``top_n * 2``, a ``score_key`` no document has)."""
@@ -121,6 +137,9 @@ class GraphERReranker(BaseDocumentCompressor):
             seed_transform=self.seed_transform,
             explain=3 if self.explain else 0,
             strict=self.strict,
+            max_candidates=self.max_candidates,
+            max_chars_per_doc=self.max_chars_per_doc,
+            score_threshold=self.score_threshold,
         )
         expansion = Expansion(  # validated even without a neighbour source
             seeds=self.expand_seeds,
@@ -174,7 +193,8 @@ class GraphERReranker(BaseDocumentCompressor):
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        """Async path: embeddings (the slow part) are awaited; the graph ranking takes ms."""
+        """Async path: the embedding model is awaited, the CPU-bound work (graph, ranker,
+        store reads, expansion fetches) runs in a worker thread: the event loop never waits."""
         return await self.arerank_documents(documents, query)
 
     def rerank_documents(
@@ -216,15 +236,20 @@ class GraphERReranker(BaseDocumentCompressor):
         document_embeddings: Sequence[Any] | np.ndarray | None = None,
         extra_metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Document]:
-        """:meth:`rerank_documents` with the embedding calls awaited."""
-        call = self._plan(documents, query, scores, query_embedding, document_embeddings)
+        """:meth:`rerank_documents` without blocking the event loop: the embedding calls are
+        awaited (LangChain runs a sync-only model's in its executor) and everything else --
+        conversion, the core's plan and store reads, graph, ranker, expansion fetches -- runs
+        in a worker thread (:func:`grapher_core.utils.callsite.off_loop`)."""
+        call = await off_loop(
+            self._plan, documents, query, scores, query_embedding, document_embeddings
+        )
         embedded = query_vector = None
         if call.embeddings is not None:
             if call.plan.query_text is not None:
                 query_vector = await call.embeddings.aembed_query(call.plan.query_text)
             if call.plan.missing_texts:
                 embedded = await call.embeddings.aembed_documents(list(call.plan.missing_texts))
-        return self._ranked(call, embedded, query_vector, top_n, extra_metadata)
+        return await off_loop(self._ranked, call, embedded, query_vector, top_n, extra_metadata)
 
     def same_model(self, store: Any) -> bool:
         """Whether ``store``'s vectors live in the space this reranker embeds queries in: its
@@ -246,9 +271,17 @@ class GraphERReranker(BaseDocumentCompressor):
         query_embedding: np.ndarray | None,
         document_embeddings: Sequence[Any] | np.ndarray | None,
     ) -> _Call:
-        """Everything but the embedding calls, before them: candidates, the core's plan."""
+        """Everything but the embedding calls, before them: candidates, the core's plan. The
+        core bounds the pool (``max_candidates``) before any document is converted."""
         core, engine = self._engine_pair()
-        documents = list(documents)
+        if isinstance(documents, Document):  # a pydantic model iterates over its fields
+            raise InputTypeError("expected a sequence of Documents, got a single Document")
+        documents = core.admit(documents)
+        kept = len(documents)
+        if scores is not None and len(scores) > kept:
+            scores = list(scores)[:kept]
+        if document_embeddings is not None and len(document_embeddings) > kept:
+            document_embeddings = document_embeddings[:kept]
         candidates = candidates_from_documents(
             documents, score_key=self.score_key, scores=scores, embeddings=document_embeddings
         )

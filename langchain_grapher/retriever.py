@@ -37,6 +37,7 @@ from pydantic import ConfigDict, Field
 
 from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY
 from grapher_core.errors import InputError
+from grapher_core.utils.callsite import off_loop
 from langchain_grapher.reranker import GraphERReranker
 from langchain_grapher.stores import ascored_search, scored_search, stored_vectors
 
@@ -103,8 +104,8 @@ class GraphERRetriever(BaseRetriever):
             pairs = await ascored_search(
                 base.vectorstore, query, **{**base.search_kwargs, **search_kwargs, "k": fetch_k}
             )
-            if pairs is not None:
-                documents, scored = self._scored(base.vectorstore, pairs)
+            if pairs is not None:  # the store's vectors are read in a worker thread
+                documents, scored = await off_loop(self._scored, base.vectorstore, pairs)
                 out = await self.reranker.arerank_documents(documents, query, top_n=k, **scored)
                 await _atrace(run_manager, query, documents, out, self.reranker)
                 return out

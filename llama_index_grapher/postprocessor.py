@@ -22,6 +22,7 @@ from llama_index.core.bridge.pydantic import (
     field_validator,
 )
 from llama_index.core.callbacks import CBEventType, EventPayload
+from llama_index.core.embeddings.loading import RECOGNIZED_EMBEDDINGS
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -35,7 +36,7 @@ from grapher_core.conventions import (
     explanation_to_metadata,
 )
 from grapher_core.edges.serialise import proximity_from_dict, proximity_to_dict
-from grapher_core.errors import InputError, InputTypeError
+from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
@@ -43,6 +44,8 @@ from grapher_core.expand import (
     ExpandingReranker,
     Expansion,
 )
+from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
+from grapher_core.utils.callsite import off_loop, skip_frames_of
 from grapher_core.vectors import VectorPlan
 from llama_index_grapher.convert import (
     candidates_from_nodes,
@@ -54,6 +57,10 @@ from llama_index_grapher.stores import node_vectors
 __all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
 
 dispatcher = get_dispatcher(__name__)
+
+# LlamaIndex's query engines, postprocessor base class and instrumentation dispatcher (through
+# wrapt) call the postprocessor: a warning points past their frames, at the user's line.
+skip_frames_of("llama_index", "llama_index_instrumentation", "wrapt", "pydantic")
 
 Engine = GraphReranker | ExpandingReranker
 """What ranks: the core, or the core behind expansion (same ``vector_plan`` / ``run_plan``)."""
@@ -135,6 +142,26 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         description="Raise instead of warning once on silent no-ops (no "
         "field, no edges, no vectors, fewer nodes than top_n * 2).",
     )
+    score_threshold: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="Drop output nodes whose score (the relevance score) is below it, after "
+        "ranking; None: keep them all.",
+    )
+    max_candidates: int | None = Field(
+        default=DEFAULT_MAX_CANDIDATES,
+        ge=1,
+        strict=True,
+        description="Rerank at most this many nodes: the first ones in the retriever's order, "
+        "the rest dropped with a warning said once; None: no bound.",
+    )
+    max_chars_per_doc: int | None = Field(
+        default=DEFAULT_MAX_CHARS_PER_DOC,
+        ge=1,
+        strict=True,
+        description="Texts longer than this are cut before they are embedded or read by the "
+        "ranker; output nodes keep their full text. None: no cut.",
+    )
 
     _reranker: GraphReranker | None = PrivateAttr(default=None)  # keeps the vector cache
     _reranker_key: tuple[Any, ...] | None = PrivateAttr(default=None)
@@ -172,6 +199,17 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             return [proximity_from_dict(p) if isinstance(p, dict) else p for p in value]
         return value
 
+    @field_serializer("embed_model")
+    def _serialise_embed_model(self, model: BaseEmbedding | None) -> dict[str, Any] | None:
+        """The model's own ``to_dict()`` (all its fields and its ``class_name``), not the
+        ``BaseEmbedding`` fields alone, so ``from_dict(to_dict())`` rebuilds the same model."""
+        return None if model is None else model.to_dict()
+
+    @field_validator("embed_model", mode="before")
+    @classmethod
+    def _load_embed_model(cls, value: Any) -> Any:
+        return load_embed_model(value) if isinstance(value, dict) else value
+
     # -- the core reranker, rebuilt if a field was reassigned after construction ----------------
     def _core(self) -> GraphReranker:
         proximities: list[Any] = list(self.proximities)
@@ -188,6 +226,9 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             self.explain,
             self.strict,
             self.auto_proximities,
+            self.max_candidates,
+            self.max_chars_per_doc,
+            self.score_threshold,
         )
         if self._reranker is None or key != self._reranker_key:
             # No metadata proximities given: detect them (foreign keys -> table_id for
@@ -200,6 +241,9 @@ class GraphERPostprocessor(BaseNodePostprocessor):
                 explain=3 if self.explain else 0,
                 strict=self.strict,
                 auto_proximities=self.auto_proximities and not self.proximities,
+                max_candidates=self.max_candidates,
+                max_chars_per_doc=self.max_chars_per_doc,
+                score_threshold=self.score_threshold,
             )
             self._reranker_key = key
         return self._reranker
@@ -316,14 +360,19 @@ class GraphERPostprocessor(BaseNodePostprocessor):
                     keys.append(EXPLANATION_KEY)
         return out
 
+    def _admitted(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        """The first ``max_candidates`` nodes (the core's bound, said once when it cuts)."""
+        return self._core().admit(nodes)
+
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         query_bundle = _bundle(query_bundle)
+        given, nodes = nodes, self._admitted(nodes)
         candidates = candidates_from_nodes(nodes)  # type errors before any event
-        self._start(nodes, query_bundle)
+        self._start(given, query_bundle)
         with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
+            CBEventType.RERANKING, payload=self._payload(given, query_bundle)
         ) as event:
             engine, source, plan, model = self._plan(candidates, query_bundle)
             embedded = query_vector = None
@@ -337,27 +386,73 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
 
+    @dispatcher.span
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        """Async path: embeddings are awaited; the ranking itself is CPU-bound and short."""
+        """Async path that never blocks the event loop: an async embedding model is awaited
+        (a sync-only one runs in a worker thread), and the CPU-bound work -- conversion, the
+        core's plan and vector-store reads, graph, ranker, expansion fetches -- runs in a
+        worker thread. Events carry this call's span, like the sync path's."""
         query_bundle = _bundle(query_bundle)
-        candidates = candidates_from_nodes(nodes)  # type errors before any event
-        self._start(nodes, query_bundle)
+        given, nodes = nodes, self._admitted(nodes)
+        candidates = await off_loop(candidates_from_nodes, nodes)  # type errors before events
+        self._start(given, query_bundle)
         with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._payload(nodes, query_bundle)
+            CBEventType.RERANKING, payload=self._payload(given, query_bundle)
         ) as event:
-            engine, source, plan, model = self._plan(candidates, query_bundle)
+            engine, source, plan, model = await off_loop(self._plan, candidates, query_bundle)
             embedded = query_vector = None
-            if model is not None:
+            if model is not None and _sync_only(model):
+                if plan.query_text is not None:
+                    query_vector = await off_loop(model.get_query_embedding, plan.query_text)
+                if plan.missing_texts:
+                    embedded = await off_loop(
+                        model.get_text_embedding_batch, list(plan.missing_texts)
+                    )
+            elif model is not None:
                 if plan.query_text is not None:
                     query_vector = await model.aget_query_embedding(plan.query_text)
                 if plan.missing_texts:
                     embedded = await model.aget_text_embedding_batch(list(plan.missing_texts))
-            reranked = self._rank(nodes, engine, source, plan, embedded, query_vector)
+            reranked = await off_loop(
+                self._rank, nodes, engine, source, plan, embedded, query_vector
+            )
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
+
+
+def _sync_only(model: BaseEmbedding) -> bool:
+    """True for a model with no async text embedding of its own: LlamaIndex's default async
+    path would call its sync method on the event loop, so it is run in a worker thread."""
+    kind = type(model)
+    return (
+        kind._aget_text_embeddings is BaseEmbedding._aget_text_embeddings
+        and kind._aget_text_embedding is BaseEmbedding._aget_text_embedding
+    )
+
+
+def load_embed_model(data: Mapping[str, Any]) -> BaseEmbedding:
+    """An embedding model from its ``to_dict()``: the class is found by its ``class_name``
+    among LlamaIndex's recognised models and every ``BaseEmbedding`` subclass imported."""
+    name = data.get("class_name")
+    known: dict[str, type[BaseEmbedding]] = dict(RECOGNIZED_EMBEDDINGS)
+    if name not in known:
+        pending: list[type[BaseEmbedding]] = list(BaseEmbedding.__subclasses__())
+        while pending:
+            kind = pending.pop()
+            pending.extend(kind.__subclasses__())
+            try:
+                known.setdefault(kind.class_name(), kind)
+            except Exception:  # an abstract or odd subclass: not this one
+                continue
+    if not isinstance(name, str) or name not in known:
+        raise ConfigError(
+            f"embed_model: no embedding class named {name!r} is imported; import it first, "
+            "or pass the model itself: GraphERPostprocessor.from_dict(data, embed_model=...)"
+        )
+    return known[name].from_dict(dict(data))
 
 
 def _bundle(query: Any) -> QueryBundle | None:

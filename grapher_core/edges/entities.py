@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from grapher_core.errors import ConfigError, InputTypeError
+from grapher_core.utils.callsite import warn
 
 try:  # scipy's compiled sparse kernels, called without scipy's per-call dispatch and checks
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
@@ -107,7 +107,7 @@ def _warn_once(cause: tuple[str, str], message: str) -> None:
             return
         _warned.add(cause)
     _logger.warning(message)
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
+    warn(message, RuntimeWarning)
 
 
 def _entity_groups(keys: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -34,7 +34,6 @@ spirit, without a trained MLP).
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -49,6 +48,7 @@ from grapher_core.expand.pruning import SoftPruner
 from grapher_core.expand.source import NeighbourSource
 from grapher_core.ranking.seeds import original_scores, rank_seeds
 from grapher_core.rerank import GraphReranker, Reranking, validate_candidates
+from grapher_core.utils.callsite import warn
 from grapher_core.vectors import StoredVectors, VectorPlan, fill_plan, plan_vectors
 
 __all__ = [
@@ -346,7 +346,9 @@ class ExpandingReranker:
         stored: StoredVectors | None = None,
     ) -> VectorPlan:
         """:meth:`GraphReranker.vector_plan`, always asking for vectors (expansion reads the
-        query's and the candidates'), in the wrapped reranker's space and cache."""
+        query's and the candidates'), in the wrapped reranker's space and cache, with its
+        ``max_candidates`` and ``max_chars_per_doc``."""
+        candidates = self.reranker.admit(candidates)
         needed = bool(candidates)
         return plan_vectors(
             validate_candidates(candidates) if needed else candidates,
@@ -357,6 +359,7 @@ class ExpandingReranker:
             query=query,
             query_embedding=query_embedding,
             stored=stored,
+            max_chars=self.reranker.max_chars_per_doc,
         )
 
     def run_plan(
@@ -371,7 +374,7 @@ class ExpandingReranker:
         candidates, query_embedding = fill_plan(
             plan, embedded, query_vector, self.reranker.vector_cache
         )
-        return self.run(candidates, query=plan.query, query_embedding=query_embedding, top_n=top_n)
+        return self._run(candidates, plan.query, query_embedding, top_n)[0]
 
     def run(
         self,
@@ -423,23 +426,33 @@ class ExpandingReranker:
         top_n: int | None = None,
     ) -> tuple[Reranking, ExpansionResult]:
         """:meth:`run` and the expansion's record (what was fetched, at what cost)."""
+        return self._run(self.reranker.admit(candidates), query, query_embedding, top_n)
+
+    def _run(
+        self,
+        candidates: Sequence[Candidate],
+        query: str | None,
+        query_embedding: np.ndarray | None,
+        top_n: int | None,
+    ) -> tuple[Reranking, ExpansionResult]:
+        """Expand the (already bounded) candidates, then rank the enlarged pool."""
         expansion = self.expander.expand(candidates, query_embedding=query_embedding)
         if self.keep_candidate_scores and expansion.added:
             return self._merged(candidates, expansion, query, query_embedding, top_n), expansion
         if self.pruner is None or not expansion.added:
-            result = self.reranker.run(
+            result = self.reranker.run_pool(
                 list(expansion.candidates),
                 query=query,
                 query_embedding=query_embedding,
                 top_n=top_n,
             )
             return replace(result, ranked=_marked(result.ranked, expansion)), expansion
-        result = self.reranker.run(
+        result = self.reranker.run_pool(
             list(expansion.candidates), query=query, query_embedding=query_embedding
         )
         alphas = self._alphas(expansion, query_embedding)
         pruned = _soft_pruned(result.ranked, alphas, self.drop_below, top_n)
-        return replace(result, ranked=_marked(pruned, expansion)), expansion
+        return replace(result, ranked=_marked(pruned, expansion), top_n=top_n), expansion
 
     def _merged(
         self,
@@ -453,8 +466,10 @@ class ExpandingReranker:
         neither); fetched objects take their scores from the enlarged graph (times alpha
         when a pruner is set) and are inserted where those scores place them. The edges
         reported are the enlarged graph's."""
-        own = self.reranker.rerank(list(candidates), query=query, query_embedding=query_embedding)
-        enlarged = self.reranker.run(
+        own = self.reranker.run_pool(
+            list(candidates), query=query, query_embedding=query_embedding
+        ).ranked
+        enlarged = self.reranker.run_pool(
             list(expansion.candidates), query=query, query_embedding=query_embedding
         )
         added = set(expansion.added)
@@ -474,7 +489,7 @@ class ExpandingReranker:
             [replace(r, rank=rank) for rank, (_s, _k, _p, r) in enumerate(merged, start=1)],
             expansion,
         )
-        return replace(enlarged, ranked=ranked)
+        return replace(enlarged, ranked=ranked, top_n=top_n)
 
     def _alphas(
         self, expansion: ExpansionResult, query_embedding: np.ndarray | None
@@ -549,7 +564,7 @@ def _warn_once(message: str) -> None:
         return
     _WARNED.add(message)
     logging.getLogger(__name__).warning(message)
-    warnings.warn(message, stacklevel=3)
+    warn(message)
 
 
 def _canonical(key: LinkKey) -> LinkKey:

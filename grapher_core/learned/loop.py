@@ -345,18 +345,18 @@ def fit(
     # Epoch 0 is the model before any step (a residual identity starts at the retriever's
     # order): the incumbent a trained epoch must beat, so training never ships something worse
     # than where it started.
-    start = metric(val_examples, predict(model, adapter, val_examples, device))
-    if key not in start:
-        raise InputError(f"validation metric {key!r} not among {sorted(start)}")
+    untrained = metric(val_examples, predict(model, adapter, val_examples, device))
+    if key not in untrained:
+        raise InputError(f"validation metric {key!r} not among {sorted(untrained)}")
     history: list[dict[str, float]] = [
-        {"epoch": 0.0, "loss": float("nan"), "seconds": 0.0, **start}
+        {"epoch": 0.0, "loss": float("nan"), "seconds": 0.0, **untrained}
     ]
     best: tuple[float, int, dict[str, float], dict[str, Any]] | None = None
-    if math.isfinite(start[key]):
+    if math.isfinite(untrained[key]):
         state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        best = (start[key], 0, start, state)
+        best = (untrained[key], 0, untrained, state)
     if log:
-        log(f"epoch   0  (untrained)  val {key} {start[key]:.3f}")
+        log(f"epoch   0  (untrained)  val {key} {untrained[key]:.3f}")
     stale = 0
     for epoch in range(1, config.epochs + 1):
         tick = time.perf_counter()

@@ -11,7 +11,6 @@ The paper tuned on BIRD train, which is not available here.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ except ImportError:  # pragma: no cover
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.ranking.base import RankContext, check_alpha
+from grapher_core.utils.callsite import warn
 
 DEFAULT_GCS_ALPHA = 0.1
 
@@ -105,7 +105,7 @@ def _iterate(
         p = nxt
         if delta < tol:
             return p
-    warnings.warn(f"{name} did not converge in {max_iter} iterations (tol={tol})", stacklevel=3)
+    warn(f"{name} did not converge in {max_iter} iterations (tol={tol})")
     return p
 
 
@@ -173,7 +173,7 @@ def _iterate_affine(
         p, nxt = nxt, p
         if total(absolute(subtract(p, nxt, out=step), out=step)) < tol:
             return p
-    warnings.warn(f"{name} did not converge in {max_iter} iterations (tol={tol})", stacklevel=3)
+    warn(f"{name} did not converge in {max_iter} iterations (tol={tol})")
     return p
 
 

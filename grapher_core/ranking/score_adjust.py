@@ -15,7 +15,6 @@ qagnn-eval`` tunes on hotpotqa_sentences (docs/qa_gnn.md). Seeds are the reranke
 from __future__ import annotations
 
 import logging
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +23,7 @@ import scipy.sparse as sp
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.ranking.base import RankContext
+from grapher_core.utils.callsite import warn
 
 __all__ = ["DEFAULT_ADJUST_ALPHA", "ScoreAdjustRanker", "semantic_support"]
 
@@ -74,5 +74,5 @@ class ScoreAdjustRanker:
             if message not in _warned:
                 _warned.add(message)
                 _log.warning(message)
-                warnings.warn(message, stacklevel=2)
+                warn(message)
         return self.alpha * s + (1.0 - self.alpha) * semantic_support(matrix, graph.n)

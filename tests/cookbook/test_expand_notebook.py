@@ -10,7 +10,11 @@ import pytest
 
 @pytest.mark.slow
 def test_graph_context_notebook_runs(run_notebook: Callable) -> None:
-    text = run_notebook("graph_context.ipynb", timeout=300).text
+    result = run_notebook("graph_context.ipynb", timeout=300)
+    text = result.text
+    # the picture of one reranking: a PNG shown, the newcomer named with its neighbour
+    assert result.images >= 1, "the graph picture is missing"
+    assert "new in the top 4: [('Christina Jensen', 'was 8', 'via Christopher Nolan')]" in text
     assert "fetched from the store:" in text
     assert "store calls: 1 (one per hop with links to follow)" in text
     assert "Christina Jensen" in text.split("with expansion:")[1].splitlines()[0]
