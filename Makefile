@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
 export GRAPHER_BENCHMARKS ?= $(abspath ../shared/benchmarks)
 
-.PHONY: demo test test-fast lint format bench bench-latency tune clean reliability
+.PHONY: demo test test-fast test-min lint format bench bench-latency tune clean reliability
 
 # One list of paths for every check, so `make lint` and `make test` agree.
 CODE := grapher_core grapher_bench langchain_grapher llama_index_grapher tests
@@ -23,6 +23,30 @@ demo: $(STAMP)
 
 test: lint
 	$(VENV)/bin/pytest -q -rs
+
+# The unit tests on the lowest versions pyproject.toml declares (constraints-min.txt), without
+# torch and with only the sql, langchain and llamaindex extras: the floor of the version matrix
+# (`make test` is its top: today's releases, every extra, Python 3.11). Python 3.10 is
+# requires-python's lower bound, and numpy 1.24 has no wheels past 3.11. MIN_PYTHON overrides.
+MIN_PYTHON ?= $(shell for p in python3.10 /root/.pyenv/versions/3.10*/bin/python; do \
+	$$p -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null && { echo $$p; exit; }; \
+	done; echo python3)
+VENV_MIN := .venv-min
+MIN_STAMP := $(VENV_MIN)/.installed
+
+$(MIN_STAMP): pyproject.toml constraints.txt constraints-min.txt
+	@$(MIN_PYTHON) -c 'import sys; v = sys.version_info[:2]; print(f"test-min: Python {v[0]}.{v[1]} ($(MIN_PYTHON))" + ("" if v == (3, 10) else ": no Python 3.10 found, the floor is not tested on 3.10"))'
+	rm -rf $(VENV_MIN)
+	$(MIN_PYTHON) -m venv $(VENV_MIN)
+	$(VENV_MIN)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_MIN)/bin/python -m pip install --quiet -c constraints-min.txt -c constraints.txt \
+		-e ".[sql,langchain,llamaindex]" pytest pytest-asyncio hypothesis
+	@! $(VENV_MIN)/bin/python -c "import torch" 2>/dev/null || { echo "test-min: torch got installed"; exit 1; }
+	touch $(MIN_STAMP)
+
+test-min: $(MIN_STAMP)
+	@$(VENV_MIN)/bin/python -c 'from importlib.metadata import version as v; print("test-min:", *(f"{p}=={v(p)}" for p in ("numpy", "scipy", "sqlalchemy", "langchain-core", "llama-index-core", "pydantic")))'
+	$(VENV_MIN)/bin/pytest -q -rfEs -m "not integration"
 
 # Every case of the hardening issue, with the count printed (docs/reliability.md).
 reliability: $(STAMP)
@@ -69,4 +93,4 @@ bench: $(STAMP)
 	$(VENV)/bin/grapher-bench bench --from-results bench_out --tune-results $(TUNE_JSON) --write-doc docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_MIN) .pytest_cache .mypy_cache .ruff_cache

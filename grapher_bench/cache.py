@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,11 @@ def text_key(model: str, text: str) -> str:
 
 
 class EmbeddingCache:
-    """SQLite table ``key -> float32 vector bytes``."""
+    """SQLite table ``key -> float32 vector bytes``.
+
+    Each call opens its own short connection and closes it before returning, so an instance holds
+    no file handle between calls (nothing to close, safe to share between processes).
+    """
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else cache_root() / "embeddings.sqlite"
@@ -38,8 +43,15 @@ class EmbeddingCache:
                 "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)"
             )
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=60)
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on a fresh connection: committed (or rolled back), then closed.
+
+        ``with sqlite3.connect(...)`` alone only ends the transaction and leaves the connection
+        to the garbage collector (a ``ResourceWarning`` on Python 3.13).
+        """
+        with closing(sqlite3.connect(self.path, timeout=60)) as db, db:
+            yield db
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}

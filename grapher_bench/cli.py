@@ -1,14 +1,20 @@
 """The ``grapher-bench`` command: research tooling (benchmarks, tuning, latency, training).
 
 It reuses the subcommand mechanism of :mod:`grapher_core.cli`; the user-facing commands
-(``demo``, ``enrich``) stay on ``grapher``.
+(``demo``, ``enrich``) stay on ``grapher``. ``grapher-rerank`` installs without its extras, so a
+subcommand that reaches a package it does not have says which extra to install, in one line
+with exit code 2, instead of the bare name of a module the user never asked for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import argparse
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from grapher_core.cli import build_parser, run
+from grapher_core.errors import MissingDependencyError
 
 SUBCOMMANDS: tuple[str, ...] = (
     "grapher_bench.bench.cli",
@@ -21,15 +27,94 @@ SUBCOMMANDS: tuple[str, ...] = (
     "grapher_bench.qa_eval.cli",
 )
 
+# The extras each subcommand is documented with; installing them brings everything it imports.
+# A command missing here needs the 'bench' extra.
+COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
+    "bench": ("bench",),
+    "tune": ("bench",),
+    "seeds": ("bench",),
+    "bench-latency": ("bench",),
+    "hub-memory": ("bench",),
+    "train": ("bench", "gat"),
+    "gat-eval": ("bench", "gat"),
+    "gat-latency": ("bench", "gat"),
+    "qagnn-train": ("bench", "gat"),
+    "qagnn-eval": ("bench", "gat"),
+    "grag-study": ("bench", "grag"),
+    "grag-compare": ("bench", "grag"),
+    "grag-latency": ("bench", "grag"),
+    "wrapper-latency": ("bench", "gat", "langchain", "llamaindex"),
+    "qa-eval": ("bench", "llm"),
+}
+# Packages that no extra installs: named as they are, after the extras.
+NOT_IN_EXTRAS: dict[str, str] = {
+    "chromadb": "chromadb",
+    "langchain_chroma": "langchain-chroma",
+}
+# What the installation always has: a missing one of these is a broken install, not an extra.
+_ALWAYS_THERE = frozenset(
+    {"grapher_core", "grapher_bench", "langchain_grapher", "llama_index_grapher", "numpy", "scipy"}
+)
 
-def main(argv: Sequence[str] | None = None) -> int:
+
+def missing_module(error: BaseException) -> str | None:
+    """The optional module whose absence raised ``error`` (or caused it), if any."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ModuleNotFoundError) and seen.name:
+            return None if seen.name.split(".")[0] in _ALWAYS_THERE else seen.name
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def install_hint(command: str, module: str) -> str:
+    """``needs the 'bench' extra: pip install 'grapher-rerank[bench]'`` for ``command``."""
+    extras = COMMAND_EXTRAS.get(command, ("bench",))
+    quoted = [f"'{extra}'" for extra in extras]
+    names = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+    hint = f"needs the {names} extra{'s' if len(extras) > 1 else ''}: "
+    hint += f"pip install 'grapher-rerank[{','.join(extras)}]'"
+    extra_package = next(
+        (pkg for prefix, pkg in NOT_IN_EXTRAS.items() if module.startswith(prefix)), None
+    )
+    return hint + (f" {extra_package}" if extra_package else "")
+
+
+def naming_the_extra(command: str, func: Callable[[argparse.Namespace], Any]) -> Any:
+    """``func``, raising a ``MissingDependencyError`` naming the extras when a module is missing."""
+
+    @functools.wraps(func)
+    def call(args: argparse.Namespace) -> Any:
+        try:
+            return func(args)
+        except ImportError as error:
+            module = missing_module(error)
+            if module is None:
+                raise
+            raise MissingDependencyError(install_hint(command, module)) from error
+
+    return call
+
+
+def bench_parser() -> argparse.ArgumentParser:
+    """``grapher-bench``'s parser: every subcommand, each naming its extra when one is missing."""
     parser = build_parser(
         "grapher-bench",
         "GraphER research tooling: benchmarks, tuning, "
         "latency and training of the learned rankers.",
         SUBCOMMANDS,
     )
-    return run(parser, argv)
+    for action in parser._actions:  # argparse has no public listing of subparsers
+        if isinstance(action, argparse._SubParsersAction):
+            for command, subparser in action.choices.items():
+                func = subparser.get_default("func")
+                if func is not None:
+                    subparser.set_defaults(func=naming_the_extra(command, func))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(bench_parser(), argv)
 
 
 if __name__ == "__main__":

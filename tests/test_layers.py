@@ -49,14 +49,27 @@ def imported_modules(source: str, filename: str = "<string>") -> list[tuple[int,
             found.append((node.lineno, node.module))
         elif (
             isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "import_module"
+            and _called_name(node.func) in _LOOKUPS
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
         ):
             found.append((node.lineno, node.args[0].value))
     return found
+
+
+# Calls whose first argument names a module: importing it, or locating its files (a package
+# that reads another's files through find_spec depends on it as much as one that imports it).
+_LOOKUPS = frozenset({"import_module", "find_spec", "__import__", "find_loader"})
+
+
+def _called_name(func: ast.expr) -> str | None:
+    """``f`` for ``f(...)`` and ``a.b.f(...)``."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
 
 
 def violations(package: str, files: list[tuple[str, str]]) -> list[str]:
@@ -96,12 +109,18 @@ def test_checker_catches_lazy_and_dynamic_imports() -> None:
         "    from langchain_grapher.reranker import GraphERReranker\n"
         "    import grapher_bench.runner\n"
         "    importlib.import_module('llama_index.core')\n"
+        "    importlib.util.find_spec('llama_index.core')\n"
+        "    find_spec('langchain_core')\n"
+        "    import_module('chromadb')\n"
     )
     found = violations(CORE, [("grapher_core/bad.py", bad)])
     assert found == [
         "grapher_core/bad.py:3 imports langchain_grapher.reranker",
         "grapher_core/bad.py:4 imports grapher_bench.runner",
         "grapher_core/bad.py:5 imports llama_index.core",
+        "grapher_core/bad.py:6 imports llama_index.core",
+        "grapher_core/bad.py:7 imports langchain_core",
+        "grapher_core/bad.py:8 imports chromadb",
     ]
     assert violations(LANGCHAIN, [("x.py", "from llama_index.core import schema")]) == [
         "x.py:1 imports llama_index.core"

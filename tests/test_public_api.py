@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -130,9 +131,11 @@ def test_all_is_pinned_and_importable(module: str) -> None:
         f"{module}.__all__ changed: added {sorted(exported - FACES[module])}, removed "
         f"{sorted(FACES[module] - exported)}; update FACES here if that is intended"
     )
+    assert not [n for n in exported if n.startswith("_")]
+    if module == "grapher_core.learned" and find_spec("torch") is None:
+        pytest.skip("__all__ checked; loading its names needs torch (the 'gat' extra)")
     for name in exported:
         assert getattr(mod, name) is not None
-    assert not [n for n in exported if n.startswith("_")]
 
 
 def test_notebooks_import_from_package_faces() -> None:

@@ -3,7 +3,9 @@
 The proximity behind the largest passage gains in docs/benchmarks.md, for corpora without
 hyperlinks (a wiki dump, product pages, a knowledge base): one Aho-Corasick pass over every
 title of the corpus, so it is a *corpus-level* enrichment -- run it over the whole corpus (or
-each new batch together with the titles already indexed), not object by object.
+each new batch together with the titles already indexed), not object by object. To split the
+work (worker processes), :class:`MentionIndex` ``.fit(corpus)`` keeps the corpus' titles and hub
+titles, and ``.find(part)`` gives any part the mentions the whole corpus gives it.
 
 >>> mentions = find_mentions([CorpusObject("p1", "Ada Lovelace\\nShe worked with Babbage."),
 ...                          CorpusObject("p2", "Babbage\\nCharles Babbage built engines.")])
@@ -25,13 +27,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from grapher_core.candidates import CorpusObject
 from grapher_core.errors import InputError, MissingDependencyError
 from grapher_core.metadata import normalise_entity
 
-__all__ = ["DEFAULT_MAX_SHARE", "add_mentions", "find_mentions", "title_of"]
+__all__ = ["DEFAULT_MAX_SHARE", "MentionIndex", "add_mentions", "find_mentions", "title_of"]
 
 DEFAULT_MAX_SHARE = 0.02
 # Titles that are ordinary words turn into hubs under case-insensitive matching ("To",
@@ -104,26 +107,29 @@ def _body(obj: CorpusObject, title: str) -> str:
     return rest if rest and first.strip() == title else obj.text
 
 
-def find_mentions(
-    corpus: Sequence[CorpusObject],
-    *,
-    title_field: str = "title",
-    skip_stopword_titles: bool = True,
-    strip_parentheses: bool = True,
-    max_share: float | None = DEFAULT_MAX_SHARE,
-) -> list[list[str]]:
-    """For each object, the titles of *other* objects that its text mentions (in order of
-    first appearance). ``max_share=None`` keeps hub titles."""
+def _ahocorasick() -> Any:
     try:
         import ahocorasick
     except ImportError as error:
         raise MissingDependencyError(
             "title mentions need pyahocorasick (the 'mentions' extra)"
         ) from error
-    if max_share is not None and not 0.0 < max_share <= 1.0:
-        raise InputError(f"max_share must be in (0, 1] or None, got {max_share!r}")
+    return ahocorasick
+
+
+def _automaton(targets: Mapping[str, set[str]]) -> Any:
+    automaton = _ahocorasick().Automaton()
+    for alias, owners in targets.items():
+        automaton.add_word(alias, (alias, tuple(sorted(owners))))
+    automaton.make_automaton()
+    return automaton
+
+
+def _targets(
+    titles: Sequence[str], skip_stopword_titles: bool, strip_parentheses: bool
+) -> dict[str, set[str]]:
+    """Alias -> the titles it names, without the aliases that would be hubs, not links."""
     stop = _stopwords() if skip_stopword_titles else frozenset()
-    titles = [title_of(o, title_field) for o in corpus]
     targets: dict[str, set[str]] = {}
     for title in titles:
         for alias in _aliases(title, strip_parentheses):
@@ -133,14 +139,14 @@ def find_mentions(
                 continue
             if alias:
                 targets.setdefault(alias, set()).add(title)
-    if not targets:
-        return [[] for _ in corpus]
-    automaton = ahocorasick.Automaton()
-    for alias, owners in targets.items():
-        automaton.add_word(alias, (alias, tuple(sorted(owners))))
-    automaton.make_automaton()
+    return targets
+
+
+def _scan(automaton: Any, corpus: Sequence[CorpusObject], title_field: str) -> list[list[str]]:
+    """For each object, the titles (of others) its text names, in order of first appearance."""
     out: list[list[str]] = []
-    for obj, own in zip(corpus, titles, strict=True):
+    for obj in corpus:
+        own = title_of(obj, title_field)
         text = " ".join(_body(obj, own).split()).casefold()
         found: dict[str, None] = {}
         for end, (alias, owners) in automaton.iter(text):
@@ -153,11 +159,88 @@ def find_mentions(
                 if owner != own:
                     found[owner] = None
         out.append(list(found))
-    if max_share is not None:
-        counts = Counter(title for mentions in out for title in mentions)
-        limit = max(max_share * len(corpus), _MIN_HUB_MENTIONS)
-        out = [[t for t in mentions if counts[t] <= limit] for mentions in out]
     return out
+
+
+def _hubs(lists: Sequence[Sequence[str]], n_objects: int, max_share: float | None) -> set[str]:
+    """Titles mentioned by more than ``max_share`` of the objects (and more than 10)."""
+    if max_share is None:
+        return set()
+    counts = Counter(title for mentions in lists for title in mentions)
+    limit = max(max_share * n_objects, _MIN_HUB_MENTIONS)
+    return {title for title, count in counts.items() if count > limit}
+
+
+def find_mentions(
+    corpus: Sequence[CorpusObject],
+    *,
+    title_field: str = "title",
+    skip_stopword_titles: bool = True,
+    strip_parentheses: bool = True,
+    max_share: float | None = DEFAULT_MAX_SHARE,
+) -> list[list[str]]:
+    """For each object, the titles of *other* objects that its text mentions (in order of
+    first appearance). ``max_share=None`` keeps hub titles."""
+    return _fit(corpus, title_field, skip_stopword_titles, strip_parentheses, max_share)[1]
+
+
+def _fit(
+    corpus: Sequence[CorpusObject],
+    title_field: str,
+    skip_stopword_titles: bool,
+    strip_parentheses: bool,
+    max_share: float | None,
+) -> tuple[MentionIndex, list[list[str]]]:
+    """The corpus' index and, found on the way, each object's mentions."""
+    _ahocorasick()
+    if max_share is not None and not 0.0 < max_share <= 1.0:
+        raise InputError(f"max_share must be in (0, 1] or None, got {max_share!r}")
+    titles = tuple(dict.fromkeys(title_of(o, title_field) for o in corpus))
+    targets = _targets(titles, skip_stopword_titles, strip_parentheses)
+    raw = _scan(_automaton(targets), corpus, title_field) if targets else [[] for _ in corpus]
+    hubs = _hubs(raw, len(corpus), max_share)
+    index = MentionIndex(
+        titles, frozenset(hubs), title_field, skip_stopword_titles, strip_parentheses
+    )
+    return index, [[t for t in mentions if t not in hubs] for mentions in raw]
+
+
+@dataclass(frozen=True)
+class MentionIndex:
+    """The titles of a whole corpus and its hub titles, to find mentions in one part of it.
+
+    Mentions are corpus-level: which titles exist and which are hubs depend on every object.
+    ``MentionIndex.fit(corpus)`` settles both once; ``index.find(part)`` then gives each object
+    of any part exactly the mentions ``find_mentions(corpus)`` gives it, so the corpus can be
+    split across processes (the index is plain data and pickles small).
+    """
+
+    titles: tuple[str, ...]
+    hubs: frozenset[str] = frozenset()
+    title_field: str = "title"
+    skip_stopword_titles: bool = True
+    strip_parentheses: bool = True
+
+    @classmethod
+    def fit(
+        cls,
+        corpus: Sequence[CorpusObject],
+        *,
+        title_field: str = "title",
+        skip_stopword_titles: bool = True,
+        strip_parentheses: bool = True,
+        max_share: float | None = DEFAULT_MAX_SHARE,
+    ) -> MentionIndex:
+        """Index ``corpus``'s titles and find its hub titles (one pass over its texts)."""
+        return _fit(corpus, title_field, skip_stopword_titles, strip_parentheses, max_share)[0]
+
+    def find(self, corpus: Sequence[CorpusObject]) -> list[list[str]]:
+        """For each object, the indexed titles (of others) it mentions, hubs left out."""
+        targets = _targets(self.titles, self.skip_stopword_titles, self.strip_parentheses)
+        if not targets:
+            return [[] for _ in corpus]
+        raw = _scan(_automaton(targets), corpus, self.title_field)
+        return [[t for t in mentions if t not in self.hubs] for mentions in raw]
 
 
 def add_mentions(

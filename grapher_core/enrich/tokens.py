@@ -1,21 +1,22 @@
 """Token counting for truncation and cost estimates, working offline.
 
-tiktoken downloads its BPE files on first use, which fails without network. llama-index-core
-ships cl100k_base and o200k_base in ``llama_index/core/_static/tiktoken_cache``; when
-``TIKTOKEN_CACHE_DIR`` is unset (or empty) we point tiktoken there while it loads an encoding
-(the environment is restored afterwards). When no encoding loads at all,
-counts fall back to an approximation (about 4 characters per token) and say so (``exact`` is
-False) instead of failing the run.
+tiktoken reads its BPE files from one cache directory, and downloads them there on first use:
+``$TIKTOKEN_CACHE_DIR`` when set (an empty value turns tiktoken's cache off), else
+``$DATA_GYM_CACHE_DIR``, else tiktoken's default ``<temp dir>/data-gym-cache``
+(:func:`tiktoken_cache_dir` says which). To count exactly without network, put the encoding's
+file there once, or point ``TIKTOKEN_CACHE_DIR`` at a folder that holds it. GraphER neither
+changes that variable nor looks inside other packages for BPE files. When no encoding loads
+(tiktoken missing, no cached file and no network), counts fall back to an approximation (about
+4 characters per token) and say so (``exact`` is False) instead of failing the run.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import math
 import os
-import threading
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -74,57 +75,25 @@ class TiktokenCounter:
         return str(self._encoding.decode(tokens[:max_tokens]))
 
 
-def offline_tiktoken_dir() -> Path | None:
-    """The tiktoken cache shipped inside llama-index-core, if that package is installed."""
-    try:
-        spec = importlib.util.find_spec("llama_index.core")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "_static" / "tiktoken_cache"
-        if candidate.is_dir():
-            return candidate
-    return None
+def tiktoken_cache_dir() -> Path | None:
+    """The folder tiktoken reads (and downloads) BPE files in; None when its cache is turned off.
 
-
-@contextlib.contextmanager
-def _offline_cache_dir() -> Iterator[None]:
-    """Point tiktoken at the shipped cache while an encoding loads, then put the environment back.
-
-    tiktoken reads ``TIKTOKEN_CACHE_DIR`` only while it loads an encoding (it keeps loaded ones),
-    so the variable is set for that call alone and the user's environment is left as it was. An
-    empty value (e.g. ``export TIKTOKEN_CACHE_DIR ?=`` in a Makefile) means "no cache" to tiktoken,
-    i.e. always download: offline, it is treated as unset.
+    The same order as tiktoken's own loader: ``TIKTOKEN_CACHE_DIR``, ``DATA_GYM_CACHE_DIR``, then
+    ``<temp dir>/data-gym-cache``.
     """
-    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
-        yield
-        return
-    found = offline_tiktoken_dir()
-    if found is None:
-        yield
-        return
-    with _environ_lock:
-        before = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(found)
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = before
-
-
-_environ_lock = threading.Lock()
+    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if variable in os.environ:
+            value = os.environ[variable]
+            return Path(value) if value else None
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
 @lru_cache(maxsize=16)
 def get_token_counter(model: str | None = None, encoding: str | None = None) -> TokenCounter:
     """The best counter available offline for ``model`` (or a named ``encoding``).
 
-    Tries the model's own encoding, then o200k_base and cl100k_base; returns an
+    Tries the model's own encoding, then o200k_base and cl100k_base, each from
+    :func:`tiktoken_cache_dir` (downloaded there when the network allows); returns an
     ``ApproximateCounter`` when tiktoken is missing or none of them loads.
     """
     try:
@@ -140,10 +109,8 @@ def get_token_counter(model: str | None = None, encoding: str | None = None) -> 
     names += ["o200k_base", "cl100k_base"]
     for name in dict.fromkeys(names):
         try:
-            with _offline_cache_dir():
-                loaded = tiktoken.get_encoding(name)
-            return TiktokenCounter(loaded)
-        except Exception:  # a failed download surfaces as many error types
+            return TiktokenCounter(tiktoken.get_encoding(name))
+        except Exception:  # a missing file whose download fails surfaces as many error types
             continue
     return ApproximateCounter()
 

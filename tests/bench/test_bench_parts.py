@@ -31,6 +31,7 @@ def _passage(title: str, body: str) -> CorpusObject:
 
 
 def test_mentions_respect_word_boundaries_and_skip_stopword_titles() -> None:
+    pytest.importorskip("ahocorasick")
     corpus = [
         _passage("Paris", "Capital of France, home of Parisians, close to Rome."),
         _passage("Rome", "The eternal city; not Romeo."),
@@ -92,6 +93,7 @@ def test_embedding_cache_embeds_each_text_once(tmp_path: Path) -> None:
 
 
 def test_hybrid_retriever_mixes_bm25_and_cosine() -> None:
+    pytest.importorskip("bm25s")
     corpus = [
         CorpusObject("a", "red apple"),
         CorpusObject("b", "green pear"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import uuid
+from contextlib import closing
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ def embeddings() -> GraphEREmbeddings:
 @cache
 def schema_documents(list_format: str) -> tuple[Document, ...]:
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"grapher-lc-shop-{uuid.uuid4().hex}.db"
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:  # commit, then close
         connection.executescript(SCHEMA)
     try:
         return tuple(

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.retrievers import BaseRetriever
@@ -210,7 +209,8 @@ async def test_embeddings_embed_the_query_once_and_documents_in_one_batch() -> N
 
 
 def test_one_line_usage_with_contextual_compression_retriever() -> None:
-    retriever = ContextualCompressionRetriever(
+    retrievers = pytest.importorskip("langchain_classic.retrievers")
+    retriever = retrievers.ContextualCompressionRetriever(
         base_compressor=GraphERReranker(proximities=[ForeignKeys()], score_key="score"),
         base_retriever=ListRetriever(documents=tables()),
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
-from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from grapher_core import AdjacentChunks, Candidate, ForeignKeys, SharedEntities
 from grapher_core.metadata import read_list
@@ -28,12 +28,13 @@ def candidates(documents: list[Document]) -> list[Candidate]:
 
 
 def test_chunk_links_with_a_real_splitter() -> None:
+    splitters = pytest.importorskip("langchain_text_splitters")
     parents = [
         Document(id="river", page_content=TEXT, metadata={"source": "river.txt"}),
         Document(page_content=TEXT[:400], metadata={"lang": "en"}),
     ]
     before = copy.deepcopy(parents)
-    splitter = RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0)
+    splitter = splitters.RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0)
     chunks = ChunkLinkTransformer(text_splitter=splitter).transform_documents(parents)
     assert parents == before
     first = [c for c in chunks if c.metadata["doc_id"] == "river.txt"]
@@ -46,7 +47,10 @@ def test_chunk_links_with_a_real_splitter() -> None:
 
 
 def test_chunk_links_on_already_split_chunks_use_start_index() -> None:
-    splitter = RecursiveCharacterTextSplitter(chunk_size=200, chunk_overlap=0, add_start_index=True)
+    splitters = pytest.importorskip("langchain_text_splitters")
+    splitter = splitters.RecursiveCharacterTextSplitter(
+        chunk_size=200, chunk_overlap=0, add_start_index=True
+    )
     chunks = splitter.split_documents([Document(page_content=TEXT, metadata={"source": "a"})])
     shuffled = list(reversed(chunks))
     out = ChunkLinkTransformer().transform_documents(shuffled)
@@ -84,6 +88,7 @@ def test_links_resolved_to_ids_within_the_batch() -> None:
 
 
 def test_entities_with_offline_spacy_and_cache(tmp_path: Path) -> None:
+    pytest.importorskip("spacy")
     documents = [
         Document(id="a", page_content="Barack Obama was born in Honolulu, Hawaii."),
         Document(id="b", page_content="Obama's successor visited Honolulu in 2017."),
@@ -123,7 +128,7 @@ async def test_entity_failures_warn_or_raise() -> None:
 
 
 def make_shop(path: Path) -> str:
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:  # commit, then close
         connection.executescript("""
             CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);
             CREATE TABLE orders (id INTEGER PRIMARY KEY, total DECIMAL(10, 2),

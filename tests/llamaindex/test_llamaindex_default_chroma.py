@@ -7,21 +7,24 @@ from __future__ import annotations
 import sqlite3
 import uuid
 import warnings
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import chromadb
 import pytest
-from llama_index.core import StorageContext, VectorStoreIndex
-from llama_index.core.embeddings import MockEmbedding
-from llama_index.core.ingestion import IngestionPipeline
-from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.schema import Document, TextNode
-from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from grapher_core.enrich.links import build_target_index
-from grapher_core.metadata import read_list
-from llama_index_grapher import (
+chromadb = pytest.importorskip("chromadb")
+pytest.importorskip("llama_index.vector_stores.chroma")
+from llama_index.core import StorageContext, VectorStoreIndex  # noqa: E402
+from llama_index.core.embeddings import MockEmbedding  # noqa: E402
+from llama_index.core.ingestion import IngestionPipeline  # noqa: E402
+from llama_index.core.node_parser import SentenceSplitter  # noqa: E402
+from llama_index.core.schema import Document, TextNode  # noqa: E402
+from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
+
+from grapher_core.enrich.links import build_target_index  # noqa: E402
+from grapher_core.metadata import read_list  # noqa: E402
+from llama_index_grapher import (  # noqa: E402
     GraphEREntityExtractor,
     GraphERLinkExtractor,
     GraphERMentionExtractor,
@@ -102,7 +105,7 @@ def test_default_extractors_ingest_into_the_default_chroma_store(
 
 def test_schema_reader_documents_index_into_the_default_chroma_store(tmp_path: Path) -> None:
     path = tmp_path / "shop.db"
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:  # commit, then close
         connection.executescript(
             "CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT);"
             "CREATE TABLE orders (order_id INTEGER PRIMARY KEY,"

@@ -54,11 +54,11 @@ def test_cache_is_langchain_s_name_and_cache_path_is_deprecated(tmp_path: Path) 
     assert old.cache == path and old.to_dict()["cache"] == path
     with pytest.warns(DeprecationWarning, match="use cache"):
         assert old.cache_path == path
-    cache = EntityCache(tmp_path / "other.sqlite")
-    extractor = GraphEREntityExtractor(cache=cache)
-    assert extractor._resolved()[1] is cache  # an EntityCache is used as given
-    assert extractor.to_dict()["cache"] == str(cache.path)
-    with pytest.raises(ValueError, match="cache must be an EntityCache or a path"):
-        GraphEREntityExtractor(cache=3)
-    with pytest.raises(ValueError, match="give cache= only"):
-        GraphEREntityExtractor(cache=path, cache_path=path)
+    with EntityCache(tmp_path / "other.sqlite") as cache:
+        extractor = GraphEREntityExtractor(cache=cache)
+        assert extractor._resolved()[1] is cache  # an EntityCache is used as given
+        assert extractor.to_dict()["cache"] == str(cache.path)
+        with pytest.raises(ValueError, match="cache must be an EntityCache or a path"):
+            GraphEREntityExtractor(cache=3)
+        with pytest.raises(ValueError, match="give cache= only"):
+            GraphEREntityExtractor(cache=path, cache_path=path)

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 import itertools
 
-import chromadb
 import pytest
-from llama_index.core import VectorStoreIndex
-from llama_index.core.ingestion import IngestionPipeline
-from llama_index.core.llms import MockLLM
-from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.schema import (
+
+chromadb = pytest.importorskip("chromadb")
+pytest.importorskip("llama_index.vector_stores.chroma")
+from llama_index.core import VectorStoreIndex  # noqa: E402
+from llama_index.core.ingestion import IngestionPipeline  # noqa: E402
+from llama_index.core.llms import MockLLM  # noqa: E402
+from llama_index.core.node_parser import SentenceSplitter  # noqa: E402
+from llama_index.core.schema import (  # noqa: E402
     Document,
     MetadataMode,
     NodeRelationship,
     NodeWithScore,
     TextNode,
 )
-from llama_index.vector_stores.chroma import ChromaVectorStore
+from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
-from grapher_core import ForeignKeys, GraphReranker, SharedEntities
-from grapher_core.enrich.links import build_target_index
-from llama_index_grapher import (
+from grapher_core import ForeignKeys, GraphReranker, SharedEntities  # noqa: E402
+from grapher_core.enrich.links import build_target_index  # noqa: E402
+from llama_index_grapher import (  # noqa: E402
     EXPLANATION_KEY,
     GraphEREntityExtractor,
     GraphERLinkExtractor,
@@ -126,7 +128,8 @@ def test_entity_cache_makes_reingestion_reuse_results(chroma_index, hf_embed_mod
     first = extractor(nodes)
     second = GraphEREntityExtractor(cache=str(path))(nodes)
     assert [n.metadata for n in first] == [n.metadata for n in second]
-    assert len(EntityCache(path)) >= 3
+    with EntityCache(path) as cache:
+        assert len(cache) >= 3
     assert all(n.metadata == {} for n in nodes)  # in_place=False: inputs untouched
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 import warnings
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ CREATE TABLE notes (note_id INTEGER PRIMARY KEY, body TEXT);
 def _schema_nodes(tmp_path: Path) -> list[NodeWithScore]:
     pytest.importorskip("sqlalchemy")
     path = tmp_path / "shop.db"
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:  # commit, then close
         connection.executescript(SHOP)
     documents = GraphERSchemaReader().load_data(f"sqlite:///{path}")
     scores = {"shop.orders": 0.8, "shop.notes": 0.5, "shop.items": 0.3, "shop.customers": 0.2}

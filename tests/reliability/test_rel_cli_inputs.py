@@ -9,6 +9,7 @@ concurrently, once per module; each one is still its own test case.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -78,7 +79,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (root / "garbage.db").write_bytes(bytes(range(256)) * 20)
     (root / "folder").mkdir()
-    with sqlite3.connect(root / "real.db") as db:
+    with contextlib.closing(sqlite3.connect(root / "real.db")) as db, db:
         db.execute("create table artist (id integer primary key, name text)")
     data = root / "tinyqa"
     data.mkdir()
@@ -244,6 +245,7 @@ def test_refused_in_one_line_with_nothing_left_behind(
 
 
 def test_rerank_keeps_surrogates_and_cuts_a_60_mb_text(inputs: Path, tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers")  # the command embeds with the packaged MiniLM
     corpus = tmp_path / "corpus.jsonl"
     with corpus.open("w", encoding="utf-8") as handle:
         handle.write('{"id": "bad\\ud800", "text": "bad \\ud800 text about Paris"}\n')

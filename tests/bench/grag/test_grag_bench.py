@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytest.importorskip("torch")
+
 from grapher_bench.grag.bench import has_answer, mcnemar, normalise_answer, paired_bootstrap
 
 

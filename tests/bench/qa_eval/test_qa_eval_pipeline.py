@@ -22,6 +22,8 @@ from grapher_bench.qa_eval.systems import parse_system, render_context, retrieve
 from grapher_core.enrich.cache import EntityCache
 from grapher_core.enrich.completion import OpenAITextCompleter
 
+pytest.importorskip("bm25s")  # every test retrieves with BM25 (the 'bench' extra)
+
 SYSTEMS = [parse_system(s) for s in ("baseline", "gcs[mentions]", "gcs[mentions]:graph")]
 
 

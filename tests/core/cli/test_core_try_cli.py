@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,7 @@ def test_rerank_over_a_sqlalchemy_url(tmp_path: Path, capsys: pytest.CaptureFixt
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("sqlalchemy")
     path = tmp_path / "shop.db"
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:  # commit, then close
         connection.executescript(SHOP)
     assert (
         main(

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from grapher_core.enrich.schema import read_schema
 @pytest.fixture
 def shop_db(tmp_path: Path) -> Path:
     path = tmp_path / "shop.sqlite"
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db, db:  # commit, then close
         db.executescript(
             """
             CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ def test_many_hashes_in_chunks(tmp_path: Path) -> None:
 def test_wal_mode_and_schema_check(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     EntityCache(path).close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:  # commit, then close
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         with pytest.raises(sqlite3.IntegrityError):  # a row is either a success or a failure
             conn.execute("INSERT INTO entity_results VALUES ('a','b','c','d','[]','err','[]',0)")

@@ -76,16 +76,16 @@ def test_prose_and_fences_are_read(fault_server: Server) -> None:
 
 def test_malformed_answers_fail_alone(fault_server: Server, tmp_path: Path) -> None:
     server = fault_server(rate_malformed=0.3, seed=3)
-    cache = EntityCache(tmp_path / "c.sqlite")
-    run = run_extraction(TEXTS, make(server), cache=cache)
-    failed = run.failed_positions
-    assert 0 < len(failed) < len(TEXTS)
-    for position, result in enumerate(run.results):
-        if position in failed:
-            assert result.error is not None and "unparseable answer" in result.error
-        else:
-            assert result.entities == fake_entities(TEXTS[position])
-    assert len(cache.failed(cache_key(make(server)))) == len(failed)
+    with EntityCache(tmp_path / "c.sqlite") as cache:
+        run = run_extraction(TEXTS, make(server), cache=cache)
+        failed = run.failed_positions
+        assert 0 < len(failed) < len(TEXTS)
+        for position, result in enumerate(run.results):
+            if position in failed:
+                assert result.error is not None and "unparseable answer" in result.error
+            else:
+                assert result.entities == fake_entities(TEXTS[position])
+        assert len(cache.failed(cache_key(make(server)))) == len(failed)
 
 
 def test_429_with_retry_after_and_500_are_retried(fault_server: Server) -> None:
@@ -130,19 +130,19 @@ def test_permanent_failures_are_listed_then_retried_alone(
 ) -> None:
     bad = {TEXTS[3], TEXTS[17]}
     server = fault_server(fail_texts=frozenset(bad))
-    cache = EntityCache(tmp_path / "c.sqlite")
-    objects = [CorpusObject(f"o{i}", text) for i, text in enumerate(TEXTS)]
-    report = asyncio.run(aenrich_objects(objects, make(server, max_retries=2), cache=cache))
-    assert sorted(report.failed) == ["o17", "o3"]
-    assert "gave up after 3 attempts (last: HTTP 500)" in report.errors["o3"]
-    assert "entities" not in report.objects[3].metadata
-    assert len(report.objects) == len(objects)  # nothing lost
-    server.config.fail_texts = frozenset()
-    server.reset_stats()
-    again = asyncio.run(aenrich_objects(objects, make(server), cache=cache))
-    assert again.failed == [] and server.stats.requests == 2  # only the failed ones
-    assert set(server.stats.answered) == bad
-    assert again.objects[3].metadata["entities"] == fake_entities(TEXTS[3])
+    with EntityCache(tmp_path / "c.sqlite") as cache:
+        objects = [CorpusObject(f"o{i}", text) for i, text in enumerate(TEXTS)]
+        report = asyncio.run(aenrich_objects(objects, make(server, max_retries=2), cache=cache))
+        assert sorted(report.failed) == ["o17", "o3"]
+        assert "gave up after 3 attempts (last: HTTP 500)" in report.errors["o3"]
+        assert "entities" not in report.objects[3].metadata
+        assert len(report.objects) == len(objects)  # nothing lost
+        server.config.fail_texts = frozenset()
+        server.reset_stats()
+        again = asyncio.run(aenrich_objects(objects, make(server), cache=cache))
+        assert again.failed == [] and server.stats.requests == 2  # only the failed ones
+        assert set(server.stats.answered) == bad
+        assert again.objects[3].metadata["entities"] == fake_entities(TEXTS[3])
 
 
 def test_twenty_percent_failures_nothing_lost(fault_server: Server, tmp_path: Path) -> None:
@@ -150,7 +150,8 @@ def test_twenty_percent_failures_nothing_lost(fault_server: Server, tmp_path: Pa
     server = fault_server(rate_500=0.1, rate_429=0.05, rate_malformed=0.05, retry_after=0.01)
     texts = [f"Object {i} about Rome and Anna Berg, item {i}" for i in range(120)]
     objects = [CorpusObject(f"id{i}", t, {"n": i}) for i, t in enumerate(texts)]
-    report = enrich_objects(objects, make(server, max_retries=1), cache=EntityCache(tmp_path / "c"))
+    with EntityCache(tmp_path / "c") as cache:
+        report = enrich_objects(objects, make(server, max_retries=1), cache=cache)
     assert [o.id for o in report.objects] == [o.id for o in objects]
     enriched = {o.id for o in report.objects if "entities" in o.metadata}
     assert enriched.isdisjoint(report.failed)
@@ -163,8 +164,11 @@ def test_twenty_percent_failures_nothing_lost(fault_server: Server, tmp_path: Pa
 
 def test_config_errors_stop_the_run(fault_server: Server, tmp_path: Path) -> None:
     server = fault_server(fixed_status=401)
-    with pytest.raises(ExtractorConfigError, match="HTTP 401"):
-        extract_entities(TEXTS, make(server), cache=EntityCache(tmp_path / "c"))
+    with (
+        EntityCache(tmp_path / "c") as cache,
+        pytest.raises(ExtractorConfigError, match="HTTP 401"),
+    ):
+        extract_entities(TEXTS, make(server), cache=cache)
     assert server.stats.requests <= 8  # stopped, did not walk the corpus
     server.config.fixed_status = 400
     out = extract_entities(TEXTS[:3], make(server))

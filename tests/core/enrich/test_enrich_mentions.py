@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 
 from grapher_core import Candidate, ForeignKeys, GraphReranker
 from grapher_core.candidates import CorpusObject
-from grapher_core.enrich.mentions import add_mentions, find_mentions
+from grapher_core.enrich.mentions import MentionIndex, add_mentions, find_mentions
 from grapher_core.metadata import read_list
 
 LANGUAGES = [
@@ -23,10 +25,17 @@ LANGUAGES = [
 ]
 
 
+# Finding mentions needs pyahocorasick (the 'mentions' extra); naming a missing field does not.
+needs_mentions = pytest.mark.skipif(
+    find_spec("ahocorasick") is None, reason="needs pyahocorasick (the 'mentions' extra)"
+)
+
+
 def corpus() -> list[CorpusObject]:
     return [CorpusObject(f"l{i}", f"{title}\n{body}") for i, (title, body) in enumerate(LANGUAGES)]
 
 
+@needs_mentions
 def test_aliases_word_boundaries_and_skipped_titles() -> None:
     found = find_mentions(corpus())
     assert found[1] == ["Pascal (programming language)", "Fortran"]  # alias without "(...)"
@@ -38,6 +47,7 @@ def test_aliases_word_boundaries_and_skipped_titles() -> None:
     assert find_mentions(words)[2] == ["Java"]
 
 
+@needs_mentions
 def test_titles_from_metadata_and_input_untouched() -> None:
     objects = [
         CorpusObject("x", "Ada wrote notes on the Analytical Engine.", {"title": "Ada Lovelace"}),
@@ -48,6 +58,7 @@ def test_titles_from_metadata_and_input_untouched() -> None:
     assert "mentions" not in objects[0].metadata
 
 
+@needs_mentions
 def test_hub_titles_are_dropped() -> None:
     objects = [CorpusObject("hub", "Python\nA language.")] + [
         CorpusObject(f"o{i}", f"Thing {i}\nWritten in Python.") for i in range(30)
@@ -56,6 +67,7 @@ def test_hub_titles_are_dropped() -> None:
     assert all(m == ["Python"] for m in find_mentions(objects, max_share=None)[1:])
 
 
+@needs_mentions
 def test_mentions_lift_the_named_passage_with_zero_config() -> None:
     metadata = add_mentions(corpus())
     scores = [0.9, 0.1, 0.5, 0.4, 0.3]
@@ -68,6 +80,7 @@ def test_mentions_lift_the_named_passage_with_zero_config() -> None:
     assert [r.id for r in ranked].index("l1") < 4  # ALGOL, linked to Fortran, moves up
 
 
+@needs_mentions
 def test_cli_mentions_with_other_field_names(tmp_path: Path) -> None:
     source = tmp_path / "corpus.jsonl"
     source.write_text(
@@ -126,6 +139,7 @@ def test_cli_names_the_missing_field(tmp_path: Path) -> None:
     assert done.returncode != 0 and "--id-field" in done.stderr
 
 
+@needs_mentions
 def test_langchain_transformer() -> None:
     pytest.importorskip("langchain_core")
     from langchain_core.documents import Document
@@ -142,6 +156,7 @@ def test_langchain_transformer() -> None:
     assert documents[1].metadata == {}
 
 
+@needs_mentions
 def test_llamaindex_extractor() -> None:
     pytest.importorskip("llama_index.core")
     from llama_index.core.schema import TextNode
@@ -185,6 +200,7 @@ QUESTION = "Which award did the designer of the language ALGOL influenced receiv
 EXPECTED_TOP = [("ALGOL", 0.61), ("Fortran", 0.42), ("Pascal (programming language)", 0.40)]
 
 
+@needs_mentions
 def test_first_pipeline_doc_example_langchain() -> None:
     pytest.importorskip("langchain_core")
     from langchain_core.documents import Document
@@ -221,6 +237,7 @@ def test_first_pipeline_doc_example_langchain() -> None:
     assert out[0].metadata["grapher_edges"] == {"structural": 4}
 
 
+@needs_mentions
 def test_first_pipeline_doc_example_llamaindex() -> None:
     pytest.importorskip("llama_index.core")
     from llama_index.core.schema import NodeWithScore, TextNode
@@ -238,3 +255,17 @@ def test_first_pipeline_doc_example_llamaindex() -> None:
     out = GraphERPostprocessor(top_n=3).postprocess_nodes(pool, query_str=QUESTION)
     assert [(n.node.node_id, round(n.score or 0.0, 2)) for n in out] == EXPECTED_TOP
     assert out[0].node.metadata["grapher_edges"] == {"structural": 4, "contextual": 0}
+
+
+@needs_mentions
+def test_an_index_fitted_on_the_corpus_finds_the_same_in_any_part() -> None:
+    """Parts of a corpus (worker shares) get what the whole corpus gives them, hubs included."""
+    objects = [*corpus(), CorpusObject("hub", "Atlas\nThe Atlas.")]
+    objects += [CorpusObject(f"x{i}", f"Page {i}\nThe Atlas names Fortran.") for i in range(30)]
+    whole = find_mentions(objects, max_share=0.2)
+    index = MentionIndex.fit(objects, max_share=0.2)
+    assert index.hubs == {"Atlas", "Fortran"}
+    parts = [objects[:3], objects[3:12], objects[12:]]
+    assert [m for part in parts for m in index.find(part)] == whole
+    assert find_mentions(objects[3:12], max_share=0.2) != whole[3:12]  # alone, a part differs
+    assert pickle.loads(pickle.dumps(index)) == index

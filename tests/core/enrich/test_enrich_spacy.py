@@ -89,7 +89,8 @@ def test_enrich_objects_never_mutates(
 ) -> None:
     metadata = {"title": "Obama", "entities": ["old"]}
     objects = [CorpusObject("a", TEXTS[0], metadata), CorpusObject("b", TEXTS[1])]
-    report = enrich_objects(objects, spacy_extractor, key="ents", cache=EntityCache(tmp_path / "c"))
+    with EntityCache(tmp_path / "c") as cache:
+        report = enrich_objects(objects, spacy_extractor, key="ents", cache=cache)
     assert metadata == {"title": "Obama", "entities": ["old"]}
     assert objects[0].metadata is metadata
     first = report.objects[0]
@@ -121,17 +122,17 @@ class CountingExtractor:
 def test_cache_skips_done_and_dedupes(
     spacy_extractor: SpacyEntityExtractor, tmp_path: Path
 ) -> None:
-    cache = EntityCache(tmp_path / "cache.sqlite")
-    counting = CountingExtractor(spacy_extractor)
-    texts = [TEXTS[0], TEXTS[1], TEXTS[0]]
-    first = run_extraction(texts, counting, cache=cache)
-    assert counting.seen == TEXTS[:2]  # identical texts extracted once
-    assert first.n_unique == 2 and first.n_computed == 2
-    counting.seen.clear()
-    second = run_extraction([*texts, TEXTS[2]], counting, cache=cache)
-    assert counting.seen == [TEXTS[2]]  # only the new text
-    assert second.n_cached == 2
-    assert [r.entities for r in second.results[:3]] == [r.entities for r in first.results]
+    with EntityCache(tmp_path / "cache.sqlite") as cache:
+        counting = CountingExtractor(spacy_extractor)
+        texts = [TEXTS[0], TEXTS[1], TEXTS[0]]
+        first = run_extraction(texts, counting, cache=cache)
+        assert counting.seen == TEXTS[:2]  # identical texts extracted once
+        assert first.n_unique == 2 and first.n_computed == 2
+        counting.seen.clear()
+        second = run_extraction([*texts, TEXTS[2]], counting, cache=cache)
+        assert counting.seen == [TEXTS[2]]  # only the new text
+        assert second.n_cached == 2
+        assert [r.entities for r in second.results[:3]] == [r.entities for r in first.results]
 
 
 def test_wrong_result_count_is_an_error(spacy_extractor: SpacyEntityExtractor) -> None:

@@ -7,20 +7,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from helpers_gat import graph_of, table_candidates
 
-from grapher_core.learned.gat.checkpoint import (
+torch = pytest.importorskip("torch")
+from helpers_gat import graph_of, table_candidates  # noqa: E402
+
+from grapher_core.learned.gat.checkpoint import (  # noqa: E402
     CheckpointConfig,
     EmbeddingMismatchError,
     checkpoint_paths,
     load_checkpoint,
     save_checkpoint,
 )
-from grapher_core.learned.gat.model import GraphERNet, ModelSpec
-from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
-from grapher_core.ranking.base import RankContext
-from grapher_core.ranking.seeds import make_seeds
+from grapher_core.learned.gat.model import GraphERNet, ModelSpec  # noqa: E402
+from grapher_core.learned.gat.ranker import GATRanker, MLPRanker  # noqa: E402
+from grapher_core.ranking.base import RankContext  # noqa: E402
+from grapher_core.ranking.seeds import make_seeds  # noqa: E402
 
 pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
 

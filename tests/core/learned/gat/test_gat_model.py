@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-from helpers_gat import graph_of, table_candidates
 
-from grapher_core.learned.gat.features import EDGE_DIM, EDGE_KINDS, edge_arrays, graph_arrays
-from grapher_core.learned.gat.model import GraphERNet, ModelSpec
-from grapher_core.ranking.seeds import make_seeds
+torch = pytest.importorskip("torch")
+from helpers_gat import graph_of, table_candidates  # noqa: E402
+
+from grapher_core.learned.gat.features import EDGE_DIM, EDGE_KINDS, edge_arrays, graph_arrays  # noqa: E402
+from grapher_core.learned.gat.model import GraphERNet, ModelSpec  # noqa: E402
+from grapher_core.ranking.seeds import make_seeds  # noqa: E402
 
 
 def _inputs(n: int = 12, dim: int = 16, seed: int = 0) -> dict[str, torch.Tensor]:

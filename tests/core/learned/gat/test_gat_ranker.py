@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+pytest.importorskip("torch")
 from helpers_gat import table_candidates
 
 from grapher_core import Candidate, GraphReranker
