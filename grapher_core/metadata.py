@@ -1,13 +1,14 @@
 """Reading enrichment fields from metadata, whatever shape a vector store left them in.
 
 Stores differ: Chroma keeps non-empty same-typed lists, others keep only scalars, so a list may
-arrive as a native list, a JSON-encoded list, or a delimited string. Everything here accepts
-all three and treats a missing, empty or malformed field as "no values" -- never an error --
-because one odd object must not break the ranking of the other 199.
+arrive as a native list, a JSON-encoded list, a Python ``str(list)`` or a delimited string.
+Everything here accepts each of them and treats a missing, empty or malformed field as "no
+values" -- never an error -- because one odd object must not break the ranking of the other 199.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -21,7 +22,8 @@ DEFAULT_DELIMITERS = "|;,\n"
 def read_list(value: Any, delimiters: str = DEFAULT_DELIMITERS) -> list[str]:
     """Return the values of a list-like metadata field as non-empty strings.
 
-    Accepts a native list/tuple/set, a JSON-encoded list (``'["a", "b"]'``), a delimited string
+    Accepts a native list/tuple/set, a JSON-encoded list (``'["a", "b"]'``), a list written with
+    Python's ``str()`` (``"['a', 'b']"``), a delimited string
     (``"a|b"``; the first delimiter of ``delimiters`` present in the string is used) or a scalar.
     ``None``, empty values and unparseable shapes give ``[]``. Nested lists are flattened one
     level (e.g. ``fk_pairs``-like values are not lists of ids and give their string items).
@@ -64,13 +66,29 @@ def _read_string(text: str, delimiters: str) -> list[str]:
         try:
             parsed = json.loads(text)
         except (ValueError, RecursionError):  # malformed, or nested past the parser's stack
-            parsed = None
+            parsed = _python_list(text)
         if isinstance(parsed, list):
             return read_list(parsed, delimiters)
     for delimiter in delimiters:
         if delimiter in text:
             return [part.strip() for part in text.split(delimiter) if part.strip()]
     return [text]
+
+
+PYTHON_LIST_MAX_CHARS = 100_000
+"""Longest ``str(list)`` value read as a Python literal; a longer one is split on delimiters."""
+
+
+def _python_list(text: str) -> Any:
+    """A list written with Python's ``str()`` (``"['Berlin', 'Paris']"``: what a store gets when
+    a list is coerced to a string), read as a literal -- data only, never code -- so the values
+    do not keep their quotes; anything else gives ``None``."""
+    if len(text) > PYTHON_LIST_MAX_CHARS:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 def read_int(value: Any) -> int | None:

@@ -63,3 +63,25 @@ def test_normalise_entity_case_and_whitespace() -> None:
     assert normalise_entity("STRASSE") == normalise_entity("strasse")
     assert normalised_set(["Paris", "paris ", "", "  "]) == {"paris"}
     assert not math.isnan(len(normalised_set([])))
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (str(["Berlin", "Paris"]), ["Berlin", "Paris"]),  # a list coerced with str()
+        (str(["O'Brien", "x|y"]), ["O'Brien", "x|y"]),  # quotes and delimiters inside values
+        (str([1, 2]), ["1", "2"]),
+        ("['unclosed', 'list'", ["['unclosed'", "'list'"]),  # not a literal: split as before
+        ("[__import__('os').getcwd()]", ["[__import__('os').getcwd()]"]),  # never evaluated
+    ],
+)
+def test_python_str_lists_are_read_without_their_quotes(value: str, expected: list[str]) -> None:
+    assert read_list(value) == expected
+
+
+def test_a_huge_python_literal_is_not_parsed() -> None:
+    from grapher_core.metadata import PYTHON_LIST_MAX_CHARS
+
+    value = str(["x" * 10] * (PYTHON_LIST_MAX_CHARS // 10))
+    assert len(value) > PYTHON_LIST_MAX_CHARS
+    assert read_list(value)[0].startswith("['x")  # split on delimiters, quotes kept
