@@ -147,7 +147,35 @@ class Reranking:
         return draw(self, path, **options)
 
 
-class GraphReranker:
+class RerankingEngine:
+    """What every engine (:class:`GraphReranker`, the expanding one) offers besides ``run``:
+    the ranked list alone."""
+
+    def run(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> Reranking:
+        raise NotImplementedError
+
+    def rerank(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> list[RankedCandidate]:
+        """Return the candidates in their new order (best first), ``top_n`` of them if given."""
+        return self.run(
+            candidates, query=query, query_embedding=query_embedding, top_n=top_n
+        ).ranked
+
+
+class GraphReranker(RerankingEngine):
     """Rerank a retriever's candidates with a graph built from their metadata.
 
     >>> reranker = GraphReranker([ForeignKeys("foreign_keys")], ranker="gcs")
@@ -352,15 +380,17 @@ class GraphReranker:
         query_embedding: np.ndarray | Sequence[float] | None = None,
         embedder: object | None = None,
         stored: StoredVectors | None = None,
+        needed: bool | None = None,
     ) -> VectorPlan:
         """What a call over ``candidates`` needs embedded (:class:`~grapher_core.vectors.
-        VectorPlan`): nothing unless the ranker or a proximity reads vectors; ``embedder`` is
-        the caller's model (it only keys the cache: the caller does the embedding), ``stored``
-        reads vectors a store holds. The ranker's own embedder is looked up only when the
-        caller has none. Only the first :attr:`max_candidates` are planned (and then ranked);
-        texts are embedded by their first :attr:`max_chars_per_doc` characters."""
+        VectorPlan`): nothing unless the ranker or a proximity reads vectors (``needed``
+        overrides: expansion always reads them); ``embedder`` is the caller's model (it only
+        keys the cache: the caller does the embedding), ``stored`` reads vectors a store holds.
+        The ranker's own embedder is looked up only when the caller has none. Only the first
+        :attr:`max_candidates` are planned (and then ranked); texts are embedded by their first
+        :attr:`max_chars_per_doc` characters."""
         candidates = self.admit(candidates)
-        needed = self.needs_embeddings and bool(candidates)
+        needed = (self.needs_embeddings if needed is None else needed) and bool(candidates)
         return plan_vectors(
             validate_candidates(candidates) if needed else candidates,
             needed=needed,
@@ -392,19 +422,6 @@ class GraphReranker:
         """The candidate graph the ranker sees (useful for inspection and plots)."""
         candidates = validate_candidates(candidates)
         return build_graph(candidates, self.proximities_for(candidates))
-
-    def rerank(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | None = None,
-        top_n: int | None = None,
-    ) -> list[RankedCandidate]:
-        """Return the candidates in their new order (best first), ``top_n`` of them if given."""
-        return self.run(
-            candidates, query=query, query_embedding=query_embedding, top_n=top_n
-        ).ranked
 
     def run(
         self,

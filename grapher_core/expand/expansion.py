@@ -47,9 +47,9 @@ from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import SoftPruner
 from grapher_core.expand.source import NeighbourSource
 from grapher_core.ranking.seeds import original_scores, rank_seeds
-from grapher_core.rerank import GraphReranker, Reranking, validate_candidates
+from grapher_core.rerank import GraphReranker, Reranking, RerankingEngine, validate_candidates
 from grapher_core.utils.callsite import warn
-from grapher_core.vectors import StoredVectors, VectorPlan, fill_plan, plan_vectors
+from grapher_core.vectors import StoredVectors, VectorPlan, fill_plan
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -277,7 +277,7 @@ class GraphExpander:
         return out
 
 
-class ExpandingReranker:
+class ExpandingReranker(RerankingEngine):
     """Expansion, then any :class:`~grapher_core.GraphReranker` over the enlarged set.
 
     >>> source = InMemorySource(corpus, embeddings=vectors)
@@ -345,21 +345,15 @@ class ExpandingReranker:
         embedder: object | None = None,
         stored: StoredVectors | None = None,
     ) -> VectorPlan:
-        """:meth:`GraphReranker.vector_plan`, always asking for vectors (expansion reads the
-        query's and the candidates'), in the wrapped reranker's space and cache, with its
-        ``max_candidates`` and ``max_chars_per_doc``."""
-        candidates = self.reranker.admit(candidates)
-        needed = bool(candidates)
-        return plan_vectors(
-            validate_candidates(candidates) if needed else candidates,
-            needed=needed,
-            embedder=embedder,
-            fallback=self.reranker.embedding_model if needed and embedder is None else None,
-            cache=self.reranker.vector_cache,
+        """:meth:`GraphReranker.vector_plan` of the wrapped reranker, always asking for vectors
+        (expansion reads the query's and the candidates')."""
+        return self.reranker.vector_plan(
+            candidates,
             query=query,
             query_embedding=query_embedding,
+            embedder=embedder,
             stored=stored,
-            max_chars=self.reranker.max_chars_per_doc,
+            needed=True,
         )
 
     def run_plan(
@@ -389,19 +383,6 @@ class ExpandingReranker:
         return self.run_with_expansion(
             candidates, query=query, query_embedding=query_embedding, top_n=top_n
         )[0]
-
-    def rerank(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | None = None,
-        top_n: int | None = None,
-    ) -> list[RankedCandidate]:
-        """Drop-in for :meth:`GraphReranker.rerank`, with expansion first."""
-        return self.run(
-            candidates, query=query, query_embedding=query_embedding, top_n=top_n
-        ).ranked
 
     def rerank_with_expansion(
         self,
