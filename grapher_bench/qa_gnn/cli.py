@@ -6,7 +6,10 @@ candidates, candidate graph = chunk adjacency + the paper's semantic edges. Tran
 hotpotqa_sentences and 2wikimultihopqa_sentences (train on one, test on the other) and k-fold
 cross-validation by query within each; squad_chunks is evaluated with the model trained on both
 sentence sets (the shipped checkpoint's recipe). Alg. 9's alpha is tuned on the training queries
-only. Never the held-out data.
+only. Never the held-out data. Beside qa-gnn every part reports ``position-prior`` (a
+logistic regression on dense score and "first sentence of its paragraph", fitted on the same
+training queries), the trivial baseline that explained its one significant gain, and tests qa-gnn
+against it.
 """
 
 from __future__ import annotations
@@ -15,17 +18,21 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from grapher_core.errors import ConfigError
+
 __all__ = ["register"]
 
 EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+PRIOR = "position-prior"
+BUCKET_ROWS = ("dense", "qa-adjust", "qa-gnn")
 
 
 def _log(message: str) -> None:
@@ -171,6 +178,7 @@ def paired_test(
 
 def _train(train_set: Any, args: argparse.Namespace, **overrides: Any) -> dict[str, Any]:
     from grapher_bench.qa_gnn.data import with_alpha
+    from grapher_bench.qa_gnn.prior import fit_position_prior
     from grapher_core.learned.qa_gnn.model import QAGNNSpec
     from grapher_core.learned.qa_gnn.train import train_qa_gnn
 
@@ -181,7 +189,8 @@ def _train(train_set: Any, args: argparse.Namespace, **overrides: Any) -> dict[s
     result = train_qa_gnn(
         examples, train_set.objects, _config(args, spec=spec, **overrides), log=_log
     )
-    return {"result": result, "alpha": alpha, "spec": spec}
+    prior = fit_position_prior(train_set.examples, train_set.candidates)
+    return {"result": result, "alpha": alpha, "spec": spec, "prior": prior}
 
 
 def _scores(trained: dict[str, Any], test_set: Any, extra_rankers: bool) -> dict[str, Any]:
@@ -213,7 +222,17 @@ def _scores(trained: dict[str, Any], test_set: Any, extra_rankers: bool) -> dict
             gcs_scores(g.adjacency, e.seeds) for e, g in zip(examples, test_set.graphs, strict=True)
         ]
         scores["gat (shipped)"] = _gat_scores(test_set, examples)
+    if trained.get("prior") is not None:
+        scores["position-prior"] = prior_scores(trained["prior"], test_set)
     return scores
+
+
+def prior_scores(prior: Any, test_set: Any) -> list[np.ndarray]:
+    """The fitted position prior's scores on every test query (its candidates' chunk index)."""
+    return [
+        prior.scores(e.seeds, cands)
+        for e, cands in zip(test_set.examples, test_set.candidates, strict=True)
+    ]
 
 
 def _gat_scores(test_set: Any, examples: Sequence[Any]) -> list[np.ndarray]:
@@ -227,44 +246,105 @@ def _gat_scores(test_set: Any, examples: Sequence[Any]) -> list[np.ndarray]:
     return out
 
 
-def _summary(test_set: Any, examples: Sequence[Any], scores: dict[str, Any]) -> dict[str, Any]:
+def summarize(test_set: Any, examples: Sequence[Any], scores: dict[str, Any]) -> dict[str, Any]:
+    """Mean metrics, paired tests against dense (every ranker) and of qa-gnn against the
+    position prior (``tests_vs_prior``), and the complexity buckets."""
     rows = {name: per_query(examples, s) for name, s in scores.items()}
-    out: dict[str, Any] = {"n": len(examples), "metrics": {}, "buckets": {}, "tests": {}}
+    out: dict[str, Any] = {
+        "n": len(examples),
+        "metrics": {},
+        "buckets": {},
+        "tests": {},
+        "tests_vs_prior": {},
+    }
     for name, row in rows.items():
         out["metrics"][name] = {k: float(np.mean(v)) for k, v in row.items()}
     for name in rows:
         if name != "dense":
             out["tests"][name] = paired_test(rows["dense"]["R@5"], rows[name]["R@5"])
+    has_prior = PRIOR in rows
+    if has_prior and "qa-gnn" in rows:
+        out["tests_vs_prior"]["qa-gnn"] = paired_test(rows[PRIOR]["R@5"], rows["qa-gnn"]["R@5"])
+    bucket_rows = ("dense", "qa-adjust", "qa-gnn", PRIOR) if has_prior else BUCKET_ROWS
     keys = sorted({k for b in test_set.buckets for k in b})
     for key in keys:
         for value in sorted({b[key] for b in test_set.buckets if key in b}):
             pick = [i for i, b in enumerate(test_set.buckets) if b.get(key) == value]
             if len(pick) < 5:
                 continue
-            out["buckets"][f"{key}={value}"] = {
+            bucket: dict[str, Any] = {
                 "n": len(pick),
                 **{
                     name: float(np.mean([rows[name]["R@5"][i] for i in pick]))
-                    for name in ("dense", "qa-adjust", "qa-gnn")
+                    for name in bucket_rows
                 },
                 "test": paired_test(
                     [rows["dense"]["R@5"][i] for i in pick],
                     [rows["qa-gnn"]["R@5"][i] for i in pick],
                 ),
             }
+            if has_prior:
+                bucket["test_vs_prior"] = paired_test(
+                    [rows[PRIOR]["R@5"][i] for i in pick],
+                    [rows["qa-gnn"]["R@5"][i] for i in pick],
+                )
+            out["buckets"][f"{key}={value}"] = bucket
     out["per_query_R@5"] = {name: row["R@5"] for name, row in rows.items()}
     return out
 
 
+def cv_folds(n: int, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, test) query indices of each fold: one seeded permutation split ``folds`` ways."""
+    if not 2 <= folds <= n:
+        raise ConfigError(f"need 2 <= folds <= number of queries ({n}), got {folds}")
+    order = np.random.default_rng(seed).permutation(n)
+    return [(np.setdiff1d(order, test), test) for test in np.array_split(order, folds)]
+
+
+def _fold_logger(name: str, folds: int) -> Callable[[int], None]:
+    return lambda k: _log(f"{name}: fold {k}/{folds} done")
+
+
+def cross_validate(
+    data: Any,
+    folds: int,
+    seed: int,
+    train: Callable[[Any], dict[str, Any]],
+    score: Callable[[dict[str, Any], Any], dict[str, Any]],
+    log: Callable[[int], None] | None = None,
+) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
+    """Every ranker's scores for every query, each from the run trained on the other folds
+    (qa-gnn, alpha and the position prior alike), and the runs' timings."""
+    from grapher_bench.qa_gnn.data import subset
+
+    merged: dict[str, list[Any]] = {}
+    timings = []
+    for k, (train_idx, test_idx) in enumerate(cv_folds(len(data.examples), folds, seed)):
+        trained = train(subset(data, train_idx.tolist()))
+        scores = score(trained, subset(data, test_idx.tolist()))
+        for variant, values in scores.items():
+            column = merged.setdefault(variant, [None] * len(data.examples))
+            for i, v in zip(test_idx, values, strict=True):
+                column[int(i)] = v
+        if "result" in trained:
+            timings.append(_timing(trained))
+        if log is not None:
+            log(k + 1)
+    return merged, timings
+
+
 def _timing(trained: dict[str, Any]) -> dict[str, Any]:
     r = trained["result"]
-    return {
+    out = {
         "alpha": trained["alpha"],
         "stage1": r.stage1,
         "stage2": r.stage2,
         "seconds": round(r.seconds, 1),
         "fusion": {"coef": list(r.fusion.coef), "intercept": r.fusion.intercept},
     }
+    if trained.get("prior") is not None:
+        out["prior"] = trained["prior"].as_dict()
+    return out
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -318,8 +398,6 @@ def _save(args: argparse.Namespace, name: str, data: dict[str, Any]) -> None:
 
 
 def _run_parts(root: Path, parts: set[str], args: argparse.Namespace) -> None:
-    from grapher_bench.qa_gnn.data import subset
-
     names = ("hotpotqa_sentences", "2wikimultihopqa_sentences")
     sets = {}
     if parts & {"transfer", "cv", "ablations", "squad"}:
@@ -330,7 +408,7 @@ def _run_parts(root: Path, parts: set[str], args: argparse.Namespace) -> None:
             trained = _train(sets[train_name], args)
             scores = _scores(trained, sets[test_name], extra_rankers=True)
             out[f"{train_name} -> {test_name}"] = {
-                **_summary(sets[test_name], sets[test_name].examples, scores),
+                **summarize(sets[test_name], sets[test_name].examples, scores),
                 "training": _timing(trained),
             }
         _save(args, "transfer", out)
@@ -351,10 +429,11 @@ def _run_parts(root: Path, parts: set[str], args: argparse.Namespace) -> None:
             label, overrides = variants[key]
             trained = _train(sets[train_name], args, **dict(overrides))
             scores = _scores(trained, sets[test_name], extra_rankers=False)
-            summary = _summary(sets[test_name], sets[test_name].examples, scores)
+            summary = summarize(sets[test_name], sets[test_name].examples, scores)
             out[label] = {
                 "metrics": summary["metrics"],
                 "tests": summary["tests"],
+                "tests_vs_prior": summary["tests_vs_prior"],
                 "training": _timing(trained),
             }
             _save(args, "ablations", saved)
@@ -362,22 +441,16 @@ def _run_parts(root: Path, parts: set[str], args: argparse.Namespace) -> None:
         out = {}
         for name in names:
             data = sets[name]
-            order = np.random.default_rng(args.seed).permutation(len(data.examples))
-            folds = np.array_split(order, args.folds)
-            merged: dict[str, list[np.ndarray]] = {}
-            timings = []
-            for k, test_idx in enumerate(folds):
-                train_idx = np.setdiff1d(order, test_idx)
-                trained = _train(subset(data, train_idx.tolist()), args)
-                scores = _scores(trained, subset(data, test_idx.tolist()), extra_rankers=True)
-                for variant, values in scores.items():
-                    merged.setdefault(variant, [None] * len(data.examples))  # type: ignore[list-item]
-                    for i, v in zip(test_idx, values, strict=True):
-                        merged[variant][int(i)] = v
-                timings.append(_timing(trained))
-                _log(f"{name}: fold {k + 1}/{args.folds} done")
+            merged, timings = cross_validate(
+                data,
+                args.folds,
+                args.seed,
+                lambda train_set: _train(train_set, args),
+                lambda trained, test_set: _scores(trained, test_set, extra_rankers=True),
+                log=_fold_logger(name, args.folds),
+            )
             out[f"{name} ({args.folds}-fold CV)"] = {
-                **_summary(data, data.examples, merged),
+                **summarize(data, data.examples, merged),
                 "training": timings,
             }
         _save(args, "cv", out)
@@ -416,24 +489,28 @@ def _shipped_model(sets: dict[str, Any], args: argparse.Namespace) -> Path:
 
 
 def _squad(root: Path, sets: dict[str, Any], args: argparse.Namespace) -> None:
-    """squad_chunks through the real ranker (the checkpoint trained on both sentence sets)."""
-    from grapher_bench.qa_gnn.data import build_qa_set
+    """squad_chunks through the real ranker (the checkpoint trained on both sentence sets); the
+    position prior is fitted on both sentence sets too."""
+    from grapher_bench.qa_gnn.data import build_qa_set, merge_sets
+    from grapher_bench.qa_gnn.prior import fit_position_prior
     from grapher_core.learned.qa_gnn.ranker import QAGNNRanker
 
     stem = _shipped_model(sets, args)
+    sentences = merge_sets(list(sets.values()), "sentences")
     ranker = QAGNNRanker(stem)
     data = build_qa_set(root / "squad_chunks", ranker.config, top_n=args.top_n, limit=args.limit)
     trained = {
         "result": _Result(ranker),
         "alpha": ranker.config.adjust_alpha,
         "spec": ranker.config.model,
+        "prior": fit_position_prior(sentences.examples, sentences.candidates),
     }
     scores = _scores(trained, data, extra_rankers=True)
     _save(
         args,
         "squad",
         {
-            "squad_chunks (model trained on both sentence sets)": _summary(
+            "squad_chunks (model trained on both sentence sets)": summarize(
                 data, data.examples, scores
             )
         },

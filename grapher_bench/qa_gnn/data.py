@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from grapher_core.errors import InputError
 from grapher_core.learned.qa_gnn.checkpoint import QAGNNConfig
 from grapher_core.learned.qa_gnn.ranker import prepare_inputs
 from grapher_core.learned.qa_gnn.train import QAExample
@@ -73,7 +74,7 @@ def build_qa_set(
     proximity = [AdjacentChunks()]
     for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
         if vector is None:
-            raise ValueError(f"query {query.id!r} has no vector: embed the queries first")
+            raise InputError(f"query {query.id!r} has no vector: embed the queries first")
         for c in cands:
             if c.id not in rows:
                 rows[c.id] = len(vectors)

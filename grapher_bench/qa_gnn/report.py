@@ -1,4 +1,8 @@
-"""Markdown tables of `grapher-bench qagnn-eval` results (docs/qa_gnn.md, marked section)."""
+"""Markdown tables of `grapher-bench qagnn-eval` results (docs/qa_gnn.md, marked section).
+
+Every table puts qa-gnn beside ``position-prior``, the trivial baseline that could explain its
+gain; results written before the prior existed render with those cells empty.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render", "write_section"]
+__all__ = ["prior_table", "render", "write_section"]
 
 START, END = "<!-- qagnn:start -->", "<!-- qagnn:end -->"
-MAIN_ROWS = ("dense", "qa-adjust", "gcs", "gat (shipped)", "qa-gnn (gnn only)", "qa-gnn")
+PRIOR = "position-prior"
+MAIN_ROWS = ("dense", "qa-adjust", "gcs", "gat (shipped)", PRIOR, "qa-gnn (gnn only)", "qa-gnn")
 
 
 def _pct(value: float) -> str:
@@ -26,10 +31,19 @@ def _p(test: dict[str, float] | None) -> str:
     return f"{test['p_permutation']:.3g} ({int(test['better'])}↑ {int(test['worse'])}↓)"
 
 
+def _vs_prior(run: dict[str, Any], name: str) -> tuple[str, str]:
+    """Relative Recall@5 and paired p of ``name`` against the position prior ('' when none)."""
+    metrics, test = run["metrics"], run.get("tests_vs_prior", {}).get(name)
+    if PRIOR not in metrics or name not in metrics or not test:
+        return "", ""
+    return _rel(metrics[name]["R@5"], metrics[PRIOR]["R@5"]), _p(test)
+
+
 def _main_table(runs: dict[str, Any]) -> list[str]:
     lines = [
-        "| test set | ranker | Recall@5 | rel. vs dense | paired p (R@5) | PR@5 | PR@10 |",
-        "|---|---|---|---|---|---|---|",
+        "| test set | ranker | Recall@5 | rel. vs dense | paired p (R@5) | PR@5 | PR@10 | "
+        "rel. vs position-prior | paired p vs position-prior (R@5) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, run in runs.items():
         metrics = run["metrics"]
@@ -38,27 +52,55 @@ def _main_table(runs: dict[str, Any]) -> list[str]:
             if name not in metrics:
                 continue
             m = metrics[name]
-            bold = "**" if name == "qa-gnn" else ""
+            bold = "**" if name in ("qa-gnn", PRIOR) else ""
+            rel_prior, p_prior = _vs_prior(run, name)
             lines.append(
                 f"| {label} (n={run['n']}) | {bold}{name}{bold} | {_pct(m['R@5'])} | "
                 f"{'' if name == 'dense' else _rel(m['R@5'], base)} | "
                 f"{_p(run['tests'].get(name))} | {_pct(m['PR@5'])} | "
-                f"{_pct(m['PR@10'])} |"
+                f"{_pct(m['PR@10'])} | {rel_prior} | {p_prior} |"
             )
     return lines
 
 
+def prior_table(runs: dict[str, Any]) -> list[str]:
+    """qa-gnn and the position prior side by side, with the paired test between them: the
+    table a qa-gnn claim is read from (credited only where qa-gnn beats the prior)."""
+    lines = [
+        "| test set | n | position-prior R@5 / PR@5 / PR@10 | qa-gnn R@5 / PR@5 / PR@10 | "
+        "dense R@5 | qa-gnn − prior R@5 (points) | paired p (R@5) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, run in runs.items():
+        metrics, test = run["metrics"], run.get("tests_vs_prior", {}).get("qa-gnn")
+        if PRIOR not in metrics or "qa-gnn" not in metrics or not test:
+            continue
+        prior, gnn = metrics[PRIOR], metrics["qa-gnn"]
+        lines.append(
+            f"| {label} | {run['n']} | "
+            + " / ".join(_pct(prior[k]) for k in ("R@5", "PR@5", "PR@10"))
+            + " | "
+            + " / ".join(_pct(gnn[k]) for k in ("R@5", "PR@5", "PR@10"))
+            + f" | {_pct(metrics['dense']['R@5'])} | "
+            f"{100 * (gnn['R@5'] - prior['R@5']):+.1f} | {_p(test)} |"
+        )
+    return lines if len(lines) > 2 else []
+
+
 def _bucket_table(runs: dict[str, Any]) -> list[str]:
     lines = [
-        "| test set | bucket | n | dense R@5 | qa-adjust R@5 | qa-gnn R@5 | rel. gain | paired p |",
-        "|---|---|---|---|---|---|---|---|",
+        "| test set | bucket | n | dense R@5 | qa-adjust R@5 | position-prior R@5 | qa-gnn R@5 | "
+        "rel. gain vs dense | paired p vs dense | paired p vs position-prior |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, run in runs.items():
         for bucket, row in run.get("buckets", {}).items():
+            prior = _pct(row[PRIOR]) if PRIOR in row else ""
             lines.append(
                 f"| {label} | {bucket} | {row['n']} | {_pct(row['dense'])} | "
-                f"{_pct(row['qa-adjust'])} | {_pct(row['qa-gnn'])} | "
-                f"{_rel(row['qa-gnn'], row['dense'])} | {_p(row['test'])} |"
+                f"{_pct(row['qa-adjust'])} | {prior} | {_pct(row['qa-gnn'])} | "
+                f"{_rel(row['qa-gnn'], row['dense'])} | {_p(row['test'])} | "
+                f"{_p(row.get('test_vs_prior'))} |"
             )
     return lines
 
@@ -66,18 +108,21 @@ def _bucket_table(runs: dict[str, Any]) -> list[str]:
 def _ablation_table(data: dict[str, Any]) -> list[str]:
     lines = [
         "| setting | variant | GNN alone R@5 | fused R@5 | fused rel. vs dense | paired p | "
-        "fused PR@5 | training s |",
-        "|---|---|---|---|---|---|---|---|",
+        "fused PR@5 | position-prior R@5 | paired p vs position-prior | training s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for setting, variants in data.items():
         for label, run in variants.items():
             m = run["metrics"]
+            prior = _pct(m[PRIOR]["R@5"]) if PRIOR in m else ""
             lines.append(
                 f"| {setting} | {label} | {_pct(m['qa-gnn (gnn only)']['R@5'])} | "
                 f"{_pct(m['qa-gnn']['R@5'])} | "
                 f"{_rel(m['qa-gnn']['R@5'], m['dense']['R@5'])} | "
                 f"{_p(run['tests'].get('qa-gnn'))} | "
-                f"{_pct(m['qa-gnn']['PR@5'])} | {run['training']['seconds']} |"
+                f"{_pct(m['qa-gnn']['PR@5'])} | {prior} | "
+                f"{_p(run.get('tests_vs_prior', {}).get('qa-gnn'))} | "
+                f"{run['training']['seconds']} |"
             )
     return lines
 
@@ -85,8 +130,8 @@ def _ablation_table(data: dict[str, Any]) -> list[str]:
 def _training_table(sources: dict[str, Any]) -> list[str]:
     lines = [
         "| run | alpha (Alg. 9) | stage 1 s (epoch, val AUC) | stage 2 s (epoch) | "
-        "total s | fusion coef [retriever, adjusted, gnn] |",
-        "|---|---|---|---|---|---|",
+        "total s | fusion coef [retriever, adjusted, gnn] | position-prior coef [dense, first] |",
+        "|---|---|---|---|---|---|---|",
     ]
     for label, timing in sources.items():
         for k, t in enumerate(timing if isinstance(timing, list) else [timing]):
@@ -97,10 +142,15 @@ def _training_table(sources: dict[str, Any]) -> list[str]:
                 else f"{s1['seconds']} ({s1['epochs']}, {s1['val_link_auc']:.3f})"
             )
             coef = ", ".join(f"{c:.2f}" for c in t["fusion"]["coef"])
+            prior = (
+                "[" + ", ".join(f"{c:.2f}" for c in t["prior"]["coef"]) + "]"
+                if "prior" in t
+                else ""
+            )
             name = label if not isinstance(timing, list) else f"{label} fold {k + 1}"
             lines.append(
                 f"| {name} | {t['alpha']} | {s1_text} | {t['stage2']['seconds']} "
-                f"({t['stage2']['epochs']}) | {t['seconds']} | [{coef}] |"
+                f"({t['stage2']['epochs']}) | {t['seconds']} | [{coef}] | {prior} |"
             )
     return lines
 
@@ -117,11 +167,24 @@ def render(out_dir: Path) -> str:
     lines = [START, "", "_Written by `grapher-bench qagnn-eval --write-doc docs/qa_gnn.md`._", ""]
     runs = {**transfer, **cv, **squad}
     if runs:
+        headline = prior_table(runs)
+        if headline:
+            lines += [
+                "### qa-gnn against the position prior",
+                "",
+                "`position-prior`: logistic regression on the min-max scaled dense score and "
+                '"first sentence of its paragraph", fitted on the same training queries as '
+                "qa-gnn. qa-gnn is credited only where it beats this row.",
+                "",
+                *headline,
+                "",
+            ]
         lines += [
             "### Recall@5 (the paper's metric), PR@5, PR@10",
             "",
             "Paired test: two-sided sign-flip permutation test on per-query Recall@5 "
-            "against dense (20 000 rounds); ↑/↓ = queries better/worse.",
+            "against dense (20 000 rounds), and of qa-gnn against position-prior; "
+            "↑/↓ = queries better/worse.",
             "",
         ]
         lines += [*_main_table(runs), ""]
@@ -133,12 +196,12 @@ def render(out_dir: Path) -> str:
         **{k: v["training"] for k, v in cv.items() if "training" in v},
     }
     if timings:
-        lines += ["### Training (2 shared CPU cores, under load)", ""]
+        lines += ["### Training (2 shared CPU cores; seconds depend on the machine's load)", ""]
         lines += [*_training_table(timings), ""]
     if latency:
         lines += [
             "### Latency (hotpotqa_sentences queries, dense top-n, one thread, "
-            "shared 2-core machine under load)",
+            "shared 2-core machine; depends on its load)",
             "",
             "| ranker | candidates | median ms | p90 ms |",
             "|---|---|---|---|",
