@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
 import sys
 import threading
@@ -24,7 +25,14 @@ from contextvars import ContextVar
 from importlib.util import find_spec
 from typing import Any, TypeVar
 
-__all__ = ["off_loop", "skip_frames_of", "skipped_prefixes", "stacklevel_outside", "warn"]
+__all__ = [
+    "off_loop",
+    "skip_frames_of",
+    "skipped_prefixes",
+    "stacklevel_outside",
+    "warn",
+    "warn_once",
+]
 
 T = TypeVar("T")
 
@@ -97,6 +105,22 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
         sink.append((message, category))
         return
     warnings.warn(message, category, stacklevel=stacklevel_outside())
+
+
+_said: set[str] = set()
+_said_lock = threading.Lock()
+
+
+def warn_once(message: str, category: type[Warning] = UserWarning) -> bool:
+    """:func:`warn` the first time ``message`` is seen in this process (logged too, logger
+    ``"grapher"``); later calls do nothing. Returns whether it was said now."""
+    with _said_lock:
+        if message in _said:
+            return False
+        _said.add(message)
+    logging.getLogger("grapher").warning(message)
+    warn(message, category)
+    return True
 
 
 async def off_loop(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

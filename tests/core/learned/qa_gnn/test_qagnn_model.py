@@ -188,3 +188,22 @@ def test_two_stage_training_learns_a_query_dependent_signal() -> None:
     # random seeds give R@5 about 5/12; the query-aware model must beat that clearly
     assert result.stage2["val"]["R@5"] > 0.6
     assert len(result.fusion.coef) == 3 and result.fusion.coef[2] > 0
+
+
+def test_shipped_checkpoint_says_its_gains_are_explained_by_position(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Measured no better than a position prior and below the retriever on unseen data: picking
+    it says so, once per process."""
+    import warnings
+
+    from grapher_core.learned.qa_gnn.ranker import EXPLAINED_BY_POSITION
+    from grapher_core.utils import callsite
+
+    monkeypatch.setattr(callsite, "_said", set())
+    with pytest.warns(UserWarning, match="sentence-position prior"):
+        QAGNNRanker()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        QAGNNRanker()
+    assert "docs/qa_gnn.md" in EXPLAINED_BY_POSITION
