@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "grapher_bench.bench.seeds_study",
     "grapher_bench.latency.wrappers",
     "grapher_bench.qa_eval.cli",
+    "grapher_bench.qa_eval.reader",
 )
 
 # The extras each subcommand is documented with; installing them brings everything it imports.
@@ -45,6 +47,7 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     "grag-latency": ("bench", "grag"),
     "wrapper-latency": ("bench", "gat", "langchain", "llamaindex"),
     "qa-eval": ("bench", "llm"),
+    "reader": ("bench", "llm"),
 }
 # Packages that no extra installs: named as they are, after the extras.
 NOT_IN_EXTRAS: dict[str, str] = {
@@ -113,7 +116,12 @@ def bench_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The arguments of the running command (what ``qa_meta.json`` records as its command line).
+INVOKED: list[str] = []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    INVOKED[:] = ["grapher-bench", *(sys.argv[1:] if argv is None else argv)]
     return run(bench_parser(), argv)
 
 

@@ -28,6 +28,7 @@ from grapher_bench.enrichment import (
     proximities_for,
 )
 from grapher_bench.metrics import aggregate, evaluate_query
+from grapher_bench.peers.llm_rerank import LLM_RERANK
 from grapher_bench.peers.rankers import is_peer, peer_graph, peer_rankings
 from grapher_bench.retrievers import RETRIEVERS, BaseRetriever
 from grapher_core.candidates import Candidate
@@ -113,6 +114,13 @@ def expand_rankers(
     alphas = alphas or {}
     specs: list[RankerSpec] = []
     for name in rankers:
+        if name.startswith(f"{LLM_RERANK}+") and "[" not in name:  # one stack per graph variant
+            for variant in variants:
+                label = name if len(variants) == 1 else f"{name}[{variant}]"
+                stack = f"{name}[{variant}]"
+                peer_graph(stack, task_type)  # an unknown graph ranker fails here
+                specs.append(RankerSpec(label, stack, variant, alphas.get(name)))
+            continue
         if is_peer(name):  # reach beyond the candidates along the task's link graph
             if name == "prev-next" and task_type != "chunks":
                 continue
@@ -234,7 +242,14 @@ def run_dataset(
         from_below: list[float] = []
         if is_peer(spec.ranker):
             peers, timings = peer_rankings(
-                spec.ranker, dataset, metadata, candidates, max_k=max(ks)
+                spec.ranker,
+                dataset,
+                metadata,
+                candidates,
+                max_k=max(ks),
+                query_vectors=query_vectors,
+                notes=notes,
+                progress=progress,
             )
             for query, peer in zip(dataset.queries, peers, strict=True):
                 row = evaluate_query(peer.ids, peer.scores, query.gold, ks)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_core.cli.arguments import alpha_argument
+from grapher_core.errors import ConfigError, InputFileNotFoundError
 
 __all__ = ["register"]
 
@@ -58,7 +59,8 @@ def register(subparsers: Any) -> None:
         type=_csv,
         default=None,
         help="comma list (default baseline,ppr,gcs, plus db-first on tables); "
-        "any name make_ranker knows works, e.g. gat",
+        "any name make_ranker knows works, e.g. gat; the peers (expand-gcs, ...); "
+        "llm-rerank and llm-rerank+gcs (GraphER seeded by it) with --llm-base-url/--llm-model",
     )
     bench.add_argument(
         "--retriever",
@@ -100,6 +102,30 @@ def register(subparsers: Any) -> None:
     )
     bench.add_argument("--no-progress", action="store_true", help="no progress bars")
     bench.add_argument(
+        "--llm-base-url",
+        default=None,
+        help="OpenAI-compatible endpoint of the llm-rerank rankers, e.g. "
+        "http://127.0.0.1:8080/v1 (default $GRAPHER_LLM_BASE_URL)",
+    )
+    bench.add_argument(
+        "--llm-model",
+        default=None,
+        help="model of the llm-rerank rankers (default $GRAPHER_LLM_MODEL)",
+    )
+    bench.add_argument(
+        "--llm-cache",
+        type=Path,
+        default=None,
+        help="SQLite reply cache of the llm-rerank rankers (default: qa-eval's, "
+        "<grapher cache>/qa-eval.sqlite)",
+    )
+    bench.add_argument(
+        "--llm-concurrency",
+        type=int,
+        default=1,
+        help="llm-rerank requests in flight (1: a local one-thread server)",
+    )
+    bench.add_argument(
         "--from-results",
         type=Path,
         default=None,
@@ -132,10 +158,10 @@ def _log(message: str) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from grapher_bench.data import default_benchmarks_root, find_datasets, load_dataset
+    from grapher_bench.data import default_benchmarks_root, find_datasets
+    from grapher_bench.peers.llm_rerank import using_llm
     from grapher_bench.report import combined_table, write_run, write_section
     from grapher_bench.retrievers import RETRIEVERS
-    from grapher_bench.runner import DEFAULT_RETRIEVER, run_dataset
 
     started = time.perf_counter()
     if args.from_results is not None:
@@ -143,11 +169,58 @@ def run_bench(args: argparse.Namespace) -> int:
     roots = args.data or [str(default_benchmarks_root())]
     folders = [folder for root in roots for folder in find_datasets(root)]
     if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be a positive integer")
+        raise ConfigError("--limit must be a positive integer")
     for choice in args.retriever:
         if choice not in (*RETRIEVERS, "all", "auto"):
-            raise ValueError(f"unknown retriever {choice!r}; choose bm25, dense, hybrid, all, auto")
+            raise ConfigError(
+                f"unknown retriever {choice!r}; choose bm25, dense, hybrid, all, auto"
+            )
     alphas = {k: v for k, v in (("gcs", args.alpha_gcs), ("ppr", args.alpha_ppr)) if v}
+    with using_llm(_llm(args)):
+        runs = _run_folders(args, folders, alphas)
+    single = len(runs) == 1
+    for run in runs:
+        write_run(run, args.out if single else args.out / run.dataset / run.retriever, args.k)
+    table = combined_table(runs, args.k)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "combined.md").write_text(table)
+    elapsed = time.perf_counter() - started
+    (args.out / "bench_meta.json").write_text(json.dumps({"seconds": round(elapsed, 1)}) + "\n")
+    print(table)
+    print(f"wrote {args.out} in {elapsed:.0f}s", file=sys.stderr)
+    if args.write_doc is not None:
+        from grapher_bench.notes import render_section
+
+        tune_data = None
+        if args.tune_results is not None and args.tune_results.is_file():
+            tune_data = json.loads(args.tune_results.read_text())
+        write_section(args.write_doc, render_section(runs, table, tune_data, elapsed, args))
+        print(f"updated {args.write_doc}", file=sys.stderr)
+    return 0
+
+
+def _llm(args: argparse.Namespace) -> Any:
+    """The llm-rerank endpoint, refused before any work when an llm ranker has none."""
+    from grapher_bench.peers.llm_rerank import MISSING_ENDPOINT, endpoint_from, is_llm_ranker
+
+    if args.llm_concurrency < 1:
+        raise ConfigError(f"--llm-concurrency must be >= 1, got {args.llm_concurrency}")
+    llm = endpoint_from(
+        args.llm_base_url, args.llm_model, cache=args.llm_cache, concurrency=args.llm_concurrency
+    )
+    if llm is None and any(is_llm_ranker(name) for name in args.rankers or ()):
+        raise ConfigError(MISSING_ENDPOINT)
+    return llm
+
+
+def _run_folders(
+    args: argparse.Namespace, folders: list[Path], alphas: dict[str, float]
+) -> list[Any]:
+    """Every (dataset, retriever) run of the command."""
+    from grapher_bench.data import load_dataset
+    from grapher_bench.retrievers import RETRIEVERS
+    from grapher_bench.runner import DEFAULT_RETRIEVER, run_dataset
+
     runs = []
     for folder in folders:
         dataset = load_dataset(folder, limit=args.limit, task_type=args.task)
@@ -178,25 +251,7 @@ def run_bench(args: argparse.Namespace) -> int:
                 log=_log,
             )
             runs.append(run)
-    single = len(runs) == 1
-    for run in runs:
-        write_run(run, args.out if single else args.out / run.dataset / run.retriever, args.k)
-    table = combined_table(runs, args.k)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "combined.md").write_text(table)
-    elapsed = time.perf_counter() - started
-    (args.out / "bench_meta.json").write_text(json.dumps({"seconds": round(elapsed, 1)}) + "\n")
-    print(table)
-    print(f"wrote {args.out} in {elapsed:.0f}s", file=sys.stderr)
-    if args.write_doc is not None:
-        from grapher_bench.notes import render_section
-
-        tune_data = None
-        if args.tune_results is not None and args.tune_results.is_file():
-            tune_data = json.loads(args.tune_results.read_text())
-        write_section(args.write_doc, render_section(runs, table, tune_data, elapsed, args))
-        print(f"updated {args.write_doc}", file=sys.stderr)
-    return 0
+    return runs
 
 
 def _from_results(args: argparse.Namespace) -> int:
@@ -205,7 +260,7 @@ def _from_results(args: argparse.Namespace) -> int:
 
     files = sorted(args.from_results.rglob("results.json"))
     if not files:
-        raise FileNotFoundError(f"no results.json under {args.from_results}")
+        raise InputFileNotFoundError(f"no results.json under {args.from_results}")
     runs = [load_run(path) for path in files]
     table = combined_table(runs, args.k)
     print(table)

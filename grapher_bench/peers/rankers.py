@@ -7,7 +7,10 @@
   ``graph-retriever-tuned`` -- the same with the Eager settings chosen on a training split
   (:data:`GRAPH_RETRIEVER_TUNED`, see docs/expansion.md);
 * ``prev-next`` -- LlamaIndex ``PrevNextNodePostprocessor`` (its defaults) on the retriever's
-  top 5 chunks (chunk sets only).
+  top 5 chunks (chunk sets only);
+* ``llm-rerank`` -- LlamaIndex-style ``LLMRerank`` over the retriever's top 20 through an
+  OpenAI-compatible endpoint, and ``llm-rerank+<row>`` -- GraphER seeded with its scores
+  (:mod:`grapher_bench.peers.llm_rerank`).
 
 All follow the task type's link graph (:data:`LINK_GRAPH`); the peers need the optional
 packages (LangChain + ``langchain-graph-retriever``; ``llama-index-core``), imported lazily.
@@ -24,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from grapher_bench.enrichment import FULL_GRAPH, LINK_GRAPH
+from grapher_bench.peers.llm_rerank import is_llm_ranker, llm_graph, llm_peer_rankings
 from grapher_core.candidates import Candidate
+from grapher_core.errors import ConfigError, InputFileNotFoundError
 
 __all__ = [
     "ALL_LINKS",
@@ -70,20 +75,21 @@ def split_name(name: str) -> tuple[str, dict[str, str]]:
     if not rest:
         return name, {}
     if not rest.endswith("]"):
-        raise ValueError(f"malformed ranker name {name!r}: expected base[key=value,...]")
+        raise ConfigError(f"malformed ranker name {name!r}: expected base[key=value,...]")
     options: dict[str, str] = {}
     for part in rest[:-1].split(","):
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in EXPANSION_OPTIONS:
-            raise ValueError(f"bad option {part!r} in {name!r}; options: {EXPANSION_OPTIONS}")
+            raise ConfigError(f"bad option {part!r} in {name!r}; options: {EXPANSION_OPTIONS}")
         options[key.strip()] = value.strip()
     return base, options
 
 
 def is_peer(name: str) -> bool:
-    """Rankers that reach beyond the candidates (expansion, ego-graphs, the peers)."""
+    """Rankers that reach beyond the candidates (expansion, ego-graphs, the peers) or beyond
+    the graph (the LLM reranker and its stacks)."""
     base = name.split("[", 1)[0]
-    return base in PEER_RANKERS or base == "ego-gcs"
+    return base in PEER_RANKERS or base == "ego-gcs" or is_llm_ranker(name)
 
 
 @dataclass
@@ -99,9 +105,11 @@ class PeerRanking:
 def peer_graph(name: str, task_type: str) -> str:
     """The graph a peer ranker uses (its label stays the bare name, as results.json wants)."""
     if not is_peer(name):
-        raise ValueError(f"not a peer ranker: {name!r}")
+        raise ConfigError(f"not a peer ranker: {name!r}")
+    if is_llm_ranker(name):
+        return llm_graph(name, task_type)
     if name == "prev-next" and task_type != "chunks":
-        raise ValueError("prev-next runs on chunk sets only")
+        raise ConfigError("prev-next runs on chunk sets only")
     base, options = split_name(name)
     if base in ("expand-gcs", "expand-gat", "ego-gcs"):
         return _graph_of(options.get("links", "best"), task_type)
@@ -111,7 +119,7 @@ def peer_graph(name: str, task_type: str) -> str:
 def _graph_of(links: str, task_type: str) -> str:
     graphs = {"v1": LINK_GRAPH, "best": BEST_GRAPH, "all": ALL_LINKS}
     if links not in graphs:
-        raise ValueError(f"links must be v1, best or all, got {links!r}")
+        raise ConfigError(f"links must be v1, best or all, got {links!r}")
     return graphs[links][task_type]
 
 
@@ -129,7 +137,9 @@ def _pruner_checkpoint(dataset_name: str) -> Path | None:
     for stem in (Path(folder) / dataset_name, Path(folder) / "all"):
         if stem.with_suffix(".json").is_file():
             return stem
-    raise FileNotFoundError(f"GRAPHER_PRUNER={folder} has neither {dataset_name}.json nor all.json")
+    raise InputFileNotFoundError(
+        f"GRAPHER_PRUNER={folder} has neither {dataset_name}.json nor all.json"
+    )
 
 
 _EGO_CACHE: dict[tuple[int, str, int], Any] = {}
@@ -205,7 +215,7 @@ def expansion_reranker(
 
         pruner = LearnedPruner(_pruner_checkpoint(dataset_name))
     elif settings["prune"] != "none":
-        raise ValueError(f"prune must be none, cosine or learned, got {settings['prune']!r}")
+        raise ConfigError(f"prune must be none, cosine or learned, got {settings['prune']!r}")
     return ExpandingReranker(
         ranker,
         source,
@@ -240,12 +250,23 @@ def peer_rankings(
     candidates: Sequence[Sequence[Candidate]],
     *,
     max_k: int = 10,
+    query_vectors: Sequence[Any] | None = None,
+    notes: list[str] | None = None,
+    progress: bool = False,
 ) -> tuple[list[PeerRanking], list[float]]:
-    """Run one peer ranker over every query; returns the rankings and per-query milliseconds."""
+    """Run one peer ranker over every query; returns the rankings and per-query milliseconds.
+
+    ``query_vectors`` (the retrieval's, ``None`` entries for BM25) reach the graph ranker of an
+    LLM stack; ``notes`` receives the LLM reranker's counts of the run."""
     import time
 
     graph = peer_graph(name, dataset.task_type)
-    corpus_vectors, query_vectors = _vectors(dataset)
+    if is_llm_ranker(name):
+        ranked, spent = llm_peer_rankings(
+            name, dataset, candidates, query_vectors=query_vectors, notes=notes, progress=progress
+        )
+        return [PeerRanking(ids, scores, ranks) for ids, scores, ranks in ranked], spent
+    corpus_vectors, vectors = _vectors(dataset)  # the bench cache's, even under BM25
     out: list[PeerRanking] = []
     timings: list[float] = []
     base, _options = split_name(name)
@@ -262,7 +283,7 @@ def peer_rankings(
             corpus_vectors=corpus_vectors,
             dataset_name=dataset.name,
         )
-        for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
+        for query, cands, vector in zip(dataset.queries, candidates, vectors, strict=True):
             tick = time.perf_counter()
             ranked = reranker.rerank(cands, query=query.text, query_embedding=vector)
             timings.append((time.perf_counter() - tick) * 1000.0)
@@ -299,7 +320,7 @@ def peer_rankings(
     peer = GraphRetrieverPeer(
         dataset.corpus, rows, corpus_vectors, edges, select_k=max_k, **settings
     )
-    for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
+    for query, cands, vector in zip(dataset.queries, candidates, vectors, strict=True):
         tick = time.perf_counter()
         ids = peer.retrieve(query.text, vector)
         timings.append((time.perf_counter() - tick) * 1000.0)

@@ -126,6 +126,12 @@ def check_options(args: argparse.Namespace) -> tuple[list[str], dict[str, Any], 
     _url(args.base_url, "--base-url")
     if args.judge_base_url is not None:
         _url(args.judge_base_url, "--judge-base-url")
+    if args.llm_base_url is not None:
+        _url(args.llm_base_url, "--llm-base-url")
+    if args.llm_model is not None and not args.llm_model.strip():
+        raise InputError("--llm-model must not be empty")
+    if args.model_file is not None and not args.model_file.is_file():
+        raise InputFileNotFoundError(f"--model-file {args.model_file}: no such file")
     folders = [Path(folder) for folder in args.data]
     set_names = [folder.name for folder in folders]
     twice = sorted({name for name in set_names if set_names.count(name) > 1})
@@ -195,7 +201,7 @@ def register(subparsers: Any) -> None:
         "--systems",
         type=_systems,
         default=_systems(DEFAULT_SYSTEMS),
-        help="comma list of RANKER[:flat|graph], RANKER any bench row label "
+        help="comma list of RANKER[:flat|graph|relation], RANKER any bench row label "
         f"(default {DEFAULT_SYSTEMS}); the first is the reference",
     )
     qa.add_argument(
@@ -217,6 +223,30 @@ def register(subparsers: Any) -> None:
         help="judge model (default: --model); 'none' skips the LLM judge",
     )
     qa.add_argument("--judge-base-url", default=None, help="judge endpoint (default --base-url)")
+    qa.add_argument(
+        "--judge-format",
+        default="paper",
+        choices=("paper", "decision-line", "json"),
+        help="paper: A.1.3 verbatim (default); decision-line / json: A.1.3 verbatim plus a "
+        "separate, versioned reminder of where the decision goes (recorded in qa_meta.json)",
+    )
+    qa.add_argument(
+        "--model-file",
+        type=Path,
+        default=None,
+        metavar="GGUF",
+        help="the local model file the server runs: its sha256 goes into qa_meta.json",
+    )
+    qa.add_argument(
+        "--llm-base-url",
+        default=None,
+        help="endpoint of the llm-rerank systems (default $GRAPHER_LLM_BASE_URL, else --base-url)",
+    )
+    qa.add_argument(
+        "--llm-model",
+        default=None,
+        help="model of the llm-rerank systems (default $GRAPHER_LLM_MODEL, else --model)",
+    )
     qa.add_argument("--api-key", default=None, help="default $OPENAI_API_KEY (none for local)")
     qa.add_argument("--k", type=int, default=10, help="objects in the context (10)")
     qa.add_argument("--limit", type=int, default=None, help="first N questions per set")
@@ -274,22 +304,80 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _llm_endpoint(args: argparse.Namespace, systems: list[Any], cache: Path) -> Any:
+    """The llm-rerank systems' endpoint: options, then the environment, then the reader's."""
+    from grapher_bench.peers.llm_rerank import LLMEndpoint, endpoint_from, is_llm_ranker
+
+    if not any(is_llm_ranker(s.ranker) for s in systems):
+        return None
+    options: dict[str, Any] = {
+        "api_key": args.api_key,
+        "cache": cache,
+        "concurrency": args.concurrency,
+        "timeout": args.timeout,
+        "max_retries": args.max_retries,
+    }
+    endpoint = endpoint_from(args.llm_base_url, args.llm_model, **options)
+    return endpoint or LLMEndpoint(args.base_url, args.model, **options)
+
+
+def _jsonable(value: Any) -> Any:
+    """Options as JSON: paths as text, systems as their specs."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if hasattr(value, "spec_text"):
+        return value.spec_text
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    hidden = {"func", "api_key", "command"}
+    return {k: _jsonable(v) for k, v in sorted(vars(args).items()) if k not in hidden}
+
+
 def run_qa_eval(args: argparse.Namespace) -> int:
     from grapher_bench.cache import cache_root
     from grapher_bench.data import load_dataset
+    from grapher_bench.peers.llm_rerank import using_llm
+    from grapher_bench.qa_eval.meta import command_line, file_sha256, probe_server, utc_now
     from grapher_bench.qa_eval.pipeline import run_qa
-    from grapher_bench.qa_eval.prompts import ANSWER_VERSION, JUDGE_VERSION
+    from grapher_bench.qa_eval.prompts import (
+        ANSWER_VERSION,
+        CHOICE_SELECT_VERSION,
+        JUDGE_SUFFIXES,
+        PROMPT_VERSIONS,
+        judge_version,
+    )
     from grapher_bench.qa_eval.report import markdown, write_doc_section, write_outputs
     from grapher_bench.qa_eval.systems import retrieve
     from grapher_core.enrich.cache import EntityCache
     from grapher_core.enrich.completion import OpenAITextCompleter
 
     set_names, per_set, limits = check_options(args)
+    cache_path = args.cache or cache_root(create=False) / "qa-eval.sqlite"  # made when used
+    all_systems = [s for systems in (args.systems, *per_set.values()) for s in systems]
+    llm = _llm_endpoint(args, all_systems, cache_path)
     # every set read before anything is written: a malformed line refuses the run whole
     datasets = [
         load_dataset(folder, limit=limits.get(name, args.limit))
         for folder, name in zip(args.data, set_names, strict=True)
     ]
+    started_at = utc_now()
+    model_file = None
+    if args.model_file is not None:
+        _log(f"hashing {args.model_file} ...")
+        model_file = {
+            "path": str(args.model_file.resolve()),
+            "bytes": args.model_file.stat().st_size,
+            "sha256": file_sha256(args.model_file),
+        }
+    servers = {"answer": probe_server(args.base_url, api_key=args.api_key)}
     common: dict[str, Any] = {
         "api_key": args.api_key,
         "concurrency": args.concurrency,
@@ -310,13 +398,18 @@ def run_qa_eval(args: argparse.Namespace) -> int:
         judge = OpenAITextCompleter(
             judge_model,
             base_url=args.judge_base_url or args.base_url,
-            version=JUDGE_VERSION,
+            version=judge_version(args.judge_format),
             max_output_tokens=args.judge_tokens,
             **common,
         )
+        if args.judge_base_url not in (None, args.base_url):
+            servers["judge"] = probe_server(args.judge_base_url, api_key=args.api_key)
+    if llm is not None and llm.base_url not in (args.base_url, args.judge_base_url):
+        servers["llm-rerank"] = probe_server(llm.base_url, api_key=llm.api_key)
     started = time.perf_counter()
     runs = []
-    with EntityCache(args.cache or cache_root() / "qa-eval.sqlite") as cache:
+    sets: dict[str, Any] = {}
+    with EntityCache(cache_path) as cache, using_llm(llm):
         for dataset, name in zip(datasets, set_names, strict=True):
             systems = per_set.get(name, args.systems)
             _log(
@@ -332,6 +425,9 @@ def run_qa_eval(args: argparse.Namespace) -> int:
                 progress=not args.no_progress,
                 log=_log,
             )
+            llm_notes = [n for n in retrieved.notes if n.startswith("llm-rerank")]
+            for note in llm_notes:
+                _log(f"{dataset.name}: {note}")
             run = run_qa(
                 dataset,
                 systems,
@@ -341,34 +437,62 @@ def run_qa_eval(args: argparse.Namespace) -> int:
                 cache,
                 progress=not args.no_progress,
                 block=args.block,
+                judge_suffix=args.judge_format,
             )
             _log(
                 f"{dataset.name}: answers {run.n_answer_calls} new / {run.n_answer_cached} "
                 f"cached; judge {run.n_judge_calls} new / {run.n_judge_cached} cached"
             )
-            write_outputs(run, args.out / dataset.name)
+            write_outputs(run, args.out / dataset.name, notes=retrieved.notes)
             runs.append(run)
+            sets[dataset.name] = {
+                "n_queries": len(dataset.queries),
+                "systems": [s.spec_text for s in systems],
+                "notes": retrieved.notes,
+            }
     elapsed = time.perf_counter() - started
-    table = markdown(runs, args.model, judge.model if judge else None, args.k)
+    table = markdown(
+        runs, args.model, judge.model if judge else None, args.k, judge_format=args.judge_format
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "table.md").write_text(table, encoding="utf-8")
-    (args.out / "qa_meta.json").write_text(
-        json.dumps(
-            {
-                "seconds": round(elapsed, 1),
-                "model": args.model,
-                "judge_model": judge_model,
-                "base_url": args.base_url,
-                "k": args.k,
-                "retriever": args.retriever,
-                "limit": args.limit,
-                "limit_for": limits,
-            },
-            indent=2,
-        )
-        + "\n",
-        encoding="utf-8",
-    )
+    meta = {
+        "started": started_at,
+        "finished": utc_now(),
+        "seconds": round(elapsed, 1),
+        "command": command_line(),
+        "options": _options(args),
+        "model": args.model,
+        "model_file": model_file,
+        "judge_model": judge_model,
+        "base_url": args.base_url,
+        "servers": servers,
+        "prompts": {
+            "answer": ANSWER_VERSION,
+            "judge": judge_version(args.judge_format) if judge else None,
+            "judge_format": args.judge_format,
+            "judge_suffix_text": JUDGE_SUFFIXES[args.judge_format][1] or None,
+            "llm_rerank": CHOICE_SELECT_VERSION if llm is not None else None,
+            "versions": PROMPT_VERSIONS,
+        },
+        "llm_rerank": None
+        if llm is None
+        else {
+            "base_url": llm.base_url,
+            "model": llm.model,
+            "window": llm.window,
+            "batch": llm.batch,
+        },
+        "k": args.k,
+        "retriever": args.retriever,
+        "limit": args.limit,
+        "limit_for": limits,
+        "sets": sets,
+    }
+    text = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
+    (args.out / "qa_meta.json").write_text(text, encoding="utf-8")
+    for name in sets:  # next to each set's per-query rows, so they never lose their context
+        (args.out / name / "qa_meta.json").write_text(text, encoding="utf-8")
     print(table)
     if args.write_doc is not None:
         write_doc_section(args.write_doc, table)

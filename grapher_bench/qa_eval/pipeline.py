@@ -12,22 +12,25 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from grapher_bench.data import Dataset, Query
 from grapher_bench.qa_eval.prompts import answer_prompt, judge_prompt
 from grapher_bench.qa_eval.scoring import (
-    answer_in_text,
+    answer_in_context,
     best_exact_match,
     best_f1,
-    normalize_answer,
+    final_answer,
+    gold_in_answer,
+    is_refusal,
     parse_judgement,
 )
 from grapher_bench.qa_eval.systems import Retrieved, System, context_graph, render_context
 from grapher_core.enrich.cache import EntityCache
 from grapher_core.enrich.completion import OpenAITextCompleter, completion_text
 from grapher_core.enrich.runner import run_extraction
+from grapher_core.errors import ConfigError, InputError
 
 __all__ = ["QARecord", "QARun", "ground_truths", "run_qa"]
 
@@ -51,6 +54,9 @@ class QARecord:
     gold_in_answer: bool | None
     answer_in_context: bool
     refused: bool | None
+    #: The text scored and judged when it differs from ``answer`` (a ``<think>`` block or a
+    #: leading "Answer:" label removed, see :func:`~grapher_bench.qa_eval.scoring.final_answer`).
+    final_answer: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,6 +74,8 @@ class QARun:
     n_answer_cached: int
     n_judge_calls: int
     n_judge_cached: int
+    #: What the retrieval said worth reading beside the table (the LLM reranker's counts).
+    notes: list[str] = field(default_factory=list)
 
 
 def ground_truths(query: Query) -> list[str]:
@@ -80,13 +88,8 @@ def ground_truths(query: Query) -> list[str]:
             values += more
     out = [v for v in dict.fromkeys(values) if isinstance(v, str) and v.strip()]
     if not out:
-        raise ValueError(f"query {query.id!r} has no 'answer' (qa-eval needs a QA set)")
+        raise InputError(f"query {query.id!r} has no 'answer' (qa-eval needs a QA set)")
     return out
-
-
-def _is_refusal(answer: str) -> bool:
-    """A.1.2's refusal sentence, or a close paraphrase of it ("not enough information")."""
-    return "enough information" in normalize_answer(answer)
 
 
 def run_qa(
@@ -99,17 +102,20 @@ def run_qa(
     *,
     progress: bool = False,
     block: int = 25,
+    judge_suffix: str = "paper",
 ) -> QARun:
     """Answer every question with every system, judge the answers, score them.
 
     Questions go in blocks of ``block``: every system answers a block, then the judge reads
     it, so a run stopped at any moment has whole questions cached, and ``--limit`` to the
-    blocks done reproduces them with no request.
+    blocks done reproduces them with no request. The judge reads (and the measures score)
+    the final answer of each reply; ``judge_suffix`` names a judge format suffix
+    (:data:`~grapher_bench.qa_eval.prompts.JUDGE_SUFFIXES`).
     """
     if not systems:
-        raise ValueError("no systems to evaluate")
+        raise ConfigError("no systems to evaluate")
     if block < 1:
-        raise ValueError(f"block must be >= 1, got {block}")
+        raise ConfigError(f"block must be >= 1, got {block}")
     truths = [ground_truths(q) for q in dataset.queries]
     contexts: list[str] = []
     prompts: list[str] = []
@@ -122,6 +128,7 @@ def run_qa(
             prompts.append(answer_prompt(query.text, context))
     n = len(dataset.queries)
     answers: list[str | None] = [None] * len(prompts)
+    finals: list[str | None] = [None] * len(prompts)
     errors: list[str | None] = [None] * len(prompts)
     replies: dict[int, str | None] = {}
     counts = [0, 0, 0, 0]  # answers computed, cached; verdicts computed, cached
@@ -136,12 +143,16 @@ def run_qa(
         counts[1] += answered.n_cached
         for i, result in zip(slots, answered.results, strict=True):
             answers[i], errors[i] = completion_text(result), result.error
-        judge_slots = [i for i in slots if answers[i] is not None]
+            if answers[i] is not None:
+                finals[i] = final_answer(str(answers[i]))
+        judge_slots = [i for i in slots if finals[i] is not None]
         if judge is None or not judge_slots:
             continue
         judged = run_extraction(
             [
-                judge_prompt(dataset.queries[i % n].text, str(answers[i]), truths[i % n][0])
+                judge_prompt(
+                    dataset.queries[i % n].text, str(finals[i]), truths[i % n][0], judge_suffix
+                )
                 for i in judge_slots
             ],
             judge,
@@ -157,7 +168,7 @@ def run_qa(
         rows = []
         for q_index, query in enumerate(dataset.queries):
             i = s_index * n + q_index
-            answer, truth = answers[i], truths[q_index]
+            answer, final, truth = answers[i], finals[i], truths[q_index]
             reply = replies.get(i)
             rows.append(
                 QARecord(
@@ -169,11 +180,12 @@ def run_qa(
                     answer_error=None if answer is not None else errors[i],
                     judge_reply=reply,
                     judged_correct=parse_judgement(reply),
-                    exact_match=None if answer is None else best_exact_match(answer, truth),
-                    f1=None if answer is None else best_f1(answer, truth),
-                    gold_in_answer=None if answer is None else answer_in_text(answer, truth),
-                    answer_in_context=answer_in_text(contexts[i], truth),
-                    refused=None if answer is None else _is_refusal(answer),
+                    exact_match=None if final is None else best_exact_match(final, truth),
+                    f1=None if final is None else best_f1(final, truth),
+                    gold_in_answer=None if final is None else gold_in_answer(final, truth),
+                    answer_in_context=answer_in_context(contexts[i], truth),
+                    refused=None if final is None else is_refusal(final),
+                    final_answer=final if final != answer else None,
                 )
             )
         records[system.label] = rows
@@ -185,4 +197,15 @@ def run_qa(
         )
         logger.warning(message)
         warnings.warn(message, stacklevel=2)
-    return QARun(dataset.name, list(systems), list(dataset.queries), records, *counts)
+    computed, cached, verdicts, verdicts_cached = counts
+    return QARun(
+        dataset.name,
+        list(systems),
+        list(dataset.queries),
+        records,
+        computed,
+        cached,
+        verdicts,
+        verdicts_cached,
+        list(retrieved.notes),
+    )

@@ -14,6 +14,12 @@ The ``relation`` layout is :func:`grapher_core.expand.format_relation_context` (
 hierarchical description): the same trees with the phrase of each edge written on it
 ("mentions", "shares <entity>", join columns). Texts are never truncated in any layout, so
 they differ in shape only.
+
+Every prompt has a version string (:data:`PROMPT_VERSIONS`), part of its cache key and of each
+run's ``qa_meta.json``; ``tests/bench/qa_eval`` pins the sha256 of each text to its version, so
+a changed text without a bumped version fails the tests. Optional *judge format suffixes*
+(:data:`JUDGE_SUFFIXES`) come after A.1.3, verbatim and unchanged, as a separate block: they
+restate A.1.3's own output format more strictly for small models and are versioned apart.
 """
 
 from __future__ import annotations
@@ -23,19 +29,26 @@ from collections.abc import Sequence
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import Proximity
+from grapher_core.errors import ConfigError, InputError
 from grapher_core.expand import format_graph_context, format_relation_context
 
 __all__ = [
     "A12_TEMPLATE",
     "A13_TEMPLATE",
     "ANSWER_VERSION",
+    "CHOICE_SELECT_TEMPLATE",
+    "CHOICE_SELECT_VERSION",
     "CONTEXT_STYLES",
+    "JUDGE_SUFFIXES",
     "JUDGE_VERSION",
+    "PROMPT_VERSIONS",
     "REFUSAL",
     "answer_prompt",
+    "choice_select_prompt",
     "flat_context",
     "graph_context",
     "judge_prompt",
+    "judge_version",
     "relation_context",
 ]
 
@@ -43,6 +56,9 @@ __all__ = [
 ANSWER_VERSION = "a12-v1"
 #: Part of the judge cache key: bump when A13_TEMPLATE changes.
 JUDGE_VERSION = "a13-v1"
+#: Part of the LLM reranker's cache key: bump when CHOICE_SELECT_TEMPLATE or the document
+#: layout of :func:`choice_select_prompt` changes.
+CHOICE_SELECT_VERSION = "choice-select-v1"
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 CONTEXT_STYLES: tuple[str, ...] = ("flat", "graph", "relation")
 
@@ -102,6 +118,71 @@ Decision: <yes or no>
 Proceed carefully and base your judgment strictly on the criteria above."""  # noqa: E501
 
 
+#: Judge format suffixes: name -> (version, text appended after A.1.3). ``paper`` adds nothing.
+#: They ask for A.1.3's own format, more strictly: a small model that explains instead of
+#: deciding is told once more where the decision goes. Bump a version when its text changes.
+JUDGE_SUFFIXES: dict[str, tuple[str, str]] = {
+    "paper": ("", ""),
+    "decision-line": (
+        "sfx-decision-line-v1",
+        "\n\n=== Answer Format Reminder ===\n\n"
+        "Write the Explanation line first. Then end your reply with one last line that is "
+        'exactly "Decision: yes" or "Decision: no", and write nothing after it.',
+    ),
+    "json": (
+        "sfx-json-v1",
+        "\n\n=== Answer Format Reminder ===\n\n"
+        "Write the Explanation line first. Then end your reply with one last line holding "
+        'only a JSON object, exactly {"decision": "yes"} or {"decision": "no"}, and write '
+        "nothing after it.",
+    ),
+}
+
+#: LlamaIndex's ``DEFAULT_CHOICE_SELECT_PROMPT_TMPL`` (llama-index-core, MIT), verbatim: the
+#: prompt of its ``LLMRerank`` postprocessor, with its answer format "Doc: 9, Relevance: 7".
+CHOICE_SELECT_TEMPLATE = (
+    "A list of documents is shown below. Each document has a number next to it along "
+    "with a summary of the document. A question is also provided. \n"
+    "Respond with the numbers of the documents "
+    "you should consult to answer the question, in order of relevance, as well \n"
+    "as the relevance score. The relevance score is a number from 1-10 based on "
+    "how relevant you think the document is to the question.\n"
+    "Do not include any documents that are not relevant to the question. \n"
+    "Example format: \n"
+    "Document 1:\n<summary of document 1>\n\n"
+    "Document 2:\n<summary of document 2>\n\n"
+    "...\n\n"
+    "Document 10:\n<summary of document 10>\n\n"
+    "Question: <question>\n"
+    "Answer:\n"
+    "Doc: 9, Relevance: 7\n"
+    "Doc: 3, Relevance: 4\n"
+    "Doc: 7, Relevance: 3\n\n"
+    "Let's try this now: \n\n"
+    "{context_str}\n"
+    "Question: {query_str}\n"
+    "Answer:\n"
+)
+
+#: Every prompt's version, as recorded in ``qa_meta.json``.
+PROMPT_VERSIONS: dict[str, str] = {
+    "answer (A.1.2)": ANSWER_VERSION,
+    "judge (A.1.3)": JUDGE_VERSION,
+    **{f"judge suffix {name}": version for name, (version, _) in JUDGE_SUFFIXES.items() if version},
+    "llm-rerank (choice select)": CHOICE_SELECT_VERSION,
+}
+
+
+def judge_version(suffix: str = "paper") -> str:
+    """The judge's cache version: A.1.3's, plus the suffix's when one is added."""
+    if suffix not in JUDGE_SUFFIXES:
+        raise ConfigError(
+            f"unknown judge format {suffix!r}; choose one of {sorted(JUDGE_SUFFIXES)}"
+        )
+    extra = JUDGE_SUFFIXES[suffix][0]
+    return f"{JUDGE_VERSION}+{extra}" if extra else JUDGE_VERSION
+
+
 def _fill(template: str, values: dict[str, str]) -> str:
     """Replace ``{name}`` placeholders in one pass (a value holding "{query}" stays as it is)."""
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
@@ -129,13 +210,29 @@ def relation_context(
 def answer_prompt(query: str, context: str) -> str:
     """A.1.2 filled with the question and the rendered context."""
     if not query.strip():
-        raise ValueError("the question is empty")
+        raise InputError("the question is empty")
     return _fill(A12_TEMPLATE, {"retrieved_objects": context, "query": query})
 
 
-def judge_prompt(query: str, generated: str, ground_truth: str) -> str:
-    """A.1.3 filled with the question, the generated answer and the ground truth."""
-    return _fill(
+def judge_prompt(query: str, generated: str, ground_truth: str, suffix: str = "paper") -> str:
+    """A.1.3 filled with the question, the generated answer and the ground truth, then the
+    judge format suffix ``suffix`` (none for ``paper``)."""
+    judge_version(suffix)  # refuses an unknown name
+    filled = _fill(
         A13_TEMPLATE,
         {"query": query, "generated_answer": generated, "ground_truth_answer": ground_truth},
     )
+    return filled + JUDGE_SUFFIXES[suffix][1]
+
+
+def choice_select_prompt(query: str, texts: Sequence[str]) -> str:
+    """LlamaIndex's choice-select prompt over one batch: ``Document 1:\n<text>`` blocks,
+    numbered from 1 in the batch's order, as LlamaIndex's default batch layout writes them."""
+    if not query.strip():
+        raise InputError("the question is empty")
+    if not texts:
+        raise InputError("a choice-select batch needs at least one document")
+    context = "\n\n".join(
+        f"Document {number}:\n{text.strip()}" for number, text in enumerate(texts, start=1)
+    )
+    return _fill(CHOICE_SELECT_TEMPLATE, {"context_str": context, "query_str": query})

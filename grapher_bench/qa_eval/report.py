@@ -11,6 +11,7 @@ from typing import Any
 
 from grapher_bench import sections
 from grapher_bench.qa_eval.pipeline import QARecord, QARun
+from grapher_bench.qa_eval.prompts import judge_version
 from grapher_bench.qa_eval.scoring import normalize_answer
 from grapher_bench.qa_eval.stats import PairedResult, paired_compare
 
@@ -98,7 +99,14 @@ def _p(value: float) -> str:
     return f"{value:.3f}" if value >= 0.001 else "<0.001"
 
 
-def markdown(runs: Sequence[QARun], model: str, judge_model: str | None, k: int) -> str:
+def markdown(
+    runs: Sequence[QARun],
+    model: str,
+    judge_model: str | None,
+    k: int,
+    *,
+    judge_format: str = "paper",
+) -> str:
     """Per-set system rows and paired-test rows as markdown."""
     out: list[str] = []
     for run in runs:
@@ -117,6 +125,9 @@ def markdown(runs: Sequence[QARun], model: str, judge_model: str | None, k: int)
                 f"| {_pct(s['refused'])} |"
             )
         out.append("")
+        for note in run.notes:
+            if note.startswith("llm-rerank"):  # its fallbacks belong beside its rows
+                out.append(f"*{note}.*\n")
         out.append(
             "| A → B | answers differ | answer in context: Δ | A only / B only | p "
             "| gold in answer: Δ | A only / B only | p (McNemar) "
@@ -136,15 +147,21 @@ def markdown(runs: Sequence[QARun], model: str, judge_model: str | None, k: int)
             )
         out.append("")
     judge = judge_model or "none (LLM-free measures only)"
+    prompt = (
+        ""
+        if judge_format == "paper" or judge_model is None
+        else (f" (A.1.3 + the `{judge_format}` format suffix, {judge_version(judge_format)})")
+    )
     out.append(
-        f"Answer model: `{model}`; judge model: `{judge}`. Percentages over answered "
+        f"Answer model: `{model}`; judge model: `{judge}`{prompt}. Percentages over answered "
         "questions; the judge's accuracy over parsed verdicts (unparsed are not 'no')."
     )
     return "\n".join(out) + "\n"
 
 
-def write_outputs(run: QARun, folder: Path) -> None:
-    """``per_query.jsonl`` and ``summary.json`` of one dataset under ``folder``."""
+def write_outputs(run: QARun, folder: Path, notes: Sequence[str] = ()) -> None:
+    """``per_query.jsonl`` and ``summary.json`` of one dataset under ``folder`` (``notes``: the
+    retrieval run's, e.g. the LLM reranker's counts)."""
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "per_query.jsonl").open("w", encoding="utf-8") as handle:
         for label, rows in run.records.items():
@@ -176,6 +193,7 @@ def write_outputs(run: QARun, folder: Path) -> None:
             "judge_computed": run.n_judge_calls,
             "judge_cached": run.n_judge_cached,
         },
+        "retrieval_notes": list(notes),
     }
     (folder / "summary.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 

@@ -12,13 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import comb
 
+from grapher_core.errors import InputError
+
 __all__ = ["PairedResult", "mcnemar_exact", "paired_compare"]
 
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value for ``b`` and ``c`` discordant pairs (1.0 when none)."""
     if b < 0 or c < 0:
-        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+        raise InputError(f"discordant counts must be >= 0, got b={b}, c={c}")
     n = b + c
     if n == 0:
         return 1.0
@@ -46,7 +48,7 @@ class PairedResult:
 def paired_compare(a: Sequence[bool | None], b: Sequence[bool | None]) -> PairedResult:
     """Pair two per-question outcome lists; questions where either is ``None`` are left out."""
     if len(a) != len(b):
-        raise ValueError(f"outcome lists differ in length ({len(a)} vs {len(b)})")
+        raise InputError(f"outcome lists differ in length ({len(a)} vs {len(b)})")
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
     a_only = sum(1 for x, y in pairs if x and not y)
     b_only = sum(1 for x, y in pairs if y and not x)

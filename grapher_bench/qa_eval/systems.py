@@ -1,7 +1,8 @@
 """Which systems answer: a ranker as the bench names it plus a context layout, and their top K.
 
 A system is written ``RANKER[:STYLE]``: ``RANKER`` is any row label of ``grapher-bench bench``
-(``baseline``, ``gcs[mentions]``, ``gat[entities-capped]``, ``expand-gcs``, ...), ``STYLE`` is
+(``baseline``, ``gcs[mentions]``, ``gat[entities-capped]``, ``expand-gcs``, ``llm-rerank``,
+``llm-rerank+gcs[mentions]``, ...), ``STYLE`` is
 ``flat`` (default), ``graph`` or ``relation``. Retrieval goes through
 :func:`grapher_bench.runner.run_dataset`, so the top K here is exactly the top K the retrieval
 tables measure.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from grapher_bench.data import Dataset
@@ -25,10 +26,11 @@ from grapher_bench.qa_eval.prompts import (
 )
 from grapher_bench.runner import GRAPH_FREE_RANKERS, RankerSpec, _enriched_metadata, run_dataset
 from grapher_core.candidates import Candidate
+from grapher_core.errors import ConfigError
 
 __all__ = ["Retrieved", "System", "parse_system", "ranker_spec", "render_context", "retrieve"]
 
-_LABEL = re.compile(r"^([a-z0-9_-]+)(?:\[([a-z0-9+_=,.-]+)\])?$")
+_LABEL = re.compile(r"^([a-z0-9_+-]+)(?:\[([a-z0-9+_=,.-]+)\])?$")
 MAX_TOP = 20  # the bench keeps the top 20 ids per query
 
 
@@ -53,9 +55,9 @@ def parse_system(text: str) -> System:
     ranker, _, style = text.strip().partition(":")
     style = style.strip() or "flat"
     if style not in CONTEXT_STYLES:
-        raise ValueError(f"system {text!r}: context style must be one of {CONTEXT_STYLES}")
+        raise ConfigError(f"system {text!r}: context style must be one of {CONTEXT_STYLES}")
     if not _LABEL.match(ranker.strip()):
-        raise ValueError(
+        raise ConfigError(
             f"system {text!r}: expected RANKER[GRAPH][:STYLE], e.g. gcs[mentions]:graph"
         )
     return System(ranker.strip(), style)
@@ -65,7 +67,7 @@ def ranker_spec(label: str, task_type: str) -> RankerSpec:
     """The bench spec behind a row label (``gcs`` alone takes the task's first graph)."""
     match = _LABEL.match(label)
     if match is None:
-        raise ValueError(f"not a ranker label: {label!r}")
+        raise ConfigError(f"not a ranker label: {label!r}")
     name, graph = match.group(1), match.group(2)
     if is_peer(label):
         return RankerSpec(label, label, peer_graph(label, task_type))
@@ -92,6 +94,7 @@ class Retrieved:
     perfect_recall: dict[str, list[float]]
     objects: dict[str, Candidate]
     specs: dict[str, RankerSpec]
+    notes: list[str] = field(default_factory=list)  # the retrieval run's (LLM reranker counts)
 
 
 def retrieve(
@@ -106,7 +109,7 @@ def retrieve(
 ) -> Retrieved:
     """Run every distinct ranker of ``systems`` once over ``dataset`` and keep its top K."""
     if not 1 <= k <= MAX_TOP:
-        raise ValueError(f"k must be between 1 and {MAX_TOP}, got {k}")
+        raise ConfigError(f"k must be between 1 and {MAX_TOP}, got {k}")
     specs = {s.ranker: ranker_spec(s.ranker, dataset.task_type) for s in systems}
     run = run_dataset(
         dataset,
@@ -136,7 +139,7 @@ def retrieve(
             float(set(q.gold) <= set(ids))
             for q, ids in zip(dataset.queries, top[label], strict=True)
         ]
-    return Retrieved(top, recall, objects, specs)
+    return Retrieved(top, recall, objects, specs, list(run.notes))
 
 
 def render_context(
@@ -148,10 +151,10 @@ def render_context(
         return flat_context([c.text for c in items])
     if style in ("graph", "relation"):
         if graph is None:
-            raise ValueError(f"the {style} layout needs a graph name")
+            raise ConfigError(f"the {style} layout needs a graph name")
         render = graph_context if style == "graph" else relation_context
         return render(items, proximities_for(graph))
-    raise ValueError(f"unknown context style {style!r}; known: {CONTEXT_STYLES}")
+    raise ConfigError(f"unknown context style {style!r}; known: {CONTEXT_STYLES}")
 
 
 def describe(retrieved: Retrieved) -> dict[str, Any]:

@@ -75,9 +75,11 @@ class FaultConfig:
 
 @dataclass
 class ServerStats:
-    """What the server saw: request count, answers by status, passages answered with 200."""
+    """What the server saw: request count (chat completions only; ``gets`` counts GETs such as
+    ``/v1/models``), answers by status, passages answered with 200."""
 
     requests: int = 0
+    gets: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     answered: Counter[str] = field(default_factory=Counter)
     max_in_flight: int = 0
@@ -141,6 +143,8 @@ class FaultServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            server_version = "fake-llm/1.0"  # the Server header qa-eval records
+            sys_version = ""
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 return
@@ -178,6 +182,25 @@ class FaultServer:
                         self.wfile.flush()
                     except OSError:  # the client gave up: what a deadline should make it do
                         return
+
+            def do_GET(self) -> None:
+                """``/v1/models`` lists the one fake model, at once (never dripped)."""
+                with server._lock:
+                    server.stats.gets += 1
+                if self.path.rstrip("/").endswith("/models"):
+                    body = {
+                        "object": "list",
+                        "data": [{"id": "fake", "object": "model", "owned_by": "tests"}],
+                    }
+                    payload = json.dumps(body).encode()
+                    self.send_response(200)
+                else:
+                    payload = json.dumps({"error": {"message": f"no route {self.path}"}}).encode()
+                    self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
@@ -277,18 +300,41 @@ def fault_server() -> Iterator[Callable[..., FaultServer]]:
         server.stop()
 
 
+_DOCUMENT = re.compile(r"^Document (\d+):\n(.*?)(?=\n\nDocument \d+:\n|\nQuestion: )", re.M | re.S)
+_STOPWORDS = frozenset({"which", "where", "what", "does", "from", "with", "that", "near", "there"})
+
+
+def rerank_reply(messages: list[dict[str, Any]]) -> str:
+    """A deterministic choice-select "model" for ``llm-rerank``: every document sharing a word
+    of more than three letters with the question, by the number shared (ties: listing order),
+    relevance ``min(10, 3 + 2 * shared)``, in LlamaIndex's ``Doc: N, Relevance: R`` lines."""
+    prompt = str(messages[-1].get("content", ""))
+    task = prompt.split("Let's try this now:", 1)[-1]
+    question = task.rsplit("\nQuestion: ", 1)[-1].split("\nAnswer:", 1)[0]
+    words = {w for w in re.findall(r"[a-z]{4,}", question.lower()) if w not in _STOPWORDS}
+    scored = []
+    for match in _DOCUMENT.finditer(task):
+        shared = len(words & set(re.findall(r"[a-z]{4,}", match.group(2).lower())))
+        if shared:
+            scored.append((-shared, int(match.group(1))))
+    return "\n".join(f"Doc: {n}, Relevance: {min(10, 3 - 2 * s)}" for s, n in sorted(scored))
+
+
 _JUDGE_INPUT = re.compile(r"- Generated Answer: (.*)\n- Ground Truth Answer: (.*)\n", re.DOTALL)
 
 
 def qa_reply(messages: list[dict[str, Any]]) -> str:
     """A deterministic answerer and judge for the A.1.2 / A.1.3 prompts of qa-eval.
 
+    Choice-select prompts (``llm-rerank``) go to :func:`rerank_reply`.
     Answer prompt: the title (first line) of the first context object, or A.1.2's refusal when
     the context is empty. Judge prompt: "yes" when the ground truth occurs in the generated
     answer (case-insensitive); the verdict's wording rotates with the answer's length through
     the strict format, a small model's ``the decision is "no"`` and a reply with no decision.
     """
     prompt = str(messages[-1].get("content", ""))
+    if prompt.startswith("A list of documents is shown below."):
+        return rerank_reply(messages)
     judged = _JUDGE_INPUT.search(prompt)
     if judged is not None:
         generated, truth = judged.group(1).strip(), judged.group(2).strip()
