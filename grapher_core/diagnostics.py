@@ -88,6 +88,12 @@ class Diagnostics:
         """
         if self.strict:
             raise GraphERDiagnosticError(f"{self.owner}: {message}")
+        self.bound(cause, message)
+
+    def bound(self, cause: Hashable, message: str) -> None:
+        """Warn once for ``cause``, also under ``strict``: a bound that did its job (an
+        expansion budget reached) is a choice the caller made, not a silent mistake, and a
+        time budget hit depends on the machine's load -- raising on it would fail at random."""
         with self._lock:
             if cause in self._said:
                 return
@@ -244,8 +250,14 @@ def unresolved_links(proximity: ForeignKeys, candidates: Sequence[Candidate]) ->
     )
 
 
-def check_pool(diagnostics: Diagnostics, n: int, top_n: int | None) -> None:
-    """A pool smaller than ``top_n * 2`` leaves the graph nothing to lift from below."""
+def check_pool(diagnostics: Diagnostics, n: int, top_n: int | None) -> bool:
+    """A pool smaller than ``top_n * 2`` leaves the graph nothing to lift from below.
+
+    Returns True when the pool is too small to lift anything at all (fewer than 2 candidates,
+    or no more than ``top_n``): every object is returned whatever the graph, so the graph
+    checks would only name a consequence of this one cause -- and on 2 nodes a field or
+    ``target_field`` hint is a wrong lead -- and the caller skips them.
+    """
     if top_n is not None and top_n > 0 and n < 2 * top_n:
         diagnostics.report(
             ("small-pool",),
@@ -254,6 +266,7 @@ def check_pool(diagnostics: Diagnostics, n: int, top_n: int | None) -> None:
             "(LangChain: search_kwargs={'k': ...} or GraphERRetriever(fetch_k=...)"
             "; LlamaIndex: similarity_top_k=...)",
         )
+    return n < 2 or (top_n is not None and n <= top_n)
 
 
 def check_score_key(

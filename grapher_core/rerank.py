@@ -485,9 +485,8 @@ class GraphReranker(RerankingEngine):
     ) -> None:
         """Report silent no-ops; a graph with edges from every proximity costs a few checks."""
         n = len(candidates)
-        check_pool(self.diagnostics, n, top_n)
-        if n < 2 or (graph.n_edges and all(counts)):
-            return
+        if check_pool(self.diagnostics, n, top_n) or (graph.n_edges and all(counts)):
+            return  # a pool too small to lift anything is that one cause, said alone
         explained = check_graph(self.diagnostics, candidates, proximities, dict(enumerate(counts)))
         if (
             not explained

@@ -16,6 +16,7 @@ reports as a failure.
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -214,7 +215,8 @@ def check_neighbour_source(
     absent: tuple[tuple[str | None, str], ...] = ((None, "no-such-id"),),
 ) -> None:
     """``fetch([])`` is ``[]``; ``fetch(present)`` returns Candidates with unique string ids
-    (at least one) and leaves ``present`` as it was; a key nothing matches returns ``[]``.
+    (at least one) and leaves ``present`` as it was; a key nothing matches returns ``[]``; a
+    ``fetch`` that takes ``limit`` returns no more objects than it.
 
     ``present``: link keys the source holds objects for, e.g. ``[((None, "c1"),)]`` (by id) or
     ``[(("title", "Paris"),)]`` (by a metadata field).
@@ -239,3 +241,9 @@ def check_neighbour_source(
     _require(all(isinstance(i, str) and i for i in ids), source, "ids must be non-empty strings")
     _require(keys == frozen, source, "fetch must not modify the keys")
     _require(source.fetch([absent]) == [], source, f"fetch([{absent!r}]) must return []")
+    if "limit" in inspect.signature(source.fetch).parameters:
+        _require(
+            len(source.fetch(keys, limit=1)) <= 1,
+            source,
+            "fetch(keys, limit=1) must return at most one object",
+        )

@@ -9,6 +9,9 @@ Link keys by id use ``store.get_by_ids`` -- one call for the whole hop. Keys on 
 dict) are supported; other stores raise a clear error for such keys. Keys on list fields
 (``list_fields``, default ``entities``: followed entity links) use Chroma's ``$contains``.
 A hop that asks for both ids and fields costs at most two store calls (``calls`` counts them).
+``limit`` bounds the objects returned (Chroma is asked for no more; ids are cut before the call);
+``full=False`` leaves Chroma's documents out (ids, metadata and vectors only), so expansion scores
+the fetched objects first and reads the text of the kept ones by id.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.conventions import EXPANDED_KEY
 from grapher_core.edges.base import LinkKey
 from grapher_core.errors import InputError, InputTypeError
-from grapher_core.expand.source import InMemorySource, check_keys
+from grapher_core.expand.source import InMemorySource, check_keys, check_limit
 
 __all__ = ["DEFAULT_LIST_FIELDS", "EXPANDED_KEY", "VectorStoreSource", "as_neighbour_source"]
 
@@ -46,40 +49,42 @@ class VectorStoreSource:
         self.list_fields = frozenset(list_fields)
         self.calls = 0
 
-    def fetch(self, keys: Sequence[LinkKey]) -> list[Candidate]:
+    def fetch(
+        self, keys: Sequence[LinkKey], *, limit: int | None = None, full: bool = True
+    ) -> list[Candidate]:
         """Objects matching any key (by id and/or metadata), with vectors when the store has
-        them (Chroma, InMemoryVectorStore)."""
+        them (Chroma, InMemoryVectorStore); at most ``limit`` of them (ids first); with
+        ``full=False`` Chroma leaves the text out (``""``)."""
         keys = check_keys(keys)
+        limit = check_limit(limit)
         ids = [v for key in keys if len(key) == 1 and key[0][0] is None for _f, v in key]
         fields = [key for key in keys if not (len(key) == 1 and key[0][0] is None)]
         if any(f is None for key in fields for f, _v in key):
             raise InputError("a link key may not combine the id with metadata fields")
         out: list[Candidate] = []
-        if ids:
-            out.extend(self._by_ids(list(dict.fromkeys(ids))))
-        if fields:
-            out.extend(self._by_fields(fields))
+        if ids and limit != 0:
+            out.extend(self._by_ids(list(dict.fromkeys(ids))[:limit], full))
+        left = None if limit is None else limit - len(out)
+        if fields and left != 0:
+            out.extend(self._by_fields(fields, left, full))
         return out
 
-    def _by_ids(self, ids: list[str]) -> list[Candidate]:
+    def _by_ids(self, ids: list[str], full: bool) -> list[Candidate]:
         self.calls += 1
         if _is_chroma(self.store):
             return _from_chroma(
-                self.store.get(  # type: ignore[attr-defined]
-                    ids=ids, include=["documents", "metadatas", "embeddings"]
-                )
+                self.store.get(ids=ids, include=_include(full))  # type: ignore[attr-defined]
             )
         if isinstance(self.store, InMemoryVectorStore):
             return [_memory_candidate(self.store, i) for i in ids if i in self.store.store]
         return [_candidate(d) for d in self.store.get_by_ids(ids)]
 
-    def _by_fields(self, keys: list[LinkKey]) -> list[Candidate]:
+    def _by_fields(self, keys: list[LinkKey], limit: int | None, full: bool) -> list[Candidate]:
         self.calls += 1
         if _is_chroma(self.store):
             return _from_chroma(
                 self.store.get(  # type: ignore[attr-defined]
-                    where=_chroma_where(keys, self.list_fields),
-                    include=["documents", "metadatas", "embeddings"],
+                    where=_chroma_where(keys, self.list_fields), limit=limit, include=_include(full)
                 )
             )
         if isinstance(self.store, InMemoryVectorStore):
@@ -90,7 +95,7 @@ class VectorStoreSource:
             vectors = {e["id"]: e["vector"] for e in entries}
             return [
                 Candidate(c.id, c.text, None, c.metadata, np.asarray(vectors[c.id]))
-                for c in scan.fetch(keys)
+                for c in scan.fetch(keys, limit=limit)
             ]
         raise InputError(
             f"{type(self.store).__name__} can only fetch neighbours by id (get_by_ids); links "
@@ -108,6 +113,11 @@ def as_neighbour_source(value: Any) -> Any:
     raise InputTypeError(
         f"neighbour_source must be a VectorStore or have fetch(keys), got {type(value).__name__}"
     )
+
+
+def _include(full: bool) -> list[str]:
+    """What Chroma returns: the documents only when the caller reads objects in full."""
+    return ["documents", "metadatas", "embeddings"] if full else ["metadatas", "embeddings"]
 
 
 def _is_chroma(store: VectorStore) -> bool:

@@ -27,6 +27,9 @@ from grapher_core.errors import InputTypeError, StateError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
+    DEFAULT_MAX_FETCHED,
+    DEFAULT_MAX_PER_KEY,
+    DEFAULT_MAX_SECONDS,
     DEFAULT_SEEDS,
     ExpandingReranker,
     Expansion,
@@ -112,13 +115,23 @@ class GraphERReranker(BaseDocumentCompressor):
     ``metadata["grapher_expanded"] = True``. ``None`` (default): rerank the documents only."""
     expand_seeds: int = DEFAULT_SEEDS
     """Expansion: how many top documents to follow links from (validated by the core's
-    :class:`~grapher_core.expand.Expansion`, like the three below)."""
+    :class:`~grapher_core.expand.Expansion`, like the other ``expand_*`` fields and
+    ``prune_threshold``)."""
     expand_hops: int = DEFAULT_HOPS
     """Expansion: how many link steps."""
     expand_budget: int = DEFAULT_BUDGET
     """Expansion: the most documents added per query (the most query-similar are kept)."""
     prune_threshold: float | None = None
     """Expansion: drop fetched documents whose query cosine is below this (needs vectors)."""
+    expand_max_fetched: int | None = DEFAULT_MAX_FETCHED
+    """Expansion: the most documents fetched from the store per query, over all hops (the
+    store is asked for no more; default 200; ``None``: no bound). Said once when reached."""
+    expand_max_seconds: float | None = DEFAULT_MAX_SECONDS
+    """Expansion: no hop starts this many seconds after the query's first fetch (a running
+    fetch is not interrupted; default 0.2; ``None``: no bound). Said once when reached."""
+    expand_max_per_key: int | None = DEFAULT_MAX_PER_KEY
+    """Expansion: a link key matching more documents than this in one fetch is a hub (a
+    category page) and skipped, now and in later queries (default 50; ``None``: no cap)."""
 
     # The core and the engine that ranks (the core itself, or the core behind expansion),
     # replaced together in one assignment, so a query on another thread never pairs a new core
@@ -146,6 +159,9 @@ class GraphERReranker(BaseDocumentCompressor):
             hops=self.expand_hops,
             budget=self.expand_budget,
             prune_threshold=self.prune_threshold,
+            max_fetched=self.expand_max_fetched,
+            max_seconds=self.expand_max_seconds,
+            max_per_key=self.expand_max_per_key,
         )
         engine: Engine = core
         if self.neighbour_source is not None:

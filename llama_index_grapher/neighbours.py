@@ -8,6 +8,8 @@ Node ids (``PREVIOUS`` / ``NEXT`` relationships, foreign keys) are fetched with 
 ``get_nodes`` on a vector store (``IN`` filters) or a scan of a docstore's nodes. Fetched nodes
 become candidates exactly as retrieved ones do (:func:`~llama_index_grapher.convert.
 candidate_from_node`), relationship fields included, so a second hop can follow them.
+``limit`` bounds the nodes returned: ids are cut before the call and a docstore scan stops
+there; a vector store's ``get_nodes`` has no limit, so its answer is cut after the call.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from llama_index.core.vector_stores.types import (
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import LinkKey
 from grapher_core.errors import InputError, InputTypeError, NotFoundError
-from grapher_core.expand.source import InMemorySource, check_keys
+from grapher_core.expand.source import InMemorySource, check_keys, check_limit
 from llama_index_grapher.convert import candidate_from_node
 
 __all__ = ["NodeSource", "as_node_source"]
@@ -57,20 +59,23 @@ class NodeSource:
         except KeyError:
             raise NotFoundError(f"node {node_id!r} was not fetched by this source") from None
 
-    def fetch(self, keys: Sequence[LinkKey]) -> list[Candidate]:
-        """Nodes matching any key, as candidates (score ``None``)."""
+    def fetch(self, keys: Sequence[LinkKey], *, limit: int | None = None) -> list[Candidate]:
+        """Nodes matching any key, as candidates (score ``None``); at most ``limit`` (ids
+        first)."""
         keys = check_keys(keys)
+        limit = check_limit(limit)
         ids = list(
             dict.fromkeys(v for key in keys if len(key) == 1 and key[0][0] is None for _f, v in key)
-        )
+        )[:limit]
         fields = [key for key in keys if not (len(key) == 1 and key[0][0] is None)]
         nodes: list[BaseNode] = []
         if ids:
             self.calls += 1
             nodes.extend(self._get(ids))
-        if fields:
+        left = None if limit is None else limit - len(nodes)
+        if fields and left != 0:
             self.calls += 1
-            nodes.extend(self._by_fields(fields))
+            nodes.extend(self._by_fields(fields, left)[:left])
         for n in nodes:
             self._nodes[n.node_id] = n
         return [candidate_from_node(NodeWithScore(node=n, score=None)) for n in nodes]
@@ -81,12 +86,12 @@ class NodeSource:
             return [n for n in found if n is not None]
         return list(self.store.get_nodes(node_ids=ids))
 
-    def _by_fields(self, keys: list[LinkKey]) -> list[BaseNode]:
+    def _by_fields(self, keys: list[LinkKey], limit: int | None) -> list[BaseNode]:
         if isinstance(self.store, BaseDocumentStore):
             nodes = list(self.store.docs.values())
             by_id = {n.node_id: n for n in nodes}
             scan = InMemorySource([Candidate(n.node_id, "", None, n.metadata) for n in nodes])
-            return [by_id[c.id] for c in scan.fetch(keys)]
+            return [by_id[c.id] for c in scan.fetch(keys, limit=limit)]
         if any(len(key) != 1 for key in keys):
             raise InputError(
                 "a vector store source fetches by single metadata fields only; "

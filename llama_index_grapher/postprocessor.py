@@ -40,9 +40,13 @@ from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
+    DEFAULT_MAX_FETCHED,
+    DEFAULT_MAX_PER_KEY,
+    DEFAULT_MAX_SECONDS,
     DEFAULT_SEEDS,
     ExpandingReranker,
     Expansion,
+    HubKeys,
 )
 from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
 from grapher_core.utils.callsite import off_loop, skip_frames_of
@@ -114,8 +118,8 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     )
     expand_seeds: int = Field(
         default=DEFAULT_SEEDS,
-        description="Expansion: seed nodes (this and the three below are validated by the "
-        "core's Expansion).",
+        description="Expansion: seed nodes (this, the other expand_* fields and "
+        "prune_threshold are validated by the core's Expansion).",
     )
     expand_hops: int = Field(default=DEFAULT_HOPS, description="Expansion: link steps.")
     expand_budget: int = Field(
@@ -123,6 +127,21 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     )
     prune_threshold: float | None = Field(
         default=None, description="Expansion: minimum query cosine of a fetched node."
+    )
+    expand_max_fetched: int | None = Field(
+        default=DEFAULT_MAX_FETCHED,
+        description="Expansion: most nodes fetched from the store per query, over all hops "
+        "(the store is asked for no more); None: no bound. Said once when reached.",
+    )
+    expand_max_seconds: float | None = Field(
+        default=DEFAULT_MAX_SECONDS,
+        description="Expansion: no hop starts this many seconds after the query's first fetch "
+        "(a running fetch is not interrupted); None: no bound. Said once when reached.",
+    )
+    expand_max_per_key: int | None = Field(
+        default=DEFAULT_MAX_PER_KEY,
+        description="Expansion: a link key matching more nodes than this in one fetch is a hub "
+        "(a category page) and skipped, now and in later queries; None: no cap.",
     )
 
     vector_store: Any = Field(
@@ -165,6 +184,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
 
     _reranker: GraphReranker | None = PrivateAttr(default=None)  # keeps the vector cache
     _reranker_key: tuple[Any, ...] | None = PrivateAttr(default=None)
+    _hubs: HubKeys = PrivateAttr(default_factory=HubKeys)  # hub keys, kept across queries
 
     def model_post_init(self, context: Any, /) -> None:
         """Build the core reranker now, so a bad ranker or proximity fails at construction."""
@@ -256,6 +276,9 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             hops=self.expand_hops,
             budget=self.expand_budget,
             prune_threshold=self.prune_threshold,
+            max_fetched=self.expand_max_fetched,
+            max_seconds=self.expand_max_seconds,
+            max_per_key=self.expand_max_per_key,
         )
         core = self._core()
         if self.neighbour_source is None:
@@ -263,7 +286,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         from llama_index_grapher.neighbours import as_node_source
 
         source = as_node_source(self.neighbour_source)
-        return ExpandingReranker(core, source, expansion), source
+        return ExpandingReranker(core, source, expansion, hubs=self._hubs), source
 
     @property
     def model_name(self) -> str:

@@ -90,14 +90,14 @@ def run(
         "expand-gcs": ExpandingReranker(
             GraphReranker(proximities, "gcs", explain=0),
             source,
-            Expansion(seeds=seeds, hops=hops, budget=budget),
+            Expansion(seeds=seeds, hops=hops, budget=budget, max_seconds=None),
         ),
     }
     for m, k, b in expand_grid:
         rankers[f"expand-gcs[{m},{k},{b}]"] = ExpandingReranker(
             GraphReranker(proximities, "gcs", explain=0),
             source,
-            Expansion(seeds=m, hops=k, budget=b),
+            Expansion(seeds=m, hops=k, budget=b, max_seconds=None),
         )
     out: dict[str, Any] = {
         "dataset": name,

@@ -29,23 +29,37 @@ Pruning: ``prune_threshold`` drops fetched objects whose cosine with the query i
 (Algorithm 8; they are not expanded further either); ``budget`` caps the objects added per
 query, keeping the most query-similar (GRAG's soft pruning keeps the closest ones in the same
 spirit, without a trained MLP).
+
+Cost: a query fetches at most ``max_fetched`` objects (the source is asked for no more when its
+``fetch`` takes a ``limit``), no hop starts ``max_seconds`` after the first fetch (a running
+fetch is not interrupted), and a link key that matches more than ``max_per_key`` objects -- a
+hub, like a category page -- is skipped, and remembered so later queries do not fetch it. Each
+is said once per reranker. A source whose ``fetch`` takes ``full=False`` may leave out the text
+of objects it returns with a vector: they are scored first and only the kept ones read in full.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Sequence
+import math
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import product
 from typing import Any, Protocol
 
 import numpy as np
 
 from grapher_core.candidates import Candidate, RankedCandidate
+from grapher_core.diagnostics import Diagnostics
 from grapher_core.edges.base import LinkKey, Proximity
 from grapher_core.errors import ConfigError, InputError, InputTypeError, StateError
 from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import SoftPruner
-from grapher_core.expand.source import NeighbourSource
+from grapher_core.expand.source import NeighbourSource, field_values
 from grapher_core.ranking.seeds import original_scores, rank_seeds
 from grapher_core.rerank import GraphReranker, Reranking, RerankingEngine, validate_candidates
 from grapher_core.utils.callsite import warn
@@ -54,18 +68,31 @@ from grapher_core.vectors import StoredVectors, VectorPlan, fill_plan
 __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_HOPS",
+    "DEFAULT_MAX_FETCHED",
+    "DEFAULT_MAX_PER_KEY",
+    "DEFAULT_MAX_SECONDS",
     "DEFAULT_SEEDS",
     "SEED_RULES",
     "ExpandingReranker",
     "Expansion",
     "ExpansionResult",
     "GraphExpander",
+    "HubKeys",
     "linkable",
 ]
 
 DEFAULT_SEEDS = 3
 DEFAULT_HOPS = 1
 DEFAULT_BUDGET = 10
+DEFAULT_MAX_FETCHED = 200
+"""Most objects fetched per query: 20 times the objects a default query adds (``budget``), so
+choosing the 10 most query-similar has a pool, while a store answer is never unbounded."""
+DEFAULT_MAX_SECONDS = 0.2
+"""Seconds after the first fetch of a query after which no hop starts: the default single hop
+always runs; a second hop runs only if the first one took less."""
+DEFAULT_MAX_PER_KEY = 50
+"""A link key matching more objects than this is a hub (a category page, a list article) and
+is skipped: it links everything and says nothing about any one object."""
 SEED_RULES = ("calibrated", "floor")
 """How fetched objects are seeded: ``calibrated`` (query cosine on the candidates' score
 scale) or ``floor`` (the lowest candidate score: the retriever ranked them below every
@@ -87,6 +114,13 @@ class Expansion:
     *to* the seeds (needs the store to filter on list fields); ``follow_entities``: follow
     shared entities too (capped by the proximity's ``max_share``); ``seed_rule``: how fetched
     objects are seeded (:data:`SEED_RULES`).
+
+    What one query may cost (``None``: no bound; each bound reached is said once):
+    ``max_fetched`` (default 200): most objects fetched from the source over all hops;
+    ``max_seconds`` (default 0.2): no hop starts this long after the query's first fetch (a
+    fetch already running is not interrupted, so a query takes at most this plus one hop);
+    ``max_per_key`` (default 50): a link key matching more objects in one fetch is a hub and
+    its objects are skipped (kept only when another key found them too).
     """
 
     seeds: int = DEFAULT_SEEDS
@@ -96,12 +130,35 @@ class Expansion:
     reverse: bool = False
     follow_entities: bool = False
     seed_rule: str = "calibrated"
+    max_fetched: int | None = DEFAULT_MAX_FETCHED
+    max_seconds: float | None = DEFAULT_MAX_SECONDS
+    max_per_key: int | None = DEFAULT_MAX_PER_KEY
 
     def __post_init__(self) -> None:
         for name, low in (("seeds", 1), ("hops", 1), ("budget", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"expansion {name} must be an integer >= {low}, got {value!r}")
+        for name in ("max_fetched", "max_per_key"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ConfigError(
+                    f"expansion {name} must be an integer >= 1 or None, got {value!r}"
+                )
+        seconds = self.max_seconds
+        if seconds is not None:
+            if (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, (int, float))
+                or not math.isfinite(float(seconds))
+                or seconds <= 0
+            ):
+                raise ConfigError(
+                    f"expansion max_seconds must be a finite number > 0 or None, got {seconds!r}"
+                )
+            object.__setattr__(self, "max_seconds", float(seconds))
         threshold = self.prune_threshold
         if threshold is not None:
             if (
@@ -127,20 +184,64 @@ class Expansion:
 @dataclass(frozen=True)
 class ExpansionResult:
     """The enlarged candidate list (originals first, in order, then fetched objects) and what
-    it cost: ``fetch_calls`` store round trips, ``fetched`` objects returned by the store."""
+    it cost: ``fetch_calls`` store round trips, ``fetched`` objects returned by the store,
+    ``seconds`` from the first fetch to the end of the last hop; ``stopped`` names the bound
+    that ended it early (``"max_fetched"`` or ``"max_seconds"``, else ``None``) and
+    ``hub_keys`` the link keys skipped as hubs (found now or remembered)."""
 
     candidates: tuple[Candidate, ...]
     added: tuple[str, ...]
     fetch_calls: int
     fetched: int
     similarities: dict[str, float] = field(default_factory=dict)
+    stopped: str | None = None
+    hub_keys: tuple[LinkKey, ...] = ()
+    seconds: float = 0.0
+
+
+class HubKeys:
+    """Link keys found to be hubs, with the number of objects they matched: later queries skip
+    them before any fetch. Bounded (the oldest are forgotten first) and thread-safe; one is
+    shared by the expanders a wrapper builds per call."""
+
+    def __init__(self, size: int = 4096) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"HubKeys size must be an integer >= 1, got {size!r}")
+        self.size = size
+        self._counts: dict[LinkKey, int] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable and copyable (a wrapper sent to a worker): the lock stays behind."""
+        with self._lock:
+            return {"size": self.size, "counts": dict(self._counts)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["size"])  # type: ignore[misc]
+        self._counts = dict(state["counts"])
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def count(self, key: LinkKey) -> int:
+        """Objects ``key`` was seen to match in one fetch (0: not known as a hub)."""
+        return self._counts.get(key, 0)
+
+    def add(self, key: LinkKey, count: int) -> None:
+        """Remember ``key`` as matching at least ``count`` objects."""
+        with self._lock:
+            self._counts[key] = max(count, self._counts.pop(key, 0))
+            while len(self._counts) > self.size:
+                del self._counts[next(iter(self._counts))]
 
 
 class GraphExpander:
     """Collect the k-hop link neighbours of the top candidates from a neighbour source.
 
-    ``expansion``: how far (:class:`Expansion`; default: its defaults); ``embedder``: embeds
-    fetched objects the source returns without vectors (one batch per hop).
+    ``expansion``: how far and at what cost (:class:`Expansion`; default: its defaults);
+    ``embedder``: embeds fetched objects the source returns without vectors (one batch per
+    hop); ``diagnostics``: where a bound reached is said once (an :class:`ExpandingReranker`
+    passes its reranker's); ``hubs``: the hub keys remembered across queries.
     """
 
     def __init__(
@@ -150,6 +251,8 @@ class GraphExpander:
         expansion: Expansion | None = None,
         *,
         embedder: _Embedder | None = None,
+        diagnostics: Diagnostics | None = None,
+        hubs: HubKeys | None = None,
     ) -> None:
         expansion = _expansion(expansion)
         if not isinstance(source, NeighbourSource):
@@ -161,9 +264,14 @@ class GraphExpander:
                 "(use ForeignKeys or AdjacentChunks, or SharedEntities with "
                 "follow_entities=True)"
             )
+        if hubs is not None and not isinstance(hubs, HubKeys):
+            raise InputTypeError(f"hubs must be a HubKeys, got {type(hubs).__name__}")
         self.expansion = expansion
         self.source = source
         self.embedder = embedder
+        self.diagnostics = diagnostics or Diagnostics(owner="GraphExpander")
+        self.hubs = HubKeys() if hubs is None else hubs
+        self._options = _fetch_options(source.fetch)
 
     def expand(
         self, candidates: Sequence[Candidate], *, query_embedding: np.ndarray | None = None
@@ -188,18 +296,42 @@ class GraphExpander:
         added: list[Candidate] = []
         similarity: dict[str, float] = {}
         calls = fetched_total = 0
-        for _hop in range(self.expansion.hops):
+        started: float | None = None
+        stopped: str | None = None
+        hub_keys: dict[LinkKey, None] = {}
+        for hop in range(self.expansion.hops):
             keys = self._keys(frontier, known_keys, links)
+            if self.expansion.max_per_key is not None:
+                hubs = [k for k in keys if self.hubs.count(k) > self.expansion.max_per_key]
+                hub_keys.update(dict.fromkeys(hubs))
+                keys = [k for k in keys if k not in hub_keys]
             room = self.expansion.budget - len(added)
             if not keys or room <= 0:
                 break
-            fetched = self.source.fetch(keys)
+            if started is not None and self._late(hop, started, fetched_total):
+                stopped = "max_seconds"
+                break
+            limit = None
+            if self.expansion.max_fetched is not None:
+                limit = self.expansion.max_fetched - fetched_total
+            # Score first (the kept ones read in full after) when the hop may bring more
+            # objects than it keeps: about one object per key.
+            partial = query is not None and "full" in self._options and len(keys) > room
+            if started is None:
+                started = time.monotonic()
+            fetched = self._fetch(keys, limit, full=not partial)
             known_keys.update(keys)
             calls += 1
             fetched_total += len(fetched)
+            if limit is not None and len(fetched) >= limit:
+                fetched = fetched[:limit]
+                stopped = "max_fetched"
+                self._said_fetched(hop, limit)
+            fetched, hubs = self._without_hubs(fetched, keys)
+            hub_keys.update(dict.fromkeys(hubs))
             fresh: dict[str, Candidate] = {}
             for obj in fetched:
-                if isinstance(obj, Candidate) and obj.id and obj.id not in known_ids:
+                if obj.id and obj.id not in known_ids:
                     fresh.setdefault(obj.id, obj)
             new = self._with_embeddings(list(fresh.values()), query)
             sims = _cosines(new, query)
@@ -210,14 +342,18 @@ class GraphExpander:
                 keep.sort(key=lambda i: -sims[i])  # stable: fetch order among equals
             keep = keep[:room]
             frontier = [new[i] for i in keep]
-            for i in keep:
-                known_ids.add(new[i].id)
-                if sims is not None:
-                    similarity[new[i].id] = float(sims[i])
+            kept_sims = {} if sims is None else {new[i].id: float(sims[i]) for i in keep}
+            if partial:
+                frontier, read = self._read_full(frontier)
+                calls += read
+            for candidate in frontier:
+                known_ids.add(candidate.id)
+                if candidate.id in kept_sims:
+                    similarity[candidate.id] = kept_sims[candidate.id]
                 for proximity in links:
-                    known_keys.update(_canonical(k) for k in proximity.own_keys(new[i]))
+                    known_keys.update(_canonical(k) for k in proximity.own_keys(candidate))
             added.extend(frontier)
-            if not frontier:
+            if not frontier or stopped is not None:
                 break
         if (
             scores is None
@@ -241,7 +377,107 @@ class GraphExpander:
             calls,
             fetched_total,
             similarity,
+            stopped,
+            tuple(hub_keys),
+            0.0 if started is None else time.monotonic() - started,
         )
+
+    def _fetch(self, keys: list[LinkKey], limit: int | None, *, full: bool) -> list[Candidate]:
+        """One store call: ``limit`` and ``full=False`` are passed when ``fetch`` takes them; a
+        source without ``limit`` is cut after the call (its store read everything)."""
+        options: dict[str, Any] = {}
+        if limit is not None and "limit" in self._options:
+            options["limit"] = limit
+        if not full:
+            options["full"] = False
+        return [c for c in self.source.fetch(keys, **options) if isinstance(c, Candidate)]
+
+    def _read_full(self, kept: list[Candidate]) -> tuple[list[Candidate], int]:
+        """The kept objects a partial fetch returned without text, read by id in one call (one
+        the store no longer holds is dropped); returns them and the number of calls made."""
+        missing = [c.id for c in kept if not c.text]
+        if not missing:
+            return kept, 0
+        read = {
+            c.id: c for c in self._fetch([((None, i),) for i in missing], len(missing), full=True)
+        }
+        out = []
+        for c in kept:
+            if c.text:
+                out.append(c)
+            elif c.id in read:
+                full = read[c.id]
+                vector = c.embedding if full.embedding is None else full.embedding
+                out.append(Candidate(c.id, full.text, None, full.metadata or c.metadata, vector))
+        return out, 1
+
+    def _late(self, hop: int, started: float, fetched: int) -> bool:
+        """True (said once) when ``max_seconds`` passed since the first fetch: the hop is
+        skipped and what was fetched so far is ranked."""
+        limit = self.expansion.max_seconds
+        elapsed = time.monotonic() - started
+        if limit is None or elapsed < limit:
+            return False
+        self.diagnostics.bound(
+            ("expansion-budget", "max_seconds"),
+            f"expansion stopped at max_seconds={limit:g}: hop {hop + 1} of "
+            f"{self.expansion.hops} would start {elapsed:.2f} s after the query's first fetch "
+            f"({fetched} objects fetched so far, ranked as usual); raise "
+            "Expansion(max_seconds=...) (wrappers: expand_max_seconds; None: no bound), "
+            "or use fewer hops",
+        )
+        return True
+
+    def _said_fetched(self, hop: int, limit: int) -> None:
+        self.diagnostics.bound(
+            ("expansion-budget", "max_fetched"),
+            f"expansion reached max_fetched={self.expansion.max_fetched} objects fetched for "
+            f"one query (hop {hop + 1} of {self.expansion.hops} was given {limit}): the store "
+            "may hold more link neighbours, not fetched, and later hops are skipped; raise "
+            "Expansion(max_fetched=...) (wrappers: expand_max_fetched; None: no bound), or "
+            "expand from fewer seeds",
+        )
+
+    def _without_hubs(
+        self, fetched: list[Candidate], keys: Sequence[LinkKey]
+    ) -> tuple[list[Candidate], list[LinkKey]]:
+        """Drop the objects only hub keys found (a key matching more than ``max_per_key``
+        of them); the hubs are remembered and the first one found is said once. Id keys match
+        one object at most and are never hubs."""
+        cap = self.expansion.max_per_key
+        wanted: dict[tuple[str | None, ...], dict[tuple[str, ...], LinkKey]] = {}
+        for key in keys:
+            if any(f is not None for f, _v in key):
+                fields = tuple(f for f, _v in key)
+                wanted.setdefault(fields, {})[tuple(v for _f, v in key)] = key
+        if cap is None or not wanted or len(fetched) <= cap:
+            return fetched, []
+        found: list[set[LinkKey]] = []
+        counts: Counter[LinkKey] = Counter()
+        for obj in fetched:
+            mine: set[LinkKey] = set()
+            for fields, values in wanted.items():
+                for combo in product(*(field_values(obj.id, obj.metadata, f) for f in fields)):
+                    if combo in values:
+                        mine.add(values[combo])
+            found.append(mine)
+            counts.update(mine)
+        hubs = [k for k, n in counts.most_common() if n > cap]
+        if not hubs:
+            return fetched, []
+        for key in hubs:
+            self.hubs.add(key, counts[key])
+        self.diagnostics.bound(
+            ("expansion-hub",),
+            f"link key {_shown(hubs[0])} matched {counts[hubs[0]]} objects in one fetch, more "
+            f"than max_per_key={cap}: a hub (like a category page) links everything and says "
+            "little about any one object, so its objects are skipped and such keys are not "
+            "fetched again by this reranker; raise Expansion(max_per_key=...) (wrappers: "
+            "expand_max_per_key; None: no cap) to follow them",
+        )
+        hub_set = set(hubs)
+        kept = [o for o, mine in zip(fetched, found, strict=True) if not mine or mine - hub_set]
+        return kept, hubs
 
     def _keys(
         self, frontier: Sequence[Candidate], known: set[LinkKey], links: Sequence[Any]
@@ -292,7 +528,9 @@ class ExpandingReranker(RerankingEngine):
     gave them and ``original_rank`` beyond the candidate list's length. ``embedder`` embeds
     fetched objects the source returns without vectors; ``pruner`` scales fetched objects'
     scores (dropping those under ``drop_below``); ``keep_candidate_scores`` keeps the
-    candidates' candidate-only ranking.
+    candidates' candidate-only ranking; ``hubs``: hub keys remembered across queries (a
+    wrapper that builds one per call passes the one it keeps). Bounds reached are said once
+    through the reranker's diagnostics.
     """
 
     def __init__(
@@ -305,6 +543,7 @@ class ExpandingReranker(RerankingEngine):
         pruner: SoftPruner | None = None,
         drop_below: float = 0.5,
         keep_candidate_scores: bool = False,
+        hubs: HubKeys | None = None,
     ) -> None:
         if not isinstance(reranker, GraphReranker):
             raise InputTypeError(f"reranker must be a GraphReranker, got {type(reranker).__name__}")
@@ -318,7 +557,14 @@ class ExpandingReranker(RerankingEngine):
         self.pruner = pruner
         self.drop_below = float(drop_below)
         self.keep_candidate_scores = bool(keep_candidate_scores)
-        self.expander = GraphExpander(reranker.proximities, source, expansion, embedder=embedder)
+        self.expander = GraphExpander(
+            reranker.proximities,
+            source,
+            expansion,
+            embedder=embedder,
+            diagnostics=reranker.diagnostics,
+            hubs=hubs,
+        )
 
     @property
     def expansion(self) -> Expansion:
@@ -546,6 +792,27 @@ def _warn_once(message: str) -> None:
     _WARNED.add(message)
     logging.getLogger(__name__).warning(message)
     warn(message)
+
+
+def _fetch_options(fetch: Callable[..., Any]) -> frozenset[str]:
+    """Which of the optional keywords ``limit`` and ``full`` a source's ``fetch`` takes (all of
+    them through ``**kwargs``); read once per expander, not per call."""
+    try:
+        parameters = list(inspect.signature(fetch).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C callable: assume the bare protocol
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return frozenset({"limit", "full"})
+    return frozenset(
+        p.name
+        for p in parameters
+        if p.name in ("limit", "full") and p.kind is not inspect.Parameter.POSITIONAL_ONLY
+    )
+
+
+def _shown(key: LinkKey) -> str:
+    """A link key as a reader writes it: ``title='Films'``, ``doc_id='d' & chunk_index='3'``."""
+    return " & ".join(f"{'id' if f is None else f}={v!r}" for f, v in key)
 
 
 def _canonical(key: LinkKey) -> LinkKey:

@@ -7,6 +7,12 @@ keys (ids), title mentions (a ``title`` field) and chunk neighbours (``doc_id`` 
 
 Expansion calls :meth:`NeighbourSource.fetch` once per hop, never once per edge; the LangChain and
 LlamaIndex packages implement it over their stores (``get_by_ids`` / metadata filters).
+
+Two keywords are optional, used when ``fetch`` takes them, so a query's cost stays bounded:
+``limit`` (return at most that many objects; expansion passes what is left of its
+``max_fetched``) and ``full`` (``False``: the caller scores before it reads, so the text may be
+left out -- ``""`` -- for objects returned *with* a vector; the kept ones are read again by id
+with ``full=True``, so a source that takes ``full`` must answer id keys).
 """
 
 from __future__ import annotations
@@ -23,7 +29,13 @@ from grapher_core.edges.base import LinkKey, link_value
 from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.metadata import read_list
 
-__all__ = ["InMemorySource", "NeighbourSource", "check_keys", "field_values"]
+__all__ = [
+    "InMemorySource",
+    "NeighbourSource",
+    "check_keys",
+    "check_limit",
+    "field_values",
+]
 
 
 @runtime_checkable
@@ -36,7 +48,8 @@ class NeighbourSource(Protocol):
     """
 
     def fetch(self, keys: Sequence[LinkKey]) -> list[Candidate]:
-        """Every object that matches at least one of ``keys``, in a single call to the store."""
+        """Every object that matches at least one of ``keys``, in a single call to the store
+        (optionally also ``limit=`` and ``full=``, see the module docstring)."""
         ...
 
 
@@ -60,6 +73,13 @@ def check_keys(keys: Sequence[LinkKey]) -> list[LinkKey]:
                 raise InputError(f"bad (field, value) pair {pair!r} in link key {key!r}")
         out.append(key)
     return out
+
+
+def check_limit(limit: object) -> int | None:
+    """``fetch``'s ``limit``: ``None`` or an integer >= 0, named when it is not."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InputError(f"fetch limit must be an integer >= 0 or None, got {limit!r}")
+    return limit
 
 
 def field_values(object_id: str, metadata: Mapping[str, Any], field: str | None) -> list[str]:
@@ -133,15 +153,18 @@ class InMemorySource:
             self._indexes[fields] = index
         return index
 
-    def fetch(self, keys: Sequence[LinkKey]) -> list[Candidate]:
-        """Objects matching any key, in key order, each once."""
+    def fetch(self, keys: Sequence[LinkKey], *, limit: int | None = None) -> list[Candidate]:
+        """Objects matching any key, in key order, each once; the first ``limit`` of them."""
         self.calls += 1
+        limit = check_limit(limit)
         found: dict[int, None] = {}
         for key in check_keys(keys):
             ordered = tuple(sorted(key, key=lambda pair: (pair[0] is not None, pair[0] or "")))
             fields = tuple(f for f, _v in ordered)
             values = tuple(link_value(v) for _f, v in ordered)
             for position in self._index(fields).get(values, ()):
+                if limit is not None and len(found) >= limit:
+                    break
                 found[position] = None
         return [self._candidate(p) for p in found]
 

@@ -88,6 +88,18 @@ def test_small_pool_is_said_once() -> None:
     assert _said(GraphReranker([ForeignKeys()]), _tables(10), top_n=5) == []
 
 
+@pytest.mark.parametrize("proximity", [ForeignKeys(), ForeignKeys("foreign_key")])
+def test_a_pool_no_larger_than_top_n_is_that_one_cause_only(proximity: ForeignKeys) -> None:
+    """Links outside the pool or a misspelled field: on 2 candidates for top_n=2 the only
+    cause worth saying is the pool (a field hint there sends the user the wrong way)."""
+    pool = [Candidate(f"u{i}", score=1 - i / 10, metadata={"foreign_keys": ["x"]}) for i in (0, 1)]
+    for top_n in (2, 5):
+        said = _said(GraphReranker([proximity]), pool, top_n=top_n)
+        assert len(said) == 1 and f"reranking 2 candidates for top_n={top_n}" in said[0]
+    said = _said(GraphReranker([proximity]), pool, top_n=1)  # 2 > top_n: the graph is at work
+    assert len(said) == 1 and "top_n" not in said[0]
+
+
 def test_healthy_graph_says_nothing_and_reports_edges_per_kind() -> None:
     reranker = GraphReranker([ForeignKeys()])
     assert _said(reranker, _tables(10), top_n=3) == []

@@ -245,3 +245,36 @@ def test_entity_links_through_chroma_list_fields() -> None:
     assert result.added == ("b",) and source.calls == 1  # $contains, one get per hop
     with pytest.raises(TypeError, match="list_fields"):
         VectorStoreSource(store, list_fields="entities")
+
+
+def test_chroma_source_honours_limit_and_scores_before_reading() -> None:
+    store = chroma()
+    source = VectorStoreSource(store)
+    keys = [(("title", t),) for t, _text, _m in PASSAGES[:4]] + [((None, "Bread"),)]
+    assert len(source.fetch(keys)) == 5
+    limited = source.fetch(keys, limit=2)
+    assert [c.id for c in limited] == ["Bread", limited[1].id] and len(limited) == 2  # ids first
+    assert len(source.fetch(keys, limit=0)) == 0
+    partial = source.fetch(keys, full=False)
+    assert len(partial) == 5 and all(c.text == "" for c in partial)
+    assert all(c.embedding is not None and c.metadata.get("title") for c in partial)
+    with pytest.raises(ValueError, match="limit"):
+        source.fetch(keys, limit=-1)
+
+
+def test_expansion_through_chroma_reads_only_the_kept_documents() -> None:
+    from grapher_core import Candidate
+    from grapher_core.expand import Expansion, GraphExpander
+
+    store = chroma()
+    before = CountingChroma.get_calls
+    source = VectorStoreSource(store)
+    mentions = [title for title, _text, _m in PASSAGES]
+    seed = Candidate("Seed", "x", 1.0, {"mentions": mentions}, embeddings().embed_query("x"))
+    query = embeddings().embed_query("Who is the mother of the director of Inception?")
+    result = GraphExpander([MENTIONS], source, Expansion(seeds=1, budget=2)).expand(
+        [seed], query_embedding=query
+    )
+    assert len(result.added) == 2 and result.fetched == len(PASSAGES)
+    assert result.fetch_calls == CountingChroma.get_calls - before == 2  # score, then read 2
+    assert all(c.text for c in result.candidates)

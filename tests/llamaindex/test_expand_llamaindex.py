@@ -120,3 +120,15 @@ def test_relation_view_of_nodes() -> None:
     assert tree[0] == "[1] T0"
     with pytest.raises(ValueError, match="style"):
         format_nodes_as_graph(nodes, style="fancy")
+
+
+def test_node_sources_honour_limit() -> None:
+    docstore = SimpleDocumentStore()
+    docstore.add_documents(chain())
+    source = NodeSource(docstore)
+    keys = [((None, "c1"),), ((None, "c3"),), (("title", "T0"),), (("title", "T4"),)]
+    assert len(source.fetch(keys)) == 4
+    assert [c.id for c in source.fetch(keys, limit=3)] == ["c1", "c3", "c0"]
+    assert source.fetch(keys, limit=0) == []
+    with pytest.raises(ValueError, match="limit"):
+        source.fetch(keys, limit=-1)
