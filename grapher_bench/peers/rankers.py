@@ -53,6 +53,7 @@ PEER_RANKERS = frozenset(
         "graph-retriever",
         "graph-retriever-tuned",
         "prev-next",
+        "graph2sql",
     }
 )
 BEST_GRAPH: dict[str, str] = {"tables": "fk", "passages": "mentions", "chunks": "adjacent+mentions"}
@@ -110,6 +111,8 @@ def peer_graph(name: str, task_type: str) -> str:
         return llm_graph(name, task_type)
     if name == "prev-next" and task_type != "chunks":
         raise ConfigError("prev-next runs on chunk sets only")
+    if name == "graph2sql" and task_type != "tables":
+        raise ConfigError("graph2sql runs on table sets only")
     base, options = split_name(name)
     if base in ("expand-gcs", "expand-gat", "ego-gcs"):
         return _graph_of(options.get("links", "best"), task_type)
@@ -271,9 +274,18 @@ def peer_rankings(
             name, dataset, candidates, query_vectors=query_vectors, notes=notes, progress=progress
         )
         return [PeerRanking(ids, scores, ranks) for ids, scores, ranks in ranked], spent
-    corpus_vectors, vectors = _vectors(dataset)  # the bench cache's, even under BM25
     out: list[PeerRanking] = []
     timings: list[float] = []
+    if name == "graph2sql":  # lexical PPR: no vectors
+        from grapher_bench.peers.graph2sql import graph2sql_order
+
+        for query, cands in zip(dataset.queries, candidates, strict=True):
+            tick = time.perf_counter()
+            ids = graph2sql_order(query.text, cands)
+            timings.append((time.perf_counter() - tick) * 1000.0)
+            out.append(_ordered(ids, {c.id: i + 1 for i, c in enumerate(cands)}))
+        return out, timings
+    corpus_vectors, vectors = _vectors(dataset)  # the bench cache's, even under BM25
     base, _options = split_name(name)
     if base in ("expand-gcs", "expand-gcs-v1", "expand-gat", "ego-gcs"):
         from grapher_core.expand import InMemorySource
