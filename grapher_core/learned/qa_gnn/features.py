@@ -38,6 +38,7 @@ __all__ = [
     "TypedEdges",
     "ego_batch",
     "ego_members",
+    "fit_logistic",
     "typed_edges",
     "with_semantic",
 ]
@@ -195,3 +196,28 @@ def ego_batch(
     return EgoBatch(
         node, owner, np.stack([src, dst]), edges.weight[edge_id], edges.type[edge_id], n, centre
     )
+
+
+# -- score fusion (Alg. 6) --------------------------------------------------------------------
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iterations: int = 50
+) -> tuple[np.ndarray, float]:
+    """Coefficients and intercept of an L2-penalised logistic regression, by Newton's method:
+    the small-data recipe of the score fusion, shared with the bench's position prior so the two
+    differ in their features only. The intercept is not penalised."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.ndim != 2 or y.shape != (x.shape[0],) or x.shape[0] == 0:
+        raise InputError(f"need an (n, k) design and n labels, got {x.shape} and {y.shape}")
+    design = np.hstack([np.ones((x.shape[0], 1)), x])
+    beta = np.zeros(design.shape[1])
+    penalty = np.diag([0.0] + [l2] * x.shape[1])
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
+        gradient = design.T @ (p - y) + penalty @ beta
+        hessian = (design * (p * (1 - p))[:, None]).T @ design + penalty
+        step = np.linalg.solve(hessian + 1e-9 * np.eye(beta.size), gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return beta[1:].copy(), float(beta[0])

@@ -37,7 +37,7 @@ from grapher_core.learned.loop import (
     split_examples,
 )
 from grapher_core.learned.qa_gnn.checkpoint import FusionCoefficients, QAGNNConfig
-from grapher_core.learned.qa_gnn.features import EgoBatch, TypedEdges
+from grapher_core.learned.qa_gnn.features import EgoBatch, TypedEdges, fit_logistic
 from grapher_core.learned.qa_gnn.model import QAGNNNet, QAGNNSpec
 from grapher_core.ranking.seeds import minmax
 
@@ -299,24 +299,13 @@ def fit_fusion(
     l2: float = 1e-2,
     iterations: int = 50,
 ) -> FusionCoefficients:
-    """Logistic regression (Newton's method, small L2 on the coefficients) over the examples'
-    candidates: label 1 for gold."""
+    """:func:`fit_logistic` over the examples' candidates' fusion features: label 1 for gold."""
     x = np.concatenate(
         [fusion_features(e.seeds, e.adjusted, g) for e, g in zip(examples, gnn_scores, strict=True)]
     )
-    y = np.concatenate([e.labels for e in examples]).astype(np.float64)
-    design = np.hstack([np.ones((x.shape[0], 1)), x])
-    beta = np.zeros(design.shape[1])
-    penalty = np.diag([0.0] + [l2] * x.shape[1])
-    for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
-        gradient = design.T @ (p - y) + penalty @ beta
-        hessian = (design * (p * (1 - p))[:, None]).T @ design + penalty
-        step = np.linalg.solve(hessian + 1e-9 * np.eye(beta.size), gradient)
-        beta -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return FusionCoefficients(tuple(float(b) for b in beta[1:]), float(beta[0]))
+    y = np.concatenate([e.labels for e in examples])
+    coef, intercept = fit_logistic(x, y, l2, iterations)
+    return FusionCoefficients(tuple(float(b) for b in coef), intercept)
 
 
 # -- the whole recipe -------------------------------------------------------------------------
