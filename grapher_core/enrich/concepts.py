@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from grapher_core.enrich.base import ExtractionResult, check_texts
 from grapher_core.errors import ConfigError, InputError, MissingDependencyError
 from grapher_core.metadata import read_list
-from grapher_core.utils.callsite import warn
+from grapher_core.utils import callsite
 
 __all__ = [
     "DEFAULT_CHUNK_CHARS",
@@ -63,7 +63,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("grapher_core.enrich.concepts")
-_warned: set[str] = set()
 
 QUESTION_NODE = "question"
 _EDGE = re.compile(r"^(.+?) :(\S+) (.+)$")
@@ -97,10 +96,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def warn_once(message: str) -> None:
     """Log and warn once per distinct message (nothing fails silently, nothing floods)."""
-    if message not in _warned:
-        _warned.add(message)
-        _log.warning(message)
-        warn(message)
+    callsite.warn_once(message, logger=_log.name)
 
 
 def normalise_concept(text: str) -> str:

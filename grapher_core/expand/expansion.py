@@ -41,7 +41,6 @@ of objects it returns with a vector: they are scored first and only the kept one
 from __future__ import annotations
 
 import inspect
-import logging
 import math
 import threading
 import time
@@ -62,7 +61,7 @@ from grapher_core.expand.pruning import SoftPruner
 from grapher_core.expand.source import NeighbourSource, field_values
 from grapher_core.ranking.seeds import original_scores, rank_seeds
 from grapher_core.rerank import GraphReranker, Reranking, RerankingEngine, validate_candidates
-from grapher_core.utils.callsite import warn
+from grapher_core.utils.callsite import warn_once
 from grapher_core.vectors import StoredVectors, VectorPlan, fill_plan
 
 __all__ = [
@@ -724,9 +723,10 @@ class ExpandingReranker(RerankingEngine):
         """The pruner's factor per fetched object (1 where a vector is missing, said once)."""
         fetched = expansion.candidates[len(expansion.candidates) - len(expansion.added) :]
         if query_embedding is None or any(c.embedding is None for c in fetched):
-            _warn_once(
+            warn_once(
                 "soft pruning needs the query embedding and the fetched objects' "
-                "vectors; fetched objects without them are kept unscaled"
+                "vectors; fetched objects without them are kept unscaled",
+                logger=__name__,
             )
             return {}
         if self.pruner is None:  # callers check first; a direct call is a programming error
@@ -781,17 +781,6 @@ def _soft_pruned(
         replace(r, score=float(score), rank=rank)
         for rank, (score, _p, r) in enumerate(kept, start=1)
     ]
-
-
-_WARNED: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    if message in _WARNED:
-        return
-    _WARNED.add(message)
-    logging.getLogger(__name__).warning(message)
-    warn(message)
 
 
 def _fetch_options(fetch: Callable[..., Any]) -> frozenset[str]:

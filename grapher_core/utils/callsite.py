@@ -111,14 +111,16 @@ _said: set[str] = set()
 _said_lock = threading.Lock()
 
 
-def warn_once(message: str, category: type[Warning] = UserWarning) -> bool:
-    """:func:`warn` the first time ``message`` is seen in this process (logged too, logger
-    ``"grapher"``); later calls do nothing. Returns whether it was said now."""
+def warn_once(
+    message: str, category: type[Warning] = UserWarning, *, logger: str = "grapher"
+) -> bool:
+    """:func:`warn` the first time ``message`` is seen in this process, logged too (``logger``:
+    the caller's logger name); later calls do nothing. Returns whether it was said now."""
     with _said_lock:
         if message in _said:
             return False
         _said.add(message)
-    logging.getLogger("grapher").warning(message)
+    logging.getLogger(logger).warning(message)
     warn(message, category)
     return True
 

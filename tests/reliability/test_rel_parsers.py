@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.concepts import candidate_concepts
-from grapher_core.enrich import concepts as concepts_module
 from grapher_core.enrich.concepts import (
     ConceptGraph,
     SpacyConceptParser,
@@ -35,6 +34,7 @@ from grapher_core.enrich.concepts import (
 )
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.metadata import encode_list
+from grapher_core.utils import callsite
 
 spacy = pytest.importorskip("spacy")
 
@@ -69,7 +69,7 @@ def test_a_million_characters_are_cut_and_parsed_in_bounded_pieces() -> None:
     parser = parser_with(nlp)
     sentence = "James Cameron was born in Kapuskasing, Ontario. "
     text = sentence * (1_000_000 // len(sentence) + 1)
-    concepts_module._warned.clear()
+    callsite._said.clear()  # once-per-process warnings: say them again here
     with pytest.warns(UserWarning, match="cut there") as caught:
         parser.parse([text, "short"], names=["huge", "small"])
         parser.parse([text])
@@ -96,7 +96,7 @@ def test_length_bounds_are_configurable_and_checked() -> None:
 
 def test_lone_surrogates_reach_no_parser_and_are_named() -> None:
     parser = parser_with(RecordingNlp())
-    concepts_module._warned.clear()
+    callsite._said.clear()  # once-per-process warnings: say them again here
     with pytest.warns(UserWarning, match="lone surrogates.*doc-7"):
         (graph,) = parser.parse(["bad \ud800 text"], names=["doc-7"])
     assert isinstance(graph, ConceptGraph)
