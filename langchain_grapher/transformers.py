@@ -7,7 +7,8 @@
 * :class:`ConceptGraphTransformer` -- concept graphs (G-RAG, ``ranker="g-rag"`` and
   ``shared_concepts()``);
 * :class:`LinkTransformer` -- hyperlinks resolved to document ids (structural,
-  ``ForeignKeys(field="links")``).
+  ``ForeignKeys(field="links")``), or on split chunks to the anchored chunk / the linked page
+  (``ChunkLinks()``).
 
 Each returns *new* documents (same ``id``, same text, a copy of the metadata plus its field) and
 writes lists in the shape the target vector store keeps (``list_format``): ``"list"`` (native;
@@ -18,7 +19,7 @@ keep only scalars. The proximities read all three shapes.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,8 +27,17 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from grapher_core.conventions import ListFormat
+from grapher_core.edges.links import ANCHOR_FIELD, HEADING_FIELDS
 from grapher_core.enrich.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
-from grapher_core.enrich.links import build_target_index, extract_links, resolve_links
+from grapher_core.enrich.links import (
+    LinkIndex,
+    LinkTarget,
+    build_target_index,
+    extract_links,
+    link_target,
+    resolve_links,
+    section_anchors,
+)
 from grapher_core.errors import InputError, InputTypeError, StateError
 from grapher_core.metadata import encode_list
 
@@ -235,16 +245,27 @@ class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
 
 
 class LinkTransformer(BaseDocumentTransformer, BaseModel):
-    """Write the ids of the documents each document links to (``metadata[field]``, ``"links"``).
+    """Write where each document links to (``metadata[field]``, default ``"links"``).
 
-    Links are read from the text (HTML ``<a href>`` and/or Markdown, ``fmt``) and resolved to
-    ``Document.id`` values: through ``id_by_target`` (link target -> id, e.g. URL -> id) when
-    given, else through the documents of the same call, each reachable by its id and by the
-    values of ``url_keys`` in its metadata (``source``, ``url``; one key may be given as a
-    string). Relative links are resolved against the linking document's own URL (the first
-    ``url_keys`` value present). Links to unknown targets are dropped. Rank with
-    ``ForeignKeys(field="links")``. LlamaIndex's ``GraphERLinkExtractor`` takes the same
-    ``url_keys``.
+    Links are read from the text (HTML ``<a href>`` and/or Markdown, ``fmt``) and resolved
+    through ``id_by_target`` (link target -> id, e.g. URL -> id) when given, else through the
+    documents of the same call, each reachable by its id and by the values of ``url_keys`` in
+    its metadata (``source``, ``url``; one key may be given as a string). Relative links are
+    resolved against the linking document's own URL (the first ``url_keys`` value present).
+    Links to unknown targets are dropped.
+
+    Split chunks work as they are: the chunks sharing a page URL (the first ``url_keys``
+    value) are one page, not a clash (:class:`grapher_core.enrich.links.LinkIndex`). A link to
+    a page held by one document gets its ``Document.id`` (rank with
+    ``ForeignKeys(field="links")``); into a chunked page, ``page#anchor`` gets the id of the
+    chunk holding the anchor (``metadata[anchor_field]``, an HTML ``id``/Markdown heading in
+    its text, or a heading in ``heading_fields``) and a whole-page link gets the page's URL as
+    the chunks' metadata writes it, whose one chunk
+    :class:`~grapher_core.edges.links.ChunkLinks` picks at rank time (zero-config detection
+    chooses it). Anchors found in a document's text are written to ``anchor_field`` when its
+    metadata has none, for rank time; a heading a splitter left at the very end of a chunk
+    (its section's text starts in the next one) counts as the next chunk's. LlamaIndex's
+    ``GraphERLinkExtractor`` takes the same ``url_keys``.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -253,9 +274,11 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
     fmt: Literal["auto", "html", "markdown"] = "auto"
     id_by_target: dict[str, str] | None = None
     url_keys: tuple[str, ...] = ("source", "url")
+    anchor_field: str | None = ANCHOR_FIELD
+    heading_fields: tuple[str, ...] = HEADING_FIELDS
     list_format: ListFormat = "list"
 
-    @field_validator("url_keys", mode="before")
+    @field_validator("url_keys", "heading_fields", mode="before")
     @classmethod
     def _one_key(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
@@ -264,17 +287,45 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
         self, documents: Sequence[Document], **kwargs: Any
     ) -> Sequence[Document]:
         items = _check_documents(documents)
-        index = build_target_index(
-            self.id_by_target if self.id_by_target is not None else self._pairs(items)
-        )
-        out = []
-        for document in items:
-            targets = extract_links(document.page_content, self.fmt)
-            ids = resolve_links(
-                targets, index, base=self._url(document.metadata), self_id=document.id
+        targets = [
+            link_target(
+                document.id,
+                document.metadata,
+                document.page_content,
+                url_keys=self.url_keys,
+                anchor_field=self.anchor_field,
+                heading_fields=self.heading_fields,
+                fmt=self.fmt,
             )
-            out.append(with_list(document, self.field, ids, self.list_format))
+            for document in items
+        ]
+        resolve = self._resolver(targets)
+        anchors = section_anchors(targets)
+        out = []
+        for document, target, held in zip(items, targets, anchors, strict=True):
+            links = extract_links(document.page_content, self.fmt)
+            ids = resolve(links, self._url(document.metadata), document, target)
+            new = with_list(document, self.field, ids, self.list_format)
+            if self.anchor_field and held and self.anchor_field not in document.metadata:
+                new = with_list(new, self.anchor_field, held, self.list_format)
+            out.append(new)
         return out
+
+    def _resolver(self, targets: list[LinkTarget]) -> Callable[..., list[str]]:
+        """``id_by_target`` as given (the former path), else the call's documents by page."""
+        if self.id_by_target is not None:
+            index = build_target_index(self.id_by_target)
+
+            def by_map(links: list[str], base: str | None, doc: Document, _t: Any) -> list[str]:
+                return resolve_links(links, index, base=base, self_id=doc.id)
+
+            return by_map
+        pages = LinkIndex(targets)
+
+        def by_page(links: list[str], base: str | None, _d: Any, target: LinkTarget) -> list[str]:
+            return pages.resolve(links, base=base, source=target)
+
+        return by_page
 
     def _url(self, metadata: Mapping[str, Any]) -> str | None:
         for key in self.url_keys:
@@ -282,18 +333,6 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
             if isinstance(value, str) and value.strip():
                 return value.strip()
         return None
-
-    def _pairs(self, items: list[Document]) -> list[tuple[str, str]]:
-        pairs: list[tuple[str, str]] = []
-        for document in items:
-            if not document.id:
-                continue
-            pairs.append((str(document.id), str(document.id)))
-            for key in self.url_keys:
-                value = document.metadata.get(key)
-                if isinstance(value, str) and value.strip():
-                    pairs.append((value.strip(), str(document.id)))
-        return pairs
 
 
 class MentionTransformer(BaseDocumentTransformer, BaseModel):

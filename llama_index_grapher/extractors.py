@@ -6,7 +6,8 @@ Each extractor writes one list field that a core proximity reads at query time:
   default, or any ``grapher_core.enrich`` extractor such as the OpenAI one);
 * :class:`GraphERConceptExtractor` -> ``"concepts"`` for ``ranker="g-rag"`` and
   ``shared_concepts()`` (spaCy dependency-parse concept graphs);
-* :class:`GraphERLinkExtractor` -> ``"links"`` for ``ForeignKeys("links", target_field=...)``;
+* :class:`GraphERLinkExtractor` -> ``"links"`` for ``ForeignKeys("links", target_field=...)``
+  (on split pages ``"anchors"`` too, for ``ChunkLinks()``);
 * :class:`GraphERMentionExtractor` -> ``"mentions"`` (titles named in the text, over a whole
   corpus) for ``ForeignKeys("mentions", target_field="title")``.
 
@@ -29,6 +30,7 @@ own URL; ``base_field`` is its deprecated former name here), ``cache`` (the enti
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 import sys
@@ -36,6 +38,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urldefrag
 
 import pydantic
 from llama_index.core.bridge.pydantic import (
@@ -282,6 +285,13 @@ class GraphERLinkExtractor(_GraphERExtractor):
     of a node's own URL, the first one present wins (for relative links, and to drop links to
     itself); the name and default are LangChain's ``LinkTransformer``'s (``base_field=``, a
     single key, is its deprecated former name here).
+
+    Split pages work as they are: without ``id_by_target``, a link into a page that several
+    nodes of the call share keeps its anchor (``"https://x/install.html#linux"``), and each
+    node's anchors (HTML ``id``/``name``, Markdown headings) are written to ``anchor_field``
+    when its metadata has none, so that ``ChunkLinks`` (chosen by zero-config detection) lands
+    the link on the one chunk holding the anchor at query time; a whole-page link is chosen a
+    chunk there too. Whole-page links from a chunk to its own page are dropped.
     """
 
     field: str = Field(default="links", description="Metadata key written.")
@@ -293,6 +303,11 @@ class GraphERLinkExtractor(_GraphERExtractor):
         default=("source", "url"),
         description="Metadata keys of the node's own URL, first present wins (relative links, "
         "self-links dropped).",
+    )
+    anchor_field: str | None = Field(
+        default="anchors",
+        description="Metadata key of the anchors a node's text defines (written when absent, "
+        "for links into chunked pages); None: not written.",
     )
 
     @model_validator(mode="before")
@@ -321,10 +336,26 @@ class GraphERLinkExtractor(_GraphERExtractor):
     def class_name(cls) -> str:
         return "GraphERLinkExtractor"
 
-    def _links(self, text: str, metadata: Mapping[str, Any]) -> list[str]:
-        from grapher_core.enrich.links import extract_links, normalise_target, resolve_links
+    async def aprocess_nodes(
+        self,
+        nodes: Sequence[BaseNode],
+        excluded_embed_metadata_keys: list[str] | None = None,
+        excluded_llm_metadata_keys: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[BaseNode]:
+        out = await super().aprocess_nodes(
+            nodes,
+            excluded_embed_metadata_keys=excluded_embed_metadata_keys,
+            excluded_llm_metadata_keys=excluded_llm_metadata_keys,
+            **kwargs,
+        )
+        if self.anchor_field:
+            for node in out:
+                exclude_from_text(node, [self.anchor_field])
+        return out
 
-        base = next(
+    def _url(self, metadata: Mapping[str, Any]) -> str | None:
+        return next(
             (
                 value.strip()
                 for key in self.url_keys
@@ -332,25 +363,74 @@ class GraphERLinkExtractor(_GraphERExtractor):
             ),
             None,
         )
+
+    def _links(
+        self,
+        text: str,
+        metadata: Mapping[str, Any],
+        chunked: frozenset[str] = frozenset(),
+        anchors: Sequence[str] = (),
+    ) -> list[str]:
+        """The node's links; ``chunked``: normalised pages several nodes share (anchors kept),
+        ``anchors``: those the node holds itself (a link to one of them is to itself)."""
+        from grapher_core.edges.links import anchor_key
+        from grapher_core.enrich.links import extract_links, normalise_target, resolve_links
+
+        base = self._url(metadata)
         targets = extract_links(text, fmt=self.fmt)
         own = normalise_target(base) if base else None
         if self.id_by_target is not None:
             self_id = self.id_by_target.get(own) if own else None
             return resolve_links(targets, self.id_by_target, base=base, self_id=self_id)
+        held = {anchor_key(a) for a in anchors}
         out: list[str] = []
         for target in targets:
             key = normalise_target(target, base)
-            if key and key != own and key not in out:
+            fragment = _fragment(target)
+            if key and key in chunked and fragment:
+                if key == own and anchor_key(fragment) in held:
+                    continue  # an anchor of this very chunk
+                key = f"{key}#{fragment}"
+            elif key == own:
+                continue
+            if key and key not in out:
                 out.append(key)
         return out
 
     async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
-        return [
-            self._record(
-                self._links(node.get_content(metadata_mode=MetadataMode.NONE), node.metadata)
+        from collections import Counter
+
+        from grapher_core.enrich.links import link_target, normalise_target, section_anchors
+
+        texts = [node.get_content(metadata_mode=MetadataMode.NONE) for node in nodes]
+        urls = [self._url(node.metadata) for node in nodes]
+        shared = Counter(normalise_target(url) for url in urls if url)
+        chunked = frozenset(page for page, count in shared.items() if page and count > 1)
+        targets = [
+            link_target(
+                node.node_id,
+                node.metadata,
+                text if self.anchor_field else "",
+                url_keys=self.url_keys,
+                anchor_field=self.anchor_field,
+                fmt=self.fmt,
             )
-            for node in nodes
+            for node, text in zip(nodes, texts, strict=True)
         ]
+        out = []
+        for node, text, held in zip(nodes, texts, section_anchors(targets), strict=True):
+            record = self._record(self._links(text, node.metadata, chunked, held))
+            if self.anchor_field and held and self.anchor_field not in node.metadata:
+                encoded = encode_list(held, self.list_format)
+                if encoded is not None:
+                    record[self.anchor_field] = encoded
+            out.append(record)
+        return out
+
+
+def _fragment(target: str) -> str:
+    """The anchor of a link target (``page#anchor``), unescaped; ``""`` without one."""
+    return unquote(urldefrag(html.unescape(target.strip()))[1]).strip()
 
 
 class GraphERMentionExtractor(_GraphERExtractor):

@@ -13,6 +13,7 @@ from typing import Any
 
 from grapher_core.edges.entities import SharedEntities
 from grapher_core.edges.keys import AdjacentChunks, ForeignKeys
+from grapher_core.edges.links import ChunkLinks
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.errors import ConfigError
 
@@ -21,7 +22,8 @@ __all__ = ["proximity_from_dict", "proximity_to_dict"]
 CLASS_KEY = "class"
 
 BUILT_IN: dict[str, type] = {
-    cls.__name__: cls for cls in (ForeignKeys, AdjacentChunks, SharedEntities, SemanticKNN)
+    cls.__name__: cls
+    for cls in (ForeignKeys, AdjacentChunks, SharedEntities, SemanticKNN, ChunkLinks)
 }
 """The proximities a config names by class name alone."""
 

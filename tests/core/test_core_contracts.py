@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from grapher_core import AdjacentChunks, ForeignKeys, SemanticKNN, SharedEntities, edges
+from grapher_core.edges import ChunkLinks
 from grapher_core.expand.source import InMemorySource
 from grapher_core.ranking.registry import make_ranker
 from grapher_core.testing import (
@@ -33,6 +34,8 @@ PROXIMITIES = [
     AdjacentChunks(),
     SemanticKNN(k=2, threshold=-1.0),
     SemanticKNN.paper(k=2, threshold=-1.0),
+    ChunkLinks(),
+    ChunkLinks(embed=True),
 ]
 
 
