@@ -17,6 +17,7 @@ __all__ = ["EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main", "run"]
 SUBCOMMANDS: tuple[str, ...] = (
     "grapher_core.cli.demo",
     "grapher_core.cli.enrich",
+    "grapher_core.cli.eval",
     "grapher_core.cli.rerank",
 )
 

@@ -1,29 +1,38 @@
 """``grapher rerank``: try GraphER on your own data without writing code.
 
-Reads a database schema (``--database``, any SQLAlchemy URL) or a corpus JSONL file
-(``--corpus``, one object per line; ``--id-field`` / ``--text-field`` name its keys, the
-``metadata`` object is read as is), retrieves ``--fetch`` candidates for the question with the
-packaged MiniLM model (plain cosine similarity, embedded on every run: keep the corpus small or
-pass ``--limit``), reranks them (proximities detected from the metadata unless ``--graph``
-says which), and prints the retriever's top ``--top`` beside GraphER's, the graph it built
-(edges per kind) and why each newcomer moved up. ``--mentions`` first links objects to the
-objects whose titles they name (corpora without hyperlinks).
+Reads database schemas (``--database``, any SQLAlchemy URL; repeat it to pool several databases
+as one corpus, ids ``"<db name>.<table>"``) or a corpus JSONL file (``--corpus``, one object per
+line; ``--id-field`` / ``--text-field`` name its keys, the ``metadata`` object is read as is),
+retrieves ``--fetch`` candidates for the question with the packaged MiniLM model (plain cosine
+similarity), reranks them (proximities detected from the metadata unless ``--graph`` says
+which), and prints the retriever's top ``--top`` beside GraphER's, the graph it built (edges
+per kind) and why each newcomer moved up. ``--mentions`` first links objects to the objects
+whose titles they name (corpora without hyperlinks).
 
-Texts longer than ``--max-chars`` (default 20 000) are cut before they are embedded (MiniLM
-reads its first 256 tokens anyway; a 60 MB text would otherwise be tokenized whole). Lone
-surrogates (JSON's ``"\\ud800"``) are replaced by U+FFFD for the model and printed escaped.
+``--questions FILE.jsonl`` (``{"id", "text"}`` per line, ``gold`` optional) reranks every
+question of the file instead: the corpus is embedded once, one reranked list per question is
+printed, or written as JSONL with ``--out``. ``grapher eval`` measures a questions file with
+gold ids against the retriever's order.
+
+The corpus's vectors are kept in ``embeddings.sqlite`` in the cache folder (``$GRAPHER_CACHE``,
+default ``~/.cache/grapher``), keyed by model and text: a second run embeds only what changed
+(``--no-cache`` to skip it). Texts longer than ``--max-chars`` (default 20 000) are cut before
+they are embedded (MiniLM reads its first 256 tokens anyway; a 60 MB text would otherwise be
+tokenized whole). Lone surrogates (JSON's ``"\\ud800"``) are replaced by U+FFFD for the model
+and printed escaped.
 
 Exit codes:
   0  reranked and printed
-  2  bad command line or input: a corpus line that is not a JSON object (or is nested too
-     deep), a database URL that does not parse, names an unknown dialect, a missing file or a
-     file that is not a database (one line, naming the option)
+  2  bad command line or input: a corpus or questions line that is not a JSON object (or is
+     nested too deep), a question without ``id`` / ``text``, a database URL that does not
+     parse, names an unknown dialect, a missing file or a file that is not a database (one
+     line, naming the option)
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import json
 import time
 import warnings
 from collections.abc import Sequence
@@ -34,40 +43,56 @@ import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject, RankedCandidate
 from grapher_core.cli.arguments import alpha_argument
-from grapher_core.errors import InputError, InputFileNotFoundError
+from grapher_core.cli.inputs import (
+    MAX_TEXT_CHARS,
+    EmbeddingStore,
+    clean_text,
+    embed_texts,
+    load_corpus,
+    read_database,
+    read_questions,
+    shown,
+)
+from grapher_core.errors import InputError
 
-__all__ = ["GRAPHS", "MAX_TEXT_CHARS", "load_objects", "read_database", "register", "run"]
+__all__ = [
+    "GRAPHS",
+    "MAX_TEXT_CHARS",
+    "embedding_store",
+    "load_objects",
+    "proximities_for",
+    "read_database",
+    "register",
+    "retrieve",
+    "run",
+]
 
 GRAPHS = ("auto", "fk", "links", "mentions", "entities", "chunks")
-
-MAX_TEXT_CHARS = 20_000
-"""Characters of each text embedded (``--max-chars``): MiniLM keeps its first 256 tokens, and
-a tokenizer handed a text of tens of megabytes aborts the process."""
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "rerank",
-        help="rerank your own schema or corpus for a question; print before/after and why",
+        help="rerank your own schema or corpus for a question (or a file of them)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("question", help="the question to retrieve for")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--database",
-        metavar="URL",
-        help="SQLAlchemy URL, e.g. sqlite:///chinook.db (tables become objects)",
-    )
-    source.add_argument(
-        "--corpus", type=Path, metavar="JSONL", help="corpus file, one JSON object per line"
-    )
-    parser.add_argument("--id-field", default="id", help="corpus: key of the id (default: id)")
     parser.add_argument(
-        "--text-field", default="text", help="corpus: key of the text (default: text)"
+        "question", nargs="?", help="the question to retrieve for (or give --questions)"
     )
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        metavar="JSONL",
+        help='questions file, {"id", "text"} per line: one reranked list per question',
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="JSONL",
+        help="with --questions: write the lists here (one JSON object per question)",
+    )
+    add_source_arguments(parser)
     parser.add_argument("--limit", type=int, default=None, help="corpus: only the first N objects")
     parser.add_argument(
         "--mentions", action="store_true", help="add title-mention links over the corpus first"
@@ -89,105 +114,69 @@ def register(subparsers: Any) -> None:
         "--fetch", type=int, default=50, help="candidates retrieved and reranked (default: 50)"
     )
     parser.add_argument("--top", type=int, default=5, help="results shown (default: 5)")
+    add_embedding_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--database`` (repeatable) or ``--corpus``, and the corpus's field names."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--database",
+        metavar="URL",
+        action="append",
+        help="SQLAlchemy URL, e.g. sqlite:///chinook.db (tables become objects); repeat it "
+        "to pool several databases as one corpus",
+    )
+    source.add_argument(
+        "--corpus", type=Path, metavar="JSONL", help="corpus file, one JSON object per line"
+    )
+    parser.add_argument("--id-field", default="id", help="corpus: key of the id (default: id)")
+    parser.add_argument(
+        "--text-field", default="text", help="corpus: key of the text (default: text)"
+    )
+
+
+def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-chars``, ``--no-cache`` and ``--no-progress``."""
     parser.add_argument(
         "--max-chars",
         type=int,
         default=MAX_TEXT_CHARS,
         help="characters of each text embedded; longer texts are cut (default: %(default)s)",
     )
-    parser.set_defaults(func=run)
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not read or write the embedding cache (embeddings.sqlite in $GRAPHER_CACHE)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress counter on stderr")
 
 
 def load_objects(args: argparse.Namespace) -> list[CorpusObject]:
-    """The objects the command works on, from ``--database`` or ``--corpus``."""
-    if args.database:
-        return read_database(args.database)
-    from grapher_core.cli.enrich import read_corpus_lines
-
-    records = read_corpus_lines(
-        args.corpus, args.limit, id_field=args.id_field, text_field=args.text_field
+    """The objects the command works on, from ``--database`` (one or several, pooled) or
+    ``--corpus``."""
+    return load_corpus(
+        getattr(args, "corpus", None),
+        getattr(args, "database", None),
+        id_field=getattr(args, "id_field", "id"),
+        text_field=getattr(args, "text_field", "text"),
+        limit=getattr(args, "limit", None),
     )
-    return [
-        CorpusObject(str(r[args.id_field]), r[args.text_field], r.get("metadata") or {})
-        for _, r in records
-    ]
 
 
-def read_database(url: str) -> list[CorpusObject]:
-    """The tables of the database at ``url``, read-only; every failure (a URL that does not
-    parse, an unknown dialect, a missing file, a file that is not a database, a server that
-    does not answer) is one ``InputError`` naming ``--database``, never a traceback. A SQLite
-    file is opened read-only and must exist (SQLite would create an empty one)."""
-    try:
-        import sqlalchemy
-        from sqlalchemy.engine import make_url
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        from grapher_core.errors import MissingDependencyError
+def embedding_store(args: argparse.Namespace) -> EmbeddingStore | None:
+    """The on-disk vector cache, unless ``--no-cache`` (created only now: after the input
+    was read and checked, so a refused run leaves no cache folder behind)."""
+    if args.no_cache:
+        return None
+    from grapher_core.utils.paths import cache_root
 
-        raise MissingDependencyError(
-            "--database needs SQLAlchemy: pip install 'grapher-rerank[sql]'"
-        ) from error
-    from grapher_core.enrich.schema import read_schema
-
-    try:
-        parsed = make_url(url)
-    except (sqlalchemy.exc.ArgumentError, ValueError):
-        raise InputError(
-            f"--database {url!r} is not a SQLAlchemy URL (e.g. sqlite:///chinook.db)"
-        ) from None
-    shown = parsed.render_as_string(hide_password=True)
-    try:
-        engine = _engine(sqlalchemy, parsed, shown)
-        try:
-            return read_schema(engine)
-        finally:
-            engine.dispose()
-    except ImportError as error:  # the dialect's driver (psycopg, pymysql...) is not installed
-        from grapher_core.errors import MissingDependencyError
-
-        raise MissingDependencyError(
-            f"--database {shown}: the {parsed.drivername!r} driver is not installed ({error})"
-        ) from None
-    except sqlalchemy.exc.NoSuchModuleError:
-        raise InputError(
-            f"--database {shown}: unknown database dialect {parsed.drivername!r}"
-        ) from None
-    except sqlalchemy.exc.SQLAlchemyError as error:
-        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
-        raise InputError(f"--database {shown}: cannot read the schema ({reason})") from None
+    return EmbeddingStore(cache_root() / "embeddings.sqlite")
 
 
-def _engine(sqlalchemy: Any, url: Any, shown: str) -> Any:
-    """An engine for ``url``; a SQLite file must exist and is opened read-only."""
-    database = url.database
-    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
-        return sqlalchemy.create_engine(url)
-    if database.startswith("file:"):  # already a SQLite URI: the user chose its mode
-        return sqlalchemy.create_engine(url)
-    path = Path(database)
-    if not path.exists():
-        raise InputFileNotFoundError(f"--database {shown}: {path} does not exist")
-    if not path.is_file():
-        raise InputError(f"--database {shown}: {path} is not a file")
-    import sqlite3
-    from urllib.parse import quote
-
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    return sqlalchemy.create_engine(url, creator=lambda: sqlite3.connect(uri, uri=True))
-
-
-def _clean(text: str, limit: int) -> str:
-    """``text`` as the model can take it: at most ``limit`` characters, lone surrogates
-    replaced by U+FFFD (they cannot be encoded as UTF-8, which every tokenizer does)."""
-    return _LONE_SURROGATE.sub("\ufffd", text[:limit])
-
-
-def _shown(text: str) -> str:
-    """``text`` printable on any UTF-8 stream: a lone surrogate is written as ``\\ud800``."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _proximities(graph: str) -> list[Any] | None:
+def proximities_for(graph: str) -> list[Any] | None:
+    """The proximities ``--graph`` names (``None``: detected per call)."""
     from grapher_core.edges.entities import SharedEntities
     from grapher_core.edges.keys import AdjacentChunks, ForeignKeys
 
@@ -201,45 +190,86 @@ def _proximities(graph: str) -> list[Any] | None:
     }[graph]
 
 
-def run(args: argparse.Namespace) -> int:
-    from grapher_core.embeddings import default_embedder
-    from grapher_core.rerank import GraphReranker
+def retrieve(
+    objects: Sequence[CorpusObject], vectors: np.ndarray, query: np.ndarray, fetch: int
+) -> list[Candidate]:
+    """The ``fetch`` objects most cosine-similar to ``query`` as candidates, best first (ties
+    in corpus order), each with its score and vector: the dense retriever of both commands."""
+    scores = vectors @ query
+    fetch = min(fetch, len(objects))
+    if fetch < len(objects):  # the fetch best without a full sort; ties cut in corpus order
+        kth = np.partition(scores, len(objects) - fetch)[len(objects) - fetch]
+        above = np.flatnonzero(scores > kth)
+        tied = np.flatnonzero(scores == kth)[: fetch - above.size]
+        top = np.concatenate([above, tied])
+        order = top[np.lexsort((top, -scores[top]))]
+    else:
+        order = np.argsort(-scores, kind="stable")
+    return [
+        Candidate(objects[i].id, objects[i].text, float(scores[i]), objects[i].metadata, vectors[i])
+        for i in order.tolist()
+    ]
 
+
+def _check(args: argparse.Namespace) -> None:
+    """Refuse a bad command line before anything is read."""
     for name in ("fetch", "top", "max_chars"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1")
     if args.limit is not None and args.limit < 1:
         raise InputError("--limit must be >= 1")
+    if (args.question is None) == (args.questions is None):
+        raise InputError("give a question or --questions FILE.jsonl (not both)")
+    if args.out is not None and args.questions is None:
+        raise InputError("--out writes the lists of --questions; give --questions FILE.jsonl")
+    if args.out is not None and args.out.is_dir():
+        raise InputError(f"--out {args.out} is a directory, expected a file name")
+
+
+def run(args: argparse.Namespace) -> int:
+    from grapher_core.embeddings import default_embedder
+
+    _check(args)
     objects = load_objects(args)
     if not objects:
         raise InputError("no objects to rerank (empty database or corpus)")
+    questions = None
+    if args.questions is not None:
+        questions = read_questions(args.questions, {o.id for o in objects}, need_gold=False)
     if args.mentions:
         from grapher_core.enrich.mentions import add_mentions
 
         metadata = add_mentions(objects)
         objects = [CorpusObject(o.id, o.text, m) for o, m in zip(objects, metadata, strict=True)]
     cut = sum(1 for o in objects if len(o.text) > args.max_chars)
-    objects = [CorpusObject(o.id, _clean(o.text, args.max_chars), o.metadata) for o in objects]
-    question = _clean(args.question, args.max_chars)
+    objects = [CorpusObject(o.id, clean_text(o.text, args.max_chars), o.metadata) for o in objects]
     started = time.perf_counter()
     embedder = default_embedder()
-    vectors = np.asarray(embedder.embed_documents([o.text for o in objects]))
-    query = np.asarray(embedder.embed_query(question))
-    scores = vectors @ query
-    order = np.argsort(-scores, kind="stable")[: args.fetch]
-    candidates = [
-        Candidate(objects[i].id, objects[i].text, float(scores[i]), objects[i].metadata, vectors[i])
-        for i in order
-    ]
+    store = embedding_store(args)
+    vectors, cached = embed_texts(
+        embedder,
+        [o.text for o in objects],
+        store=store,
+        label="embedding the corpus",
+        progress=not args.no_progress,
+    )
+    if questions is not None:
+        return _run_questions(args, objects, vectors, questions, embedder, store, cut)
+    question = clean_text(args.question, args.max_chars)
+    query = np.asarray(embedder.embed_query(question), dtype=np.float32)
+    candidates = retrieve(objects, vectors, query, args.fetch)
     embed_s = time.perf_counter() - started
-    reranker = GraphReranker(_proximities(args.graph), args.ranker, args.alpha)
+    from grapher_core.rerank import GraphReranker
+
+    reranker = GraphReranker(proximities_for(args.graph), args.ranker, args.alpha)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         result = reranker.run(candidates, query=question, query_embedding=query)
     top = min(args.top, len(candidates))
+    from_cache = f"; {cached} of {len(objects)} vectors from the cache" if cached else ""
     print(
         f"{len(objects)} objects; {len(candidates)} retrieved by cosine similarity (MiniLM, "
-        f"{embed_s:.1f} s with model loading)"
+        f"{embed_s:.1f} s with model loading{from_cache})"
     )
     if cut:
         print(f"note: {cut} texts longer than {args.max_chars:,} characters were cut (--max-chars)")
@@ -248,10 +278,86 @@ def run(args: argparse.Namespace) -> int:
     edges = ", ".join(f"{kind}: {count}" for kind, count in result.edges.items()) or "none"
     print(f"graph: {describe(result.proximities)}; edges per kind: {edges}")
     for warning in said:
-        print(f"note: {_shown(str(warning.message))}")
+        print(f"note: {shown(str(warning.message))}")
     _side_by_side(candidates, result.ranked, top, args.ranker)
     _why(result.ranked[:top], {c.id for c in candidates[:top]})
     return 0
+
+
+def _run_questions(
+    args: argparse.Namespace,
+    objects: Sequence[CorpusObject],
+    vectors: np.ndarray,
+    questions: Sequence[Any],
+    embedder: Any,
+    store: EmbeddingStore | None,
+    cut: int,
+) -> int:
+    """Batch mode: one reranked list per question, printed or written to ``--out``."""
+    from grapher_core.cli.inputs import Progress
+    from grapher_core.rerank import GraphReranker
+
+    texts = [clean_text(q.text, args.max_chars) for q in questions]
+    queries, _ = embed_texts(
+        embedder, texts, store=store, label="embedding the questions", progress=not args.no_progress
+    )
+    reranker = GraphReranker(proximities_for(args.graph), args.ranker, args.alpha)
+    top = min(args.top, args.fetch, len(objects))
+    lists = []
+    counter = Progress(len(questions), "reranking", enabled=not args.no_progress)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for question, text, query in zip(questions, texts, queries, strict=True):
+            candidates = retrieve(objects, vectors, query, args.fetch)
+            result = reranker.run(candidates, query=text, query_embedding=query, top_n=top)
+            lists.append((question, candidates[:top], result.ranked))
+            counter.update()
+    counter.close()
+    print(
+        f"{len(objects)} objects, {len(questions)} questions; {args.fetch} candidates each, "
+        f"reranked with {args.ranker} (graph: {args.graph})"
+    )
+    if cut:
+        print(f"note: {cut} texts longer than {args.max_chars:,} characters were cut (--max-chars)")
+    for message in dict.fromkeys(str(w.message) for w in said):
+        print(f"note: {shown(message)}")
+    if args.out is not None:
+        _write_lists(args.out, lists)
+        print(f"wrote {len(lists)} reranked lists to {args.out}")
+        return 0
+    for question, before, ranked in lists:
+        print(f"\n{shown(question.id)}: {shown(question.text)}")
+        retrieved = {c.id for c in before}
+        for r in ranked:
+            new = "" if r.id in retrieved else f"  (new: was {r.original_rank})"
+            relevance = r.relevance if r.relevance is not None else r.score
+            gold = "  [gold]" if r.id in question.gold else ""
+            print(f"{r.rank:>4}. {shown(r.id)}  {relevance:.3f}{new}{gold}")
+    return 0
+
+
+def _write_lists(path: Path, lists: Sequence[tuple[Any, Sequence[Candidate], Any]]) -> None:
+    """One JSON object per question: its id and text, GraphER's list, the retriever's."""
+    try:
+        with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
+            for question, before, ranked in lists:
+                record = {
+                    "id": question.id,
+                    "text": question.text,
+                    "reranked": [
+                        {
+                            "rank": r.rank,
+                            "id": r.id,
+                            "relevance": r.relevance if r.relevance is not None else r.score,
+                            "retriever_rank": r.original_rank,
+                        }
+                        for r in ranked
+                    ],
+                    "retriever": [c.id for c in before],
+                }
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    except OSError as error:
+        raise InputError(f"--out {path}: cannot write ({error.strerror or error})") from None
 
 
 def _side_by_side(
@@ -259,14 +365,14 @@ def _side_by_side(
 ) -> None:
     width = max(
         24,
-        *(len(_shown(c.id)) + 2 for c in candidates[:top]),
-        *(len(_shown(r.id)) + 2 for r in ranked[:top]),
+        *(len(shown(c.id)) + 2 for c in candidates[:top]),
+        *(len(shown(r.id)) + 2 for r in ranked[:top]),
     )
     print(f"\n    {'retriever':<{width + 7}}GraphER ({ranker}; relevance)")
     for k in range(top):
-        left = f"{_shown(candidates[k].id):<{width}} {candidates[k].score:.3f}"
+        left = f"{shown(candidates[k].id):<{width}} {candidates[k].score:.3f}"
         relevance = ranked[k].relevance if ranked[k].relevance is not None else ranked[k].score
-        right = f"{_shown(ranked[k].id):<{width}} {relevance:.3f}"
+        right = f"{shown(ranked[k].id):<{width}} {relevance:.3f}"
         print(f"{k + 1:>3}. {left}  {right}")
 
 
@@ -275,10 +381,7 @@ def _why(ranked: Sequence[RankedCandidate], before: set[str]) -> None:
     if not newcomers:
         print("\nno newcomer in the top: the graph kept the retriever's top")
     for r in newcomers:
-        reasons = ", ".join(
-            f"{_shown(c.neighbour_id)} ({'/'.join(c.kinds)})" for c in r.explanation
-        )
+        reasons = ", ".join(f"{shown(c.neighbour_id)} ({'/'.join(c.kinds)})" for c in r.explanation)
         print(
-            f"\n{_shown(r.id)}: rank {r.original_rank} -> {r.rank}, lifted by "
-            f"{reasons or 'nothing'}"
+            f"\n{shown(r.id)}: rank {r.original_rank} -> {r.rank}, lifted by {reasons or 'nothing'}"
         )

@@ -1,4 +1,5 @@
-"""`grapher rerank` on your own data, `grapher --version`, `grapher demo --top` bounds."""
+"""`grapher rerank` on your own data (one question or a file of them), `grapher --version`,
+`grapher demo --top` bounds."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from grapher_core import __version__
 from grapher_core.cli import main
+
+if TYPE_CHECKING:
+    from conftest import HashEmbedder
 
 SHOP = """
 CREATE TABLE artists (artist_id INTEGER PRIMARY KEY, name TEXT);
@@ -35,7 +40,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_every_option_has_help(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("rerank", "enrich", "demo"):
+    for command in ("rerank", "enrich", "demo", "eval"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         lines = capsys.readouterr().out.splitlines()
@@ -131,3 +136,87 @@ def test_demo_top_larger_than_the_catalogue(capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     assert "\n26. " in out and "\n27. " not in out  # all 26 tables, no IndexError
     assert main(["demo", "--top", "0"]) == 2
+
+
+ZOO = """
+CREATE TABLE animals (animal_id INTEGER PRIMARY KEY, species TEXT, country TEXT);
+CREATE TABLE keepers (keeper_id INTEGER PRIMARY KEY, first_name TEXT,
+    animal_id INTEGER REFERENCES animals(animal_id));
+"""
+
+
+def _databases(tmp_path: Path) -> list[str]:
+    """``--database`` arguments of two real SQLite databases, pooled as one corpus."""
+    pytest.importorskip("sqlalchemy")
+    args = []
+    for name, schema in (("shop", SHOP), ("zoo", ZOO)):
+        with closing(sqlite3.connect(tmp_path / f"{name}.db")) as connection, connection:
+            connection.executescript(schema)
+        args += ["--database", f"sqlite:///{tmp_path / name}.db"]
+    return args
+
+
+def test_rerank_questions_embeds_the_corpus_once_and_writes_one_list_each(
+    tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = tmp_path / "questions.jsonl"
+    rows = [
+        {"id": "q1", "text": "Which customers bought tracks?"},
+        {"id": "q2", "text": "Which keepers look after which animals?", "gold": ["zoo.keepers"]},
+        {"id": 3, "text": "invoice totals per country"},
+    ]
+    questions.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "lists.jsonl"
+    base = ["rerank", "--questions", str(questions), *_databases(tmp_path), "--fetch", "6"]
+    assert main([*base, "--top", "3", "--out", str(out)]) == 0
+    assert "8 objects, 3 questions; 6 candidates each" in capsys.readouterr().out
+    assert embedder.embedded == 8 + 3  # the pooled corpus once, then each question
+    lists = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [item["id"] for item in lists] == ["q1", "q2", "3"]
+    for item in lists:
+        assert len(item["reranked"]) == 3 and len(item["retriever"]) == 3
+        assert [r["rank"] for r in item["reranked"]] == [1, 2, 3]
+        assert {"id", "relevance", "retriever_rank"} <= set(item["reranked"][0])
+    assert {"zoo.keepers", "zoo.animals"} <= {r["id"] for r in lists[1]["reranked"]}
+
+    assert main([*base, "--top", "2", "--no-cache"]) == 0  # printed, not written
+    printed = capsys.readouterr().out
+    assert "q2: Which keepers look after which animals?" in printed
+    assert ". zoo.keepers" in printed and "[gold]" in printed
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["a question"], "give a question or --questions FILE.jsonl (not both)"),
+        ([], "(not both)"),
+        (["q", "--out", "x.jsonl"], "--out writes the lists of --questions"),
+    ],
+)
+def test_rerank_question_or_questions(
+    tmp_path: Path,
+    embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    said: str,
+) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "1", "text": "x"}) + "\n")
+    with_file = ["--questions", str(questions)] if "(not both)" in said and extra else []
+    assert main(["rerank", *extra, *with_file, "--corpus", str(corpus)]) == 2
+    assert said in capsys.readouterr().err
+    assert embedder.embedded == 0
+
+
+def test_rerank_questions_checks_gold_ids_before_embedding(
+    tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "1", "text": "x", "gold": ["b"]}) + "\n")
+    assert main(["rerank", "--questions", str(questions), "--corpus", str(corpus)]) == 2
+    assert f"{questions}:1: field 'gold': id 'b' is not in the corpus" in capsys.readouterr().err
+    assert embedder.embedded == 0 and not (tmp_path / "cache").exists()

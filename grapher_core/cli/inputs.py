@@ -1,0 +1,389 @@
+"""What ``grapher rerank`` and ``grapher eval`` read, once for both: a corpus JSONL file or
+several databases pooled as one corpus, a questions file checked line by line before anything
+is embedded, and the corpus's vectors, kept on disk so a second run embeds nothing again.
+
+The vectors live in ``embeddings.sqlite`` in the cache folder
+(:func:`grapher_core.utils.paths.cache_root`), keyed by the model name and a hash of the exact
+text embedded -- the layout ``grapher-bench`` uses, so the two share vectors. A cache that cannot
+be read or written is said once and skipped: the run goes on without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from grapher_core.candidates import CorpusObject
+from grapher_core.errors import InputError, InputFileNotFoundError
+
+__all__ = [
+    "MAX_TEXT_CHARS",
+    "EmbeddingStore",
+    "Progress",
+    "Question",
+    "clean_text",
+    "embed_texts",
+    "load_corpus",
+    "read_database",
+    "read_questions",
+    "shown",
+]
+
+MAX_TEXT_CHARS = 20_000
+"""Characters of each text embedded (``--max-chars``): MiniLM keeps its first 256 tokens, and
+a tokenizer handed a text of tens of megabytes aborts the process."""
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str, limit: int) -> str:
+    """``text`` as the model can take it: at most ``limit`` characters, lone surrogates
+    replaced by U+FFFD (they cannot be encoded as UTF-8, which every tokenizer does)."""
+    return _LONE_SURROGATE.sub("\ufffd", text[:limit])
+
+
+def shown(text: str) -> str:
+    """``text`` printable on any UTF-8 stream: a lone surrogate is written as ``\\ud800``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# -- the corpus -------------------------------------------------------------------------------
+
+
+def load_corpus(
+    corpus: Path | None,
+    databases: Sequence[str] | None,
+    *,
+    id_field: str = "id",
+    text_field: str = "text",
+    limit: int | None = None,
+) -> list[CorpusObject]:
+    """The objects of ``corpus`` (JSONL) or of every database of ``databases``, pooled as one
+    corpus with ids ``"<db name>.<table>"``; two databases giving the same id (two files of one
+    name) are refused, naming both."""
+    if databases:
+        objects: list[CorpusObject] = []
+        source: dict[str, str] = {}
+        for url in databases:
+            for item in read_database(url):
+                if item.id in source:
+                    raise InputError(
+                        f"--database {url}: table id {item.id!r} is also in --database "
+                        f"{source[item.id]} (two databases of the same name cannot be pooled; "
+                        "rename one file)"
+                    )
+                source[item.id] = url
+                objects.append(item)
+        return objects if limit is None else objects[:limit]
+    if corpus is None:
+        raise InputError("give --corpus FILE.jsonl or --database URL")
+    from grapher_core.cli.enrich import read_corpus_lines
+
+    records = read_corpus_lines(corpus, limit, id_field=id_field, text_field=text_field)
+    return [
+        CorpusObject(str(r[id_field]), r[text_field], r.get("metadata") or {}) for _, r in records
+    ]
+
+
+def read_database(url: str) -> list[CorpusObject]:
+    """The tables of the database at ``url``, read-only; every failure (a URL that does not
+    parse, an unknown dialect, a missing file, a file that is not a database, a server that
+    does not answer) is one ``InputError`` naming ``--database``, never a traceback. A SQLite
+    file is opened read-only and must exist (SQLite would create an empty one)."""
+    try:
+        import sqlalchemy
+        from sqlalchemy.engine import make_url
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        from grapher_core.errors import MissingDependencyError
+
+        raise MissingDependencyError(
+            "--database needs SQLAlchemy: pip install 'grapher-rerank[sql]'"
+        ) from error
+    from grapher_core.enrich.schema import read_schema
+
+    try:
+        parsed = make_url(url)
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        raise InputError(
+            f"--database {url!r} is not a SQLAlchemy URL (e.g. sqlite:///chinook.db)"
+        ) from None
+    where = parsed.render_as_string(hide_password=True)
+    try:
+        engine = _engine(sqlalchemy, parsed, where)
+        try:
+            return read_schema(engine)
+        finally:
+            engine.dispose()
+    except ImportError as error:  # the dialect's driver (psycopg, pymysql...) is not installed
+        from grapher_core.errors import MissingDependencyError
+
+        raise MissingDependencyError(
+            f"--database {where}: the {parsed.drivername!r} driver is not installed ({error})"
+        ) from None
+    except sqlalchemy.exc.NoSuchModuleError:
+        raise InputError(
+            f"--database {where}: unknown database dialect {parsed.drivername!r}"
+        ) from None
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+        raise InputError(f"--database {where}: cannot read the schema ({reason})") from None
+
+
+def _engine(sqlalchemy: Any, url: Any, where: str) -> Any:
+    """An engine for ``url``; a SQLite file must exist and is opened read-only."""
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return sqlalchemy.create_engine(url)
+    if database.startswith("file:"):  # already a SQLite URI: the user chose its mode
+        return sqlalchemy.create_engine(url)
+    path = Path(database)
+    if not path.exists():
+        raise InputFileNotFoundError(f"--database {where}: {path} does not exist")
+    if not path.is_file():
+        raise InputError(f"--database {where}: {path} is not a file")
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    return sqlalchemy.create_engine(url, creator=lambda: sqlite3.connect(uri, uri=True))
+
+
+# -- questions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    """One line of a questions file: ``gold`` is empty when the file gives none."""
+
+    id: str
+    text: str
+    gold: tuple[str, ...]
+    line: int
+
+
+def read_questions(path: Path, corpus_ids: set[str], *, need_gold: bool) -> list[Question]:
+    """Every line of ``path`` (``{"id", "text", "gold": [corpus ids]}``) checked before any
+    work: a missing field, an empty text or gold list, a gold id not in the corpus, a gold id
+    listed twice or a duplicate question id is an ``InputError`` naming the file, the line, the
+    field and the value. ``need_gold=False`` (``grapher rerank``) makes ``gold`` optional."""
+    from grapher_core.utils.jsonl import read_jsonl
+
+    questions: list[Question] = []
+    seen: dict[str, int] = {}
+    for number, record in read_jsonl(path, what="questions file"):
+        where = f"{path}:{number}"
+        fields = ("id", "text", "gold") if need_gold else ("id", "text")
+        for name in fields:
+            if name not in record:
+                keys = ", ".join(repr(k) for k in list(record)[:8]) or "none"
+                raise InputError(f"{where}: missing field {name!r} (keys found: {keys})")
+        qid = record["id"]
+        if isinstance(qid, int) and not isinstance(qid, bool):
+            qid = str(qid)
+        if not isinstance(qid, str) or not qid:
+            raise InputError(f"{where}: field 'id' must be a non-empty string, got {qid!r}")
+        if qid in seen:
+            raise InputError(f"{where}: field 'id': duplicate {qid!r} (first on line {seen[qid]})")
+        text = record["text"]
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"{where}: field 'text' must be a non-empty string, got {text!r}")
+        gold = _gold(where, record.get("gold"), corpus_ids, required=need_gold)
+        seen[qid] = number
+        questions.append(Question(qid, text, gold, number))
+    if not questions:
+        raise InputError(f"questions file {path} holds no question")
+    return questions
+
+
+def _gold(where: str, value: Any, corpus_ids: set[str], *, required: bool) -> tuple[str, ...]:
+    if value is None and not required:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
+        raise InputError(f"{where}: field 'gold' must be a list of corpus ids, got {value!r}")
+    if not value:
+        raise InputError(f"{where}: field 'gold' is empty: list the ids a perfect answer holds")
+    listed: set[str] = set()
+    for gold in value:
+        if gold not in corpus_ids:
+            raise InputError(f"{where}: field 'gold': id {gold!r} is not in the corpus")
+        if gold in listed:
+            raise InputError(f"{where}: field 'gold': id {gold!r} is listed twice")
+        listed.add(gold)
+    return tuple(value)
+
+
+# -- progress ---------------------------------------------------------------------------------
+
+
+class Progress:
+    """A one-line counter on stderr for long work, without tqdm (an extra the core lacks).
+
+    Nothing is shown for work done within ``delay`` seconds; then at most one update per
+    ``every`` seconds: redrawn in place on a terminal, a new line (every 10 s) in a log."""
+
+    def __init__(
+        self,
+        total: int,
+        label: str,
+        *,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        delay: float = 1.0,
+    ) -> None:
+        self.total = total
+        self.label = label
+        self.enabled = enabled
+        self.stream = stream if stream is not None else sys.stderr
+        self.done = 0
+        self.started = time.monotonic()
+        self.delay = delay
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = 0.5 if self._tty else 10.0
+        self._last = self.started + delay - self.every
+        self._shown = False
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.enabled and now - self._last >= self.every and now - self.started >= self.delay:
+            self._last = now
+            self._write(now)
+
+    def _write(self, now: float) -> None:
+        elapsed = now - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = (self.total - self.done) / rate if rate > 0 else 0.0
+        line = f"{self.label}: {self.done:,}/{self.total:,} ({elapsed:.0f} s, ~{left:.0f} s left)"
+        self.stream.write(("\r" + line + "\x1b[K") if self._tty else line + "\n")
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        """End the line (a terminal) once something was shown."""
+        if self._shown and self._tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# -- vectors, cached on disk ------------------------------------------------------------------
+
+
+def _key(model: str, text: str) -> str:
+    """The cache key: the model name and the exact text (any change embeds again)."""
+    return hashlib.sha256(f"{model}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class EmbeddingStore:
+    """SQLite table ``key -> float32 vector``; one short connection per call, no handle kept.
+
+    A file that cannot be used (not SQLite, another schema, read-only, a full disk) is said
+    once on ``notes`` and then left alone: vectors are computed, never lost over a cache."""
+
+    def __init__(self, path: Path, notes: TextIO | None = None) -> None:
+        self.path = path
+        self.notes = notes if notes is not None else sys.stderr
+        self.usable = True
+        self._guard(self._create)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        with closing(sqlite3.connect(self.path, timeout=60)) as db, db:
+            yield db
+
+    def _create(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)"
+            )
+
+    def _guard(self, work: Any) -> Any:
+        if not self.usable:
+            return None
+        try:
+            return work()
+        except (sqlite3.Error, OSError) as error:
+            self.usable = False
+            print(
+                f"note: embedding cache {self.path} cannot be used ({error}); embedding "
+                "without it (--no-cache skips it)",
+                file=self.notes,
+            )
+            return None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        def read() -> dict[str, np.ndarray]:
+            found: dict[str, np.ndarray] = {}
+            with self._connect() as db:
+                for start in range(0, len(keys), 900):  # SQLite's bound-parameter limit
+                    chunk = list(keys[start : start + 900])
+                    marks = ",".join("?" * len(chunk))
+                    for key, dim, data in db.execute(
+                        f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})", chunk
+                    ):
+                        if isinstance(data, bytes) and len(data) == 4 * int(dim):
+                            found[key] = np.frombuffer(data, dtype=np.float32)
+            return found
+
+        return self._guard(read) or {}
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        def write() -> None:
+            with self._connect() as db:
+                db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, dim, data) VALUES (?, ?, ?)",
+                    [
+                        (k, int(v.size), np.asarray(v, dtype=np.float32).tobytes())
+                        for k, v in items.items()
+                    ],
+                )
+
+        self._guard(write)
+
+
+def embed_texts(
+    embedder: Any,
+    texts: Sequence[str],
+    *,
+    store: EmbeddingStore | None,
+    label: str = "embedding",
+    progress: bool = True,
+    batch: int = 256,
+) -> tuple[np.ndarray, int]:
+    """One L2-normalised float32 row per text, and how many came from ``store``; the texts it
+    lacks are embedded in batches of ``batch`` (a counter on stderr for long work) and kept."""
+    name = str(getattr(embedder, "name", type(embedder).__name__))
+    keys = [_key(name, t) for t in texts]
+    found = store.get_many(list(dict.fromkeys(keys))) if store is not None else {}
+    cached = sum(1 for k in keys if k in found)
+    missing = list(dict.fromkeys(k for k in keys if k not in found))
+    if missing:
+        text_of = dict(zip(keys, texts, strict=True))
+        counter = Progress(len(missing), label, enabled=progress)
+        for start in range(0, len(missing), batch):
+            chunk = missing[start : start + batch]
+            rows = np.asarray(embedder.embed_documents([text_of[k] for k in chunk]), np.float32)
+            if rows.ndim != 2 or rows.shape[0] != len(chunk):
+                raise InputError(
+                    f"the embedding model returned shape {rows.shape} for {len(chunk)} texts"
+                )
+            new = dict(zip(chunk, rows, strict=True))
+            if store is not None:
+                store.put_many(new)
+            found.update(new)
+            counter.update(len(chunk))
+        counter.close()
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32), 0
+    matrix = np.vstack([found[k] for k in keys]).astype(np.float32, copy=False)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0), cached

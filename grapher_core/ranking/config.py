@@ -1,0 +1,218 @@
+"""A reranker configuration as a JSON file: written by ``grapher eval --write-config``, loaded by
+the core and both wrappers (``GraphReranker.from_config``, ``GraphERReranker.from_config``,
+``GraphERPostprocessor.from_config``), so what was measured on a user's questions is what runs.
+
+It lives here, not in the CLI, so the wrappers load it without importing the command line. The
+file is validated in full on load: an unknown key (a typo would otherwise be ignored and a
+default run silently), a wrong type or a value out of range is a :class:`ConfigError` naming the
+file and the key.
+
+``{"grapher_config": 1, "keep_retriever_order": false, "ranker": "gcs", "alpha": 0.1,
+"seed_transform": "rank", "top_n": 10, "fetch_k": 20, "proximities": null, ...}``
+
+``proximities``: ``null`` detects them from the metadata on every call (zero config), a list
+holds :func:`~grapher_core.edges.serialise.proximity_to_dict` dicts. ``keep_retriever_order:
+true`` says no configuration beat the retriever's own order; it loads as the ``"baseline"``
+ranker over rank seeds, which returns the input order unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from grapher_core.errors import ConfigError, InputError, InputFileNotFoundError
+from grapher_core.ranking.seeds import SEED_TRANSFORMS
+
+__all__ = [
+    "CONFIG_VERSION",
+    "KEYS",
+    "core_options",
+    "load_config",
+    "retriever_order_config",
+    "wrapper_options",
+    "write_config",
+]
+
+CONFIG_VERSION = 1
+"""The ``grapher_config`` value this library writes and reads."""
+
+KEYS: dict[str, str] = {
+    "grapher_config": f"format version (always {CONFIG_VERSION})",
+    "keep_retriever_order": "true: no configuration beat the retriever's order; keep it",
+    "ranker": "registry name of the ranker (gcs, ppr, gat, baseline, ...)",
+    "alpha": "the ranker's alpha in (0, 1), or null for its tuned default",
+    "seed_transform": f"how retriever scores become seeds: one of {', '.join(SEED_TRANSFORMS)} "
+    "(absent or null: the reranker's default)",
+    "top_n": "results returned per query (the wrappers' top_n), or null for all",
+    "fetch_k": "candidates the retriever should hand over (the pool it was measured on)",
+    "proximities": "null: detected from the metadata on every call; or a list of proximities",
+    "note": "a sentence for people: why this configuration",
+    "evaluation": "what it was measured on (free-form, not read back)",
+}
+"""Every key a config may hold, with what it means (an unknown key is refused)."""
+
+_BASELINE: dict[str, Any] = {
+    "ranker": "baseline",
+    "seed_transform": "rank",
+    "alpha": None,
+    "proximities": [],
+}
+
+
+def retriever_order_config(**extra: Any) -> dict[str, Any]:
+    """The config that keeps the retriever's order (``keep_retriever_order: true``)."""
+    return {"grapher_config": CONFIG_VERSION, "keep_retriever_order": True, **_BASELINE, **extra}
+
+
+def write_config(path: str | Path, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate ``config`` (as :func:`load_config` would) and write it as indented JSON."""
+    path = Path(path)
+    checked = check_config(dict(config), str(path))
+    try:
+        path.write_text(json.dumps(dict(config), indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise InputError(f"{path}: cannot write the config ({error.strerror or error})") from None
+    return checked
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The validated config of ``path`` with every key present (defaults filled in).
+
+    Raises :class:`InputFileNotFoundError` when the file is missing and :class:`ConfigError`,
+    naming the file and the key, for anything else that is wrong."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, expected a GraphER config (JSON)")
+    if not path.is_file():
+        raise InputFileNotFoundError(f"GraphER config {path} does not exist")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text, expected a GraphER config (JSON)") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not valid JSON ({error.msg}, line {error.lineno})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deep to be a GraphER config") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return check_config(data, str(path))
+
+
+def check_config(data: dict[str, Any], where: str = "config") -> dict[str, Any]:
+    """``data`` checked key by key, with defaults filled in; errors name ``where`` and the key."""
+
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(f"{where}: key {key!r}: {message}")
+
+    unknown = [k for k in data if k not in KEYS]
+    if unknown:
+        raise fail(unknown[0], f"unknown key (known: {', '.join(KEYS)})")
+    if data.get("grapher_config") != CONFIG_VERSION or isinstance(data.get("grapher_config"), bool):
+        raise fail(
+            "grapher_config",
+            f"must be {CONFIG_VERSION} (a config written by `grapher eval --write-config`), "
+            f"got {data.get('grapher_config')!r}",
+        )
+    keep = data.get("keep_retriever_order", False)
+    if not isinstance(keep, bool):
+        raise fail("keep_retriever_order", f"must be true or false, got {keep!r}")
+    out: dict[str, Any] = {"grapher_config": CONFIG_VERSION, "keep_retriever_order": keep}
+    if keep:
+        for key, value in _BASELINE.items():
+            if key in data and data[key] != value and not (key == "proximities" and not data[key]):
+                raise fail(
+                    key,
+                    f"{data[key]!r} contradicts keep_retriever_order: true (which loads the "
+                    f"'baseline' ranker over rank seeds); remove it or set it to {value!r}",
+                )
+        out.update(_BASELINE)
+    else:
+        ranker = data.get("ranker", "gcs")
+        if not isinstance(ranker, str) or not ranker:
+            raise fail("ranker", f"must be a ranker name such as 'gcs', got {ranker!r}")
+        from grapher_core.ranking.registry import available_rankers
+
+        if ranker.lower() not in available_rankers():
+            raise fail(
+                "ranker",
+                f"unknown ranker {ranker!r}; choose one of {', '.join(available_rankers())}",
+            )
+        out["ranker"] = ranker
+        out["alpha"] = _alpha(data.get("alpha"), fail)
+        seed = data.get("seed_transform")  # absent: the reranker's own default policy
+        if seed is not None and seed not in SEED_TRANSFORMS:
+            raise fail("seed_transform", f"must be one of {SEED_TRANSFORMS}, got {seed!r}")
+        out["seed_transform"] = seed
+        out["proximities"] = _proximities(data.get("proximities"), fail)
+    for key in ("top_n", "fetch_k"):
+        value = data.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise fail(key, f"must be an integer >= 1 or null, got {value!r}")
+        out[key] = value
+    note = data.get("note", "")
+    if not isinstance(note, str):
+        raise fail("note", f"must be a string, got {type(note).__name__}")
+    evaluation = data.get("evaluation", {})
+    if not isinstance(evaluation, dict):
+        raise fail("evaluation", f"must be an object, got {type(evaluation).__name__}")
+    out["note"] = note
+    out["evaluation"] = evaluation
+    return out
+
+
+def _alpha(value: Any, fail: Callable[[str, str], ConfigError]) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fail("alpha", f"must be a number in (0, 1) or null, got {value!r}")
+    if not (math.isfinite(value) and 0 < value < 1):
+        raise fail("alpha", f"must be in (0, 1), got {value!r}")
+    return float(value)
+
+
+def _proximities(value: Any, fail: Callable[[str, str], ConfigError]) -> list[Any] | None:
+    """``None`` (detect) or the proximity objects the list describes."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise fail("proximities", f"must be null or a list, got {type(value).__name__}")
+    from grapher_core.edges.serialise import proximity_from_dict
+
+    built = []
+    for position, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise fail("proximities", f"item {position} must be an object, got {item!r}")
+        try:
+            built.append(proximity_from_dict(item))
+        except (ConfigError, TypeError, ValueError) as error:
+            raise fail("proximities", f"item {position}: {error}") from None
+    return built
+
+
+def core_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of :class:`~grapher_core.GraphReranker` for a loaded ``config``
+    (``proximities=None``: detected per call)."""
+    options = {
+        "proximities": config["proximities"],
+        "ranker": config["ranker"],
+        "alpha": config["alpha"],
+    }
+    if config.get("seed_transform") is not None:
+        options["seed_transform"] = config["seed_transform"]
+    return options
+
+
+def wrapper_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Fields of the LangChain reranker and the LlamaIndex postprocessor for a loaded
+    ``config``: the wrappers take ``proximities=[]`` for "detect" and a ``top_n``."""
+    options = core_options(config)
+    options["proximities"] = list(options["proximities"] or [])
+    if config.get("top_n") is not None:
+        options["top_n"] = config["top_n"]
+    return options

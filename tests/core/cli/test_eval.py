@@ -1,0 +1,419 @@
+"""`grapher eval` on real parts: SQLite databases made here (foreign keys read through
+SQLAlchemy), a chunked JSONL corpus, the on-disk embedding cache, the config the wrappers load.
+
+The unit tests embed with the bag-of-words hashing model of ``conftest.py`` (the ``embedder``
+fixture), so a question's words decide the retriever's order exactly; one test runs the packaged
+MiniLM end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from grapher_core import Candidate, GraphReranker
+from grapher_core.cli import main
+from grapher_core.cli.eval import sign_test
+from grapher_core.errors import ConfigError, GraphERError, InputFileNotFoundError
+from grapher_core.ranking.config import load_config, write_config
+
+if TYPE_CHECKING:
+    from conftest import HashEmbedder
+
+SHOP = """
+CREATE TABLE buyers (buyer_id INTEGER PRIMARY KEY, nickname TEXT);
+CREATE TABLE orders (order_id INTEGER PRIMARY KEY, placed DATE,
+    buyer_id INTEGER REFERENCES buyers(buyer_id));
+CREATE TABLE parcels (parcel_id INTEGER PRIMARY KEY, weight REAL,
+    order_id INTEGER REFERENCES orders(order_id));
+CREATE TABLE couriers (courier_id INTEGER PRIMARY KEY, vehicle TEXT);
+CREATE TABLE routes (route_id INTEGER PRIMARY KEY,
+    courier_id INTEGER REFERENCES couriers(courier_id),
+    parcel_id INTEGER REFERENCES parcels(parcel_id));
+"""
+# Tables whose columns share the questions' words but are linked to nothing the questions need:
+# they push the gold tables without those words down the retriever's list.
+ZOO = """
+CREATE TABLE animals (animal_id INTEGER PRIMARY KEY, species TEXT, placed DATE, weight REAL);
+CREATE TABLE exhibits (exhibit_id INTEGER PRIMARY KEY, placed DATE, theme TEXT);
+CREATE TABLE plants (plant_id INTEGER PRIMARY KEY, placed DATE, weight REAL);
+CREATE TABLE keepers (keeper_id INTEGER PRIMARY KEY, shift TEXT);
+CREATE TABLE feedings (feeding_id INTEGER PRIMARY KEY,
+    keeper_id INTEGER REFERENCES keepers(keeper_id));
+"""
+QUESTIONS = [
+    # orders says "orders placed"; buyers (linked) shares no word with the question
+    {"id": "q1", "text": "orders placed", "gold": ["shop.orders", "shop.buyers"]},
+    # parcels says "parcels weight"; orders (linked) shares none
+    {"id": "q2", "text": "parcels weight", "gold": ["shop.parcels", "shop.orders"]},
+    {"id": "q3", "text": "courier vehicle", "gold": ["shop.couriers"]},
+]
+
+
+def make_db(path: Path, schema: str) -> str:
+    with closing(sqlite3.connect(path)) as connection, connection:  # commit, then close
+        connection.executescript(schema)
+    return f"sqlite:///{path}"
+
+
+def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.fixture
+def pooled(tmp_path: Path) -> list[str]:
+    """`--database` arguments of two real SQLite databases with foreign keys."""
+    pytest.importorskip("sqlalchemy")
+    shop = make_db(tmp_path / "shop.db", SHOP)
+    zoo = make_db(tmp_path / "zoo.db", ZOO)
+    return ["--database", shop, "--database", zoo]
+
+
+def test_pooled_databases_graph_beats_the_retriever_and_the_config_loads(
+    tmp_path: Path,
+    pooled: list[str],
+    embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    questions = write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
+    config_path, report_path = tmp_path / "best.json", tmp_path / "report.json"
+    args = ["eval", *pooled, "--questions", str(questions), "--top-n", "6", "--k", "2,3"]
+    code = main([*args, "--write-config", str(config_path), "--json", str(report_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "10 objects, 3 questions (5 gold ids)" in out
+    assert "graph detected in the metadata: ForeignKeys('foreign_keys')" in out
+    assert "skipped: gat:" in out  # the hashing model is not the one the GAT was trained on
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("ranker "))
+    assert lines[header + 2].startswith("retriever ")  # the retriever's row comes first
+    assert "PR@3 vs retr." in lines[header]
+    assert sum(1 for line in lines if line.endswith("<- best")) == 1
+    assert "best: gcs" in out or "best: ppr" in out
+
+    report = json.loads(report_path.read_text())
+    retriever, *configs = report["rows"]
+    assert retriever["name"] == "retriever" and retriever["latency_ms"] is None
+    assert retriever["metrics"]["PR@3"] == pytest.approx(1 / 3)  # only q3
+    assert report["k"] == [2, 3] and report["question_ids"] == ["q1", "q2", "q3"]
+    assert len(configs) == 10  # gcs 3 alphas + ppr 2, each with rank and score seeds
+    best = next(row for row in configs if row["name"] == report["chosen"])
+    assert best["metrics"]["PR@3"] == 1.0 and best["metrics"]["PR@2"] == 1.0
+    assert best["vs_retriever"]["PR@3"] == {"wins": 2, "losses": 0, "p": 0.5}
+    assert best["latency_ms"]["median"] > 0
+    assert retriever["gold_ranks"][0] == [1, 5]  # buyers: 5th, behind three "placed" tables
+
+    config = load_config(config_path)
+    assert config["keep_retriever_order"] is False
+    assert config["ranker"] in ("gcs", "ppr") and config["top_n"] == 3 and config["fetch_k"] == 6
+    assert config["proximities"] is None  # detected from the metadata on every call
+    reranker = GraphReranker.from_config(config_path)
+    assert reranker.ranker.name == config["ranker"]
+    assert reranker.seed_transform == config["seed_transform"]
+    pool = [
+        Candidate("shop.orders", score=0.7, metadata={"foreign_keys": ["shop.buyers"]}),
+        Candidate("zoo.animals", score=0.4),
+        Candidate("zoo.exhibits", score=0.4),
+        Candidate("zoo.plants", score=0.4),
+        Candidate("shop.buyers", score=0.0, metadata={"foreign_keys": ["shop.orders"]}),
+    ]
+    ranked = [r.id for r in reranker.rerank(pool, top_n=2)]
+    assert ranked[:2] == ["shop.orders", "shop.buyers"]
+
+    langchain = pytest.importorskip("langchain_grapher")
+    compressor = langchain.GraphERReranker.from_config(config_path, explain=True)
+    assert compressor.ranker == config["ranker"] and compressor.top_n == 3 and compressor.explain
+    llama = pytest.importorskip("llama_index_grapher")
+    postprocessor = llama.GraphERPostprocessor.from_config(config_path)
+    assert postprocessor.ranker == config["ranker"] and postprocessor.top_n == 3
+
+
+def test_keep_the_retrievers_order_when_it_is_already_perfect(
+    tmp_path: Path,
+    pooled: list[str],
+    embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # each question is its gold table's own text: cosine 1, rank 1, nothing left to gain
+    perfect = [
+        {
+            "id": "a",
+            "text": "Table: couriers\nColumns: courier_id, vehicle",
+            "gold": ["shop.couriers"],
+        },
+        {"id": "b", "text": "Table: keepers\nColumns: keeper_id, shift", "gold": ["zoo.keepers"]},
+    ]
+    questions = write_jsonl(tmp_path / "perfect.jsonl", perfect)
+    config_path = tmp_path / "keep.json"
+    args = ["eval", *pooled, "--questions", str(questions), "--top-n", "5", "--k", "1,3"]
+    code = main([*args, "--write-config", str(config_path), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "keep the retriever's order: no configuration beat it on these questions" in out
+    assert "<- best" not in out
+    config = load_config(config_path)
+    assert config["keep_retriever_order"] is True and config["ranker"] == "baseline"
+    reranker = GraphReranker.from_config(config_path)
+    pool = [
+        Candidate("x", score=0.2, metadata={"foreign_keys": ["z"]}),
+        Candidate("y", score=0.9),
+        Candidate("z", score=0.5, metadata={"foreign_keys": ["x"]}),
+    ]
+    assert [r.id for r in reranker.rerank(pool)] == ["x", "y", "z"]  # the input order
+    langchain = pytest.importorskip("langchain_grapher")
+    assert langchain.GraphERReranker.from_config(config_path).ranker == "baseline"
+    llama = pytest.importorskip("llama_index_grapher")
+    assert llama.GraphERPostprocessor.from_config(config_path).seed_transform == "rank"
+
+
+def chunked_corpus(path: Path) -> Path:
+    """Two documents in three chunks each; chunk 1 continues the chunk a question matches."""
+    rows = []
+    documents = {
+        "volcano": ["lava erupts from the crater", "it cools into basalt rock", "tourists hike"],
+        "river": ["the delta floods every spring", "farmers plant rice there", "boats sail"],
+    }
+    for doc, chunks in documents.items():
+        for k, text in enumerate(chunks):
+            metadata: dict[str, Any] = {"doc_id": doc, "chunk_index": k}
+            if k == 2:
+                metadata["entities"] = ["Tourism"]
+            rows.append({"id": f"{doc}#{k}", "text": text, "metadata": metadata})
+    rows.append({"id": "misc#0", "text": "crater lakes and delta towns", "metadata": {}})
+    return write_jsonl(path, rows)
+
+
+def test_chunked_corpus_detects_each_graph_and_caches_the_vectors(
+    tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = chunked_corpus(tmp_path / "chunks.jsonl")
+    questions = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "1", "text": "what erupts from the crater", "gold": ["volcano#0", "volcano#1"]},
+            {"id": "2", "text": "when does the delta flood", "gold": ["river#0", "river#1"]},
+        ],
+    )
+    args = ["eval", "--corpus", str(corpus), "--questions", str(questions)]
+    args += ["--top-n", "4", "--k", "1,2", "--rankers", "gcs", "--no-progress"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "SharedEntities('entities'), AdjacentChunks('doc_id')" in out
+    assert "graph=AdjacentChunks('doc_id')" in out  # each detected graph alone, too
+    assert "grid: 8 configurations" in out  # gcs 3 alphas x 2 seeds + 2 single graphs
+    assert embedder.embedded == 7 + 2
+    assert (tmp_path / "cache" / "embeddings.sqlite").is_file()
+
+    assert main(args) == 0  # a second run embeds nothing: every vector comes from the cache
+    assert "7 vectors from the cache" in capsys.readouterr().out
+    assert embedder.embedded == 9
+
+    embedder.embedded = 0
+    assert main([*args, "--no-cache"]) == 0
+    assert embedder.embedded == 9
+
+
+BAD_QUESTIONS: dict[str, tuple[list[Any], tuple[str, ...]]] = {
+    "missing-field": (
+        [{"id": "q1", "text": "x", "gold": ["shop.orders"]}, {"id": "q2", "text": "y"}],
+        (":2:", "missing field 'gold'"),
+    ),
+    "gold-not-in-corpus": (
+        [{"id": "q1", "text": "x", "gold": ["shop.orders", "shop.nope"]}],
+        (":1:", "field 'gold'", "'shop.nope' is not in the corpus"),
+    ),
+    "empty-gold": ([{"id": "q1", "text": "x", "gold": []}], (":1:", "field 'gold' is empty")),
+    "duplicate-id": (
+        [{"id": "q1", "text": "x", "gold": ["shop.orders"]}] * 2,
+        (":2:", "field 'id'", "duplicate 'q1'", "first on line 1"),
+    ),
+    "gold-not-a-list": (
+        [{"id": "q1", "text": "x", "gold": "shop.orders"}],
+        (":1:", "field 'gold'", "'shop.orders'"),
+    ),
+    "empty-text": ([{"id": "q1", "text": " ", "gold": ["shop.orders"]}], ("field 'text'",)),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_QUESTIONS))
+def test_bad_questions_are_refused_before_anything_is_embedded(
+    case: str,
+    tmp_path: Path,
+    pooled: list[str],
+    embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rows, needles = BAD_QUESTIONS[case]
+    questions = write_jsonl(tmp_path / "bad.jsonl", rows)
+    assert main(["eval", *pooled, "--questions", str(questions)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert str(questions) in err
+    for needle in needles:
+        assert needle in err, err
+    assert embedder.embedded == 0
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--k", "5,x"], "--k must be integers"),
+        (["--k", "0"], "--k values must be >= 1"),
+        (["--top-n", "3"], "--top-n (3) must be at least the largest --k (10)"),
+        (["--rankers", "gcs,nope"], "--rankers: unknown ranker 'nope'"),
+        (["--write-config", "nowhere/best.json"], "--write-config nowhere/best.json: no folder"),
+    ],
+)
+def test_bad_options_are_refused(
+    tmp_path: Path,
+    embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    said: str,
+) -> None:
+    corpus = chunked_corpus(tmp_path / "chunks.jsonl")
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "1", "text": "x", "gold": ["river#0"]}])
+    assert main(["eval", "--corpus", str(corpus), "--questions", str(questions), *extra]) == 2
+    assert said in capsys.readouterr().err
+    assert embedder.embedded == 0
+
+
+def test_two_databases_of_one_name_are_not_pooled(
+    tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("sqlalchemy")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = (
+        make_db(tmp_path / "a" / "shop.db", SHOP),
+        make_db(tmp_path / "b" / "shop.db", SHOP),
+    )
+    questions = write_jsonl(
+        tmp_path / "q.jsonl", [{"id": "1", "text": "x", "gold": ["shop.orders"]}]
+    )
+    args = ["eval", "--database", first, "--database", second, "--questions", str(questions)]
+    assert main(args) == 2
+    assert "table id 'shop.buyers' is also in --database" in capsys.readouterr().err
+
+
+def test_sign_test_is_exact() -> None:
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(3, 3) == 1.0
+    assert sign_test(0, 5) == pytest.approx(2 / 32)
+    assert sign_test(10, 0) == pytest.approx(2 / 1024)
+    assert sign_test(2, 8) == pytest.approx(2 * (1 + 10 + 45) / 1024)
+    assert 0 < sign_test(3000, 1000) < 1e-100  # big counts: exact integers, no overflow
+
+
+# -- the config file ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ({"grapher_config": 1, "rankr": "gcs"}, "key 'rankr': unknown key"),
+        ({"grapher_config": 1, "alpha": "0.3"}, "key 'alpha': must be a number"),
+        ({"grapher_config": 1, "alpha": 1.5}, "key 'alpha': must be in (0, 1)"),
+        ({"grapher_config": 1, "ranker": "nope"}, "key 'ranker': unknown ranker 'nope'"),
+        ({"grapher_config": 1, "seed_transform": "rnak"}, "key 'seed_transform'"),
+        ({"grapher_config": 1, "top_n": True}, "key 'top_n': must be an integer"),
+        ({"grapher_config": 1, "proximities": [{"class": "Nope"}]}, "key 'proximities'"),
+        ({"ranker": "gcs"}, "key 'grapher_config': must be 1"),
+        (
+            {"grapher_config": 1, "keep_retriever_order": True, "ranker": "gcs"},
+            "key 'ranker': 'gcs' contradicts keep_retriever_order",
+        ),
+        ([1, 2], "expected a JSON object"),
+    ],
+)
+def test_load_config_names_the_file_and_the_key(tmp_path: Path, content: Any, said: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(path) in str(error.value) and said in str(error.value)
+
+
+def test_load_config_file_errors_and_round_trip(tmp_path: Path) -> None:
+    with pytest.raises(InputFileNotFoundError):
+        load_config(tmp_path / "missing.json")
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_config(tmp_path / "broken.json")
+    with pytest.raises(ConfigError, match="directory"):
+        load_config(tmp_path)
+    from grapher_core.edges.keys import AdjacentChunks
+    from grapher_core.edges.serialise import proximity_to_dict
+
+    path = tmp_path / "ok.json"
+    write_config(
+        path,
+        {
+            "grapher_config": 1,
+            "ranker": "ppr",
+            "alpha": 0.5,
+            "seed_transform": "rank",
+            "proximities": [proximity_to_dict(AdjacentChunks())],
+        },
+    )
+    config = load_config(path)
+    assert config["top_n"] is None and config["keep_retriever_order"] is False
+    reranker = GraphReranker.from_config(path, explain=0)
+    assert reranker.ranker.name == "ppr" and reranker.explain == 0
+    assert [type(p).__name__ for p in reranker.proximities] == ["AdjacentChunks"]
+    with pytest.raises(GraphERError):
+        write_config(path, {"grapher_config": 1, "alpha": 7})
+
+
+# -- the real embedding model -------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_eval_with_the_packaged_model(
+    tmp_path: Path,
+    pooled: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("sentence_transformers")
+    monkeypatch.setenv("GRAPHER_CACHE", str(tmp_path / "cache"))
+    questions = write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
+    report_path = tmp_path / "report.json"
+    args = ["eval", *pooled, "--questions", str(questions), "--top-n", "6", "--k", "2,3"]
+    code = main([*args, "--json", str(report_path), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "cosine similarity (sentence-transformers/all-MiniLM-L6-v2)" in out
+    report = json.loads(report_path.read_text())
+    names = [row["name"] for row in report["rows"]]
+    assert names[0] == "retriever"
+    assert any(name.startswith("gat ") for name in names) or "gat" in report["skipped"]
+    assert ("best:" in out) != ("keep the retriever's order" in out)
+
+
+def test_mentions_link_a_corpus_without_links(
+    tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pages = {
+        "ALGOL": "ALGOL introduced block structure and influenced Pascal.",
+        "Pascal": "Pascal was created by Niklaus Wirth for teaching.",
+        "Niklaus Wirth": "Niklaus Wirth received the Turing Award.",
+        "COBOL": "COBOL is a business language with block records.",
+    }
+    rows = [{"id": t, "text": f"{t}\n{b}", "metadata": {"title": t}} for t, b in pages.items()]
+    corpus = write_jsonl(tmp_path / "pages.jsonl", rows)
+    questions = write_jsonl(
+        tmp_path / "q.jsonl",
+        [{"id": "1", "text": "what did ALGOL influence", "gold": ["ALGOL", "Pascal"]}],
+    )
+    args = ["eval", "--corpus", str(corpus), "--questions", str(questions), "--mentions"]
+    assert main([*args, "--top-n", "4", "--k", "1,2", "--rankers", "gcs", "--no-progress"]) == 0
+    assert "graph detected in the metadata: ForeignKeys('mentions')" in capsys.readouterr().out
