@@ -21,6 +21,7 @@ __all__ = [
     "Dataset",
     "Query",
     "default_benchmarks_root",
+    "default_train_root",
     "detect_task_type",
     "find_datasets",
     "load_dataset",
@@ -63,6 +64,15 @@ def default_benchmarks_root() -> Path:
     if env:
         return Path(env)
     return Path.cwd().parent / "shared" / "benchmarks"
+
+
+def default_train_root() -> Path:
+    """``$GRAPHER_TRAIN_DATA`` if set, else ``../shared/train_data`` relative to the cwd: the
+    train splits (never the shared benchmarks' questions) that choices are made on."""
+    env = os.environ.get("GRAPHER_TRAIN_DATA")
+    if env:
+        return Path(env)
+    return Path.cwd().parent / "shared" / "train_data"
 
 
 def _require_str(record: dict[str, Any], key: str, where: str) -> str:

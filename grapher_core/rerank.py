@@ -16,11 +16,18 @@ from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
 from grapher_core.edges.base import Proximity
 from grapher_core.edges.detect import describe, detect_proximities
 from grapher_core.edges.graph import CandidateGraph, build_graph
+from grapher_core.edges.keys import AdjacentChunks
 from grapher_core.errors import ConfigError, InputError, InputTypeError, MissingDependencyError
 from grapher_core.ranking.base import RankContext, Ranker, builds_own_graph, needs_embeddings
 from grapher_core.ranking.calibration import relevance_scores
 from grapher_core.ranking.registry import make_ranker
-from grapher_core.ranking.seeds import SEED_TRANSFORMS, _names, make_seeds, original_scores
+from grapher_core.ranking.seeds import (
+    SEED_TRANSFORMS,
+    _names,
+    make_seeds,
+    original_scores,
+    seed_policy,
+)
 from grapher_core.vectors import (
     StoredVectors,
     VectorCache,
@@ -182,7 +189,9 @@ class GraphReranker(RerankingEngine):
     >>> results = reranker.rerank(candidates, top_n=5)
 
     ``alpha`` overrides the named ranker's default (see :mod:`grapher_core.ranking`);
-    ``seed_transform`` says how base scores become seeds (see :mod:`grapher_core.ranking.seeds`);
+    ``seed_transform`` says how base scores become seeds; ``None`` (default) is the core's one
+    rule, :func:`~grapher_core.ranking.seeds.seed_policy`: the retriever's order, or its scores
+    for a ranker that reads them (see :mod:`grapher_core.ranking.seeds`);
     ``explain`` is how many neighbours to report per returned candidate (0 to skip).
     The input is never modified: candidates are frozen and their metadata only read.
 
@@ -213,7 +222,7 @@ class GraphReranker(RerankingEngine):
         ranker: str | Ranker = "gcs",
         alpha: float | None = None,
         *,
-        seed_transform: str = "auto",
+        seed_transform: str | None = None,
         explain: int = 3,
         strict: bool = False,
         auto_proximities: bool | None = None,
@@ -259,15 +268,23 @@ class GraphReranker(RerankingEngine):
         self._detected = {}
 
     @property
-    def seed_transform(self) -> str:
-        """How base scores become seeds (one of ``SEED_TRANSFORMS``)."""
+    def seed_transform(self) -> str | None:
+        """How base scores become seeds (one of ``SEED_TRANSFORMS``; ``None``: the core's rule
+        for the ranker, :func:`~grapher_core.ranking.seeds.seed_policy`)."""
         return self._seed_transform
 
     @seed_transform.setter
-    def seed_transform(self, value: str) -> None:
-        if not isinstance(value, str) or value not in SEED_TRANSFORMS:
-            raise ConfigError(f"seed_transform must be one of {SEED_TRANSFORMS}, got {value!r}")
+    def seed_transform(self, value: str | None) -> None:
+        if value is not None and (not isinstance(value, str) or value not in SEED_TRANSFORMS):
+            raise ConfigError(
+                f"seed_transform must be None or one of {SEED_TRANSFORMS}, got {value!r}"
+            )
         self._seed_transform = value
+
+    @property
+    def seed_policy(self) -> str:
+        """The seed policy calls use: :attr:`seed_transform`, or the core's rule for the ranker."""
+        return seed_policy(self._seed_transform, self._ranker)
 
     @property
     def explain(self) -> int:
@@ -345,8 +362,15 @@ class GraphReranker(RerankingEngine):
         detected = self._detected.get(keys)
         if detected is None:
             taken = {getattr(p, "field", None) for p in self.proximities}
+            # Chunk order stated twice (LlamaIndex PREVIOUS/NEXT relationships given, doc_id +
+            # chunk_index detected) is one fact: counted once, as in a pool without the
+            # relationships, so both wrappers build the same graph.
+            ordered = any(getattr(p, "kind", None) == "contextual" for p in self.proximities)
             detected = tuple(
-                p for p in detect_proximities(candidates) if getattr(p, "field", None) not in taken
+                p
+                for p in detect_proximities(candidates)
+                if getattr(p, "field", None) not in taken
+                and not (ordered and isinstance(p, AdjacentChunks))
             )
             if len(self._detected) < 64:
                 self._detected[keys] = detected
@@ -455,7 +479,7 @@ class GraphReranker(RerankingEngine):
             raise InputError(f"top_n must be a non-negative integer or None, got {top_n!r}")
         if not candidates:
             return Reranking([], top_n=top_n)
-        seeds = make_seeds(candidates, self.seed_transform, scores)
+        seeds = make_seeds(candidates, self.seed_policy, scores)
         seen = _clipped(candidates, self.max_chars_per_doc)  # what the graph and ranker read
         proximities = self.proximities_for(seen)
         graph, counts = _graph_with_counts(seen, proximities)
@@ -475,6 +499,22 @@ class GraphReranker(RerankingEngine):
             out = [r for r in out if (r.score if r.relevance is None else r.relevance) >= threshold]
         return Reranking(out, edges, proximities, graph, seeds, ranked, top_n)
 
+    def _say_alone_weight(self, graph: CandidateGraph) -> None:
+        """Say once when the ranker damps the pool's only kind of edge (chunk order alone, under
+        the default GCS): the edges are there, and why they move little is not a mystery."""
+        weights = dict(getattr(self.ranker, "alone_weights", ()) or ())
+        present = [kind for kind, matrix in graph.by_kind.items() if matrix.nnz]
+        if len(present) != 1 or weights.get(present[0], 1.0) >= 1.0:
+            return
+        kind = present[0]
+        self.diagnostics.info_once(
+            ("alone-weight", kind),
+            f"only {kind} edges in this pool: GCS passes on {weights[kind]:g} of their share "
+            "(GCSRanker.alone_weights), so the retriever's top stays as it was on every shared "
+            "benchmark with chunk order alone; ranker=GCSRanker(alone_weights={}) lets the "
+            "neighbours of the best chunks rise",
+        )
+
     def _diagnose(
         self,
         candidates: Sequence[Candidate],
@@ -485,6 +525,7 @@ class GraphReranker(RerankingEngine):
     ) -> None:
         """Report silent no-ops; a graph with edges from every proximity costs a few checks."""
         n = len(candidates)
+        self._say_alone_weight(graph)
         if check_pool(self.diagnostics, n, top_n) or (graph.n_edges and all(counts)):
             return  # a pool too small to lift anything is that one cause, said alone
         explained = check_graph(self.diagnostics, candidates, proximities, dict(enumerate(counts)))
@@ -509,6 +550,17 @@ class GraphReranker(RerankingEngine):
                     f"({describe(proximities)}): the order is the "
                     "retriever's",
                 )
+
+    @classmethod
+    def from_config(cls, path: Any, **options: Any) -> GraphReranker:
+        """The reranker a ``grapher eval --write-config`` file describes (validated by
+        :func:`grapher_core.ranking.config.load_config`); ``options`` add or override
+        constructor arguments. ``keep_retriever_order: true`` loads the ``"baseline"`` ranker
+        over rank seeds: the input order, unchanged. The config's ``top_n`` is for
+        ``rerank(top_n=...)``."""
+        from grapher_core.ranking.config import core_options, load_config
+
+        return cls(**{**core_options(load_config(path)), **options})
 
 
 def _move(before: int, after: int) -> str:

@@ -87,9 +87,11 @@ class GraphERReranker(BaseDocumentCompressor):
     top_n: int | None = Field(default=3, ge=0, strict=True)
     """How many documents to return (LangChain rerankers' default, 3); ``None`` returns all."""
     score_key: str | None = None
-    """Metadata key of the base retriever's score; unset or absent for all: seeds from rank."""
-    seed_transform: Literal["auto", "raw", "minmax", "rank"] = "auto"
-    """How base scores become seeds (see :mod:`grapher_core.ranking.seeds`)."""
+    """Metadata key of the base retriever's score, read when ``seed_transform`` is not
+    ``"rank"`` (and kept as ``retrieval_score``); unset or absent for all: seeds from rank."""
+    seed_transform: Literal["rank", "auto", "raw", "minmax"] | None = None
+    """How base scores become seeds; ``None``: the core's one rule, the retriever's order (its
+    scores for a ranker that reads them), see :func:`grapher_core.ranking.seeds.seed_policy`."""
     embeddings: Embeddings | None = None
     """For rankers/proximities that need vectors (GAT, ``SemanticKNN``, expansion): the query is
     embedded once per call and the documents in one batch -- only when the core needs them
@@ -343,3 +345,13 @@ class GraphERReranker(BaseDocumentCompressor):
                 )
             )
         return out
+
+    @classmethod
+    def from_config(cls, path: Any, **fields: Any) -> GraphERReranker:
+        """The reranker a ``grapher eval --write-config`` file describes (ranker, alpha, seed
+        policy, proximities, ``top_n``; validated by the core's loader); ``fields`` add or
+        override fields (``embeddings``, ``score_key``...). ``keep_retriever_order: true``
+        loads the ``"baseline"`` ranker over rank seeds: the documents' order, unchanged."""
+        from grapher_core.ranking.config import load_config, wrapper_options
+
+        return cls(**{**wrapper_options(load_config(path)), **fields})

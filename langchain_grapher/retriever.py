@@ -33,7 +33,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStoreRetriever
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY
 from grapher_core.errors import InputError
@@ -71,7 +71,19 @@ class GraphERRetriever(BaseRetriever):
     ``"score"`` (the store's relevance scores). Rank seeds won on 20 of the 30 shared
     set x retriever pairs (BM25, dense and hybrid; score seeds on 6), by up to 16 points PR@5 on
     multi-table questions: see the seeds table in docs/benchmarks.md. The store's score is kept
-    as ``retrieval_score`` either way."""
+    as ``retrieval_score`` either way. ``"score"`` with a reranker that leaves
+    ``seed_transform`` to the core's rule (``None``) uses a copy of it with ``"auto"``."""
+
+    @model_validator(mode="after")
+    def _score_seeds(self) -> GraphERRetriever:
+        """Score seeds need a reranker that reads scores: one left to the core's rule (rank)
+        is swapped for a validated copy reading them (the given object is not modified)."""
+        if self.seeds == "score" and self.reranker.seed_transform is None:
+            fields = {
+                name: getattr(self.reranker, name) for name in type(self.reranker).model_fields
+            }
+            self.__dict__["reranker"] = GraphERReranker(**{**fields, "seed_transform": "auto"})
+        return self
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

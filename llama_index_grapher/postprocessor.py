@@ -3,9 +3,10 @@
 >>> engine = index.as_query_engine(similarity_top_k=50,
 ...                                node_postprocessors=[GraphERPostprocessor(top_n=5)])
 
-The retriever's node scores are the seeds; the graph among the retrieved nodes comes from their
-``PREVIOUS`` / ``NEXT`` relationships (zero configuration) plus any metadata proximities given;
-the ranking itself is :class:`grapher_core.GraphReranker`. This module only translates types.
+The retriever's order gives the seeds (as in LangChain); the graph among the retrieved nodes
+comes from their ``PREVIOUS`` / ``NEXT`` relationships (zero configuration) plus any metadata
+proximities given; the ranking itself is :class:`grapher_core.GraphReranker`. This module only
+translates types.
 """
 
 from __future__ import annotations
@@ -73,9 +74,11 @@ Engine = GraphReranker | ExpandingReranker
 class GraphERPostprocessor(BaseNodePostprocessor):
     """Rerank retrieved nodes with a graph built from their relationships and metadata.
 
-    Node scores are the seeds. When *no* node has a score they come from the input order;
-    when only *some* do, a ``ValueError`` names the nodes without one. Duplicate node ids are
-    an error (the graph could not tell them apart). Nodes without relationships simply have no
+    Seeds come from the input order (the retriever's), as in the LangChain wrapper, whatever
+    the node scores are (cosine, distance, relevance), except for rankers that read scores (the
+    learned GAT/MLP); ``seed_transform="auto"`` reads them for every ranker. When only *some*
+    nodes have a score, an ``InputError`` names those without one. Duplicate node ids are an
+    error (the graph could not tell them apart). Nodes without relationships simply have no
     contextual edges. The input nodes are never modified: new ``NodeWithScore`` objects on
     copied nodes are returned.
     """
@@ -93,7 +96,12 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         default=True, description="Add contextual edges from PREVIOUS/NEXT node relationships."
     )
     relationship_weight: float = Field(default=1.0, description="Weight of those edges.")
-    seed_transform: str = Field(default="auto", description="See grapher_core.ranking.seeds.")
+    seed_transform: str | None = Field(
+        default=None,
+        description="How node scores become seeds; None: the core's one rule, as in the "
+        "LangChain wrapper: the input order, or the scores for a ranker that reads them "
+        "(see grapher_core.ranking.seeds.seed_policy).",
+    )
     keep_retrieval_score: bool = Field(
         default=False, description="Keep the retriever's score in metadata['retrieval_score']."
     )
@@ -444,6 +452,16 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
+
+    @classmethod
+    def from_config(cls, path: Any, **fields: Any) -> GraphERPostprocessor:
+        """The postprocessor a ``grapher eval --write-config`` file describes (ranker, alpha,
+        seed policy, proximities, ``top_n``; validated by the core's loader); ``fields`` add or
+        override fields (``embed_model``, ``vector_store``...). ``keep_retriever_order: true``
+        loads the ``"baseline"`` ranker over rank seeds: the nodes' order, unchanged."""
+        from grapher_core.ranking.config import load_config, wrapper_options
+
+        return cls(**{**wrapper_options(load_config(path)), **fields})
 
 
 def _sync_only(model: BaseEmbedding) -> bool:

@@ -41,7 +41,7 @@ from grapher_core.edges.entities import EDGE_BUDGET_FLOOR, SharedEntities
 from grapher_core.edges.graph import build_graph
 from grapher_core.metadata import normalised_set, read_list
 from grapher_core.ranking.base import RankContext
-from grapher_core.ranking.propagation import DEFAULT_GCS_ALPHA
+from grapher_core.ranking.propagation import DEFAULT_DEGREE_EXPONENT, DEFAULT_GCS_ALPHA
 from grapher_core.ranking.registry import make_ranker
 from grapher_core.ranking.seeds import make_seeds
 from grapher_core.rerank import GraphReranker
@@ -112,8 +112,9 @@ def reference_rerank(
     tol: float = 1e-8,
 ) -> np.ndarray:
     """The plain numpy/scipy way: vocabulary dict, incidence matrix, ``B D B^T``, the same
-    hub rule as ``SharedEntities`` (largest entities dropped until the pairs fit), row
-    normalisation, Algorithm 1 with ``@``, ``argsort``. Returns the top ``top_n`` positions."""
+    hub rule as ``SharedEntities`` (largest entities dropped until the pairs fit), the
+    default GCS (seeds ``1/rank``, degree normalisation with degrees of at least 1) with
+    ``@``, ``argsort``. Returns the top ``top_n`` positions."""
     n = len(candidates)
     vocabulary: dict[str, int] = {}
     rows: list[int] = []
@@ -135,9 +136,13 @@ def reference_rerank(
     adjacency = (incidence @ incidence.T @ sp.diags(1.0 / np.maximum(sizes, 1))).tocsr()
     adjacency.setdiag(0.0)
     adjacency.eliminate_zeros()
-    seeds = np.array([c.score for c in candidates], dtype=float)
-    sums = np.asarray(adjacency.sum(axis=1)).ravel()
-    transition = sp.diags(np.divide(1.0, sums, out=np.zeros(n), where=sums > 0)) @ adjacency
+    seeds = 1.0 / np.arange(1, n + 1)
+    sums = 0.5 * (
+        np.asarray(adjacency.sum(axis=1)).ravel() + np.asarray(adjacency.sum(axis=0)).ravel()
+    )
+    degrees = np.maximum(sums, 1.0)
+    exponent = DEFAULT_DEGREE_EXPONENT
+    transition = sp.diags(degrees**-exponent) @ adjacency @ sp.diags(degrees ** (exponent - 1))
     p = seeds.copy()
     for _ in range(10_000):
         nxt = alpha * seeds + (1 - alpha) * (transition @ p)
@@ -188,9 +193,9 @@ def measure(
     candidates = WORKLOADS[workload](n)
     ranker = make_ranker(ranker_name)
     graph = build_graph(candidates, proximities)
-    seeds = make_seeds(candidates)
-    context = RankContext(candidates)
     reranker = GraphReranker(proximities, ranker=ranker)
+    seeds = make_seeds(candidates, reranker.seed_policy)  # what a call uses
+    context = RankContext(candidates)
     tick = CLOCKS[clock]
     return LatencyRow(
         n=n,

@@ -39,7 +39,10 @@ class Ranker(Protocol):
     read by :func:`needs_embeddings`), so wrappers embed only when something uses the vectors.
     A ranker that builds its own graph from the candidates (G-RAG's concept graph) declares
     ``builds_own_graph = True`` (read by :func:`builds_own_graph`), so an empty proximity graph
-    is not reported as "the order is the retriever's".
+    is not reported as "the order is the retriever's". A ranker that reads the seeds as the
+    retriever's *scores* (a learned model trained on them, a score fusion) declares
+    ``reads_scores = True`` (read by :func:`reads_scores`): its default seed policy is then
+    ``"auto"`` instead of ``"rank"`` (see :mod:`grapher_core.ranking.seeds`).
     """
 
     @property
@@ -60,6 +63,12 @@ def builds_own_graph(component: object) -> bool:
     """Whether a ranker declared that it builds its own graph (``builds_own_graph`` attribute,
     default False): the proximities' graph is then not all it sees."""
     return bool(getattr(component, "builds_own_graph", False))
+
+
+def reads_scores(component: object) -> bool:
+    """Whether a ranker declared that it reads the seeds as retriever scores (``reads_scores``
+    attribute, default False)."""
+    return bool(getattr(component, "reads_scores", False))
 
 
 @dataclass(frozen=True)

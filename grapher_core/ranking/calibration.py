@@ -4,11 +4,12 @@ Every ranker's raw score stays available (``RankedCandidate.score``, ``grapher_s
 wrappers' metadata); ``RankedCandidate.relevance`` (``relevance_score``) is mapped onto one
 documented scale by the ranker's declared ``score_scale``:
 
-* ``"seeds"`` (GCS, baseline): the score is already on the seed scale. With base scores in
-  [0, 1] -- cosine similarities (negatives become 0), LangChain relevance scores, LlamaIndex
-  vector similarities, or rank seeds ``1/rank`` when there are none -- it lies in [0, 1]: a
-  candidate without graph support keeps exactly its base score, one with support is lifted
-  towards its neighbours' scores, never above the best of them. Other base scales (BM25) are
+* ``"seeds"`` (GCS, baseline): the score is already on the seed scale -- rank seeds ``1/rank``
+  by default, or base scores in [0, 1] (cosine similarities with negatives at 0, LangChain
+  relevance scores, LlamaIndex vector similarities) under ``seed_transform="auto"``. A
+  candidate without graph support keeps exactly its seed, one with support is lifted towards
+  its neighbours' scores (the paper's row-normalised GCS: never above the best of them; the
+  default degree-normalised one: above it only when several strong neighbours agree). Other base scales (BM25) are
   kept as they are (>= 0). Candidates with no link to it never change a candidate's value, so
   adding unrelated candidates (e.g. with negative cosines) leaves it unchanged.
 * ``"probability"`` (PPR): the PageRank mass times the sum of the seeds, i.e. back on the seed

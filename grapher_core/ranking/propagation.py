@@ -7,11 +7,24 @@
 Default alphas are the values ``grapher-bench tune`` picks on ``spider_train`` (grid 0.1..0.9,
 hybrid MiniLM + BM25 retriever, PR@10 of multi-table queries); see docs/benchmarks.md.
 The paper tuned on BIRD train, which is not available here.
+
+GCS comes in two normalisations. ``"row"`` is the paper's Algorithm 1: a node takes the plain
+average of its neighbours, so every spoke of a well-ranked hub is lifted to just under the hub
+(ten tables referencing ``studies`` all jump above the retriever's second and third tables).
+``"degree"`` (the :class:`GCSRanker` default) divides an edge ``i -> j`` by
+``d_i^b * d_j^(1 - b)`` (``b = degree_exponent``, 0.75): a hub's lift is shared among its
+spokes instead of copied to each, a node's lift grows with the number of its neighbours that
+agree, and a node linked to everything receives far less than the sum of its neighbours.
+``b = 0.5`` is the symmetric ``D^-1/2 A D^-1/2``, which lifts a node linked to every candidate
+from rank 50 to rank 4 with rank seeds (0.75: rank 8; row: rank 19); the training splits do
+not tell 0.5 from 0.8 apart. Chosen on training splits only (``spider_train``, BIRD train, the
+multi-hop train sets; hybrid and dense retrievers; rank seeds): see docs/benchmarks.md
+"Default ranking".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +50,21 @@ DEFAULT_PPR_ALPHA = 0.8
 
 
 DEFAULT_MAX_ITER = 10_000
+
+NORMALISATIONS: tuple[str, ...] = ("degree", "row")
+DEFAULT_DEGREE_EXPONENT = 0.75
+
+DEFAULT_ALONE_WEIGHTS: tuple[tuple[str, float], ...] = (("contextual", 0.5),)
+"""The share of its normalised weight an edge of a kind passes on in degree-normalised GCS when
+that kind is the pool's only evidence (no edge of another kind); beside other kinds it passes
+all of it. Chunk order alone is weak evidence once seeds come from rank: the best chunk's
+neighbours jump over the retriever's second and third results, which costs single-answer
+questions (squad_chunks gold@5 -1.1 hybrid, -1.3 dense) more than it gives multi-sentence ones
+(hotpotqa_sentences PR@10 +2.8); at 0.5 (0.6 measures the same) the order on every
+adjacency-only shared set is the retriever's. Beside links it carries a link's lift along the
+section it lands in (the hyperlinked manuals of docs/user_corpora.md: PR@10 +21 points on
+markdown_docs with it at full weight, none at 0.5). A user whose questions do span consecutive
+chunks sets ``GCSRanker(alone_weights={})``; ``kind_weights`` scales a kind always."""
 
 
 def _check_inputs(adjacency: Any, seeds: Any, alpha: float) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -81,6 +109,27 @@ def _row_normalised_data(adjacency: sp.csr_matrix, scale: float = 1.0) -> np.nda
         _csr_scale_rows(n_rows, n_cols, adjacency.indptr, adjacency.indices, data, factors)
         return data
     return adjacency.data * np.repeat(factors, counts)  # pragma: no cover
+
+
+def _degree_normalised_data(
+    adjacency: sp.csr_matrix,
+    exponent: float,
+    scale: float = 1.0,
+    degrees_of: sp.csr_matrix | None = None,
+) -> np.ndarray:
+    """``scale * A[i, j] / (d_i^b * d_j^(1 - b))`` (``b = exponent``) as a new data array for
+    ``adjacency``'s structure, ``d`` the mean of in- and out-weight of ``degrees_of`` (default
+    ``adjacency``; the degree, for the symmetric graphs edges build). On a symmetric graph
+    ``D^-b A D^(b-1)`` is similar to ``D^-1/2 A D^-1/2`` and to the row-normalised ``D^-1 A``:
+    the same spectrum, so the same iteration converges; a ``degrees_of`` with larger weights
+    than ``adjacency`` (kinds weighted below 1) only shrinks it."""
+    source = adjacency if degrees_of is None else degrees_of
+    sums = 0.5 * (np.asarray(source.sum(axis=1)).ravel() + np.asarray(source.sum(axis=0)).ravel())
+    safe = np.where(sums > 0, sums, 1.0)
+    receive = safe**-exponent
+    send = safe ** (exponent - 1.0)
+    counts = np.diff(adjacency.indptr)
+    return scale * adjacency.data * np.repeat(receive, counts) * send[adjacency.indices]
 
 
 def row_normalise(adjacency: sp.csr_matrix) -> sp.csr_matrix:
@@ -184,8 +233,12 @@ def gcs_scores(
     tol: float = 1e-8,
     max_iter: int = DEFAULT_MAX_ITER,
     method: str = "iterate",
+    normalisation: str = "row",
+    degree_exponent: float = DEFAULT_DEGREE_EXPONENT,
+    degrees_of: Any = None,
 ) -> np.ndarray:
-    """Graph Cohesive Smoothing, Algorithm 1 of the paper.
+    """Graph Cohesive Smoothing, Algorithm 1 of the paper (``normalisation="row"``, the
+    default of this function, which the GAT's input features keep).
 
     ``W`` = row-normalised ``adjacency`` (rows without edges stay zero); ``p0 = s``;
     ``p <- alpha * s + (1 - alpha) * W p`` until ``||p_new - p||_1 < tol``; return
@@ -202,13 +255,32 @@ def gcs_scores(
     ``tol``, useful as a reference; it is O(n^3), limited to ``GCS_SOLVE_MAX_NODES`` connected
     nodes, and multi-threaded BLAS can stall badly on a busy machine (measured: 0.5 ms alone,
     100 ms with the cores oversubscribed), so it is never the default. ``"auto"`` = ``"iterate"``.
+
+    ``normalisation="degree"`` replaces ``W`` by ``D^-b A D^(b-1)`` (``b = degree_exponent``,
+    see the module docstring): a score is then no longer an average, so it may pass the best
+    neighbour's when several strong neighbours agree; it still never falls below its seed.
+    ``degrees_of`` (same shape) gives the degrees when they should not come from
+    ``adjacency`` itself: :class:`GCSRanker` passes the unweighted graph beside the one whose
+    kinds it weighted, so a kind weighted 0.5 transmits half its normalised share.
     """
     a, s = _check_inputs(adjacency, seeds, alpha)
     if method not in ("auto", "iterate", "solve"):  # "auto" = "iterate", kept for callers
         raise InputError(f"method must be 'auto', 'iterate' or 'solve', got {method!r}")
+    if normalisation not in NORMALISATIONS:
+        raise InputError(f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
     if a.nnz == 0:
         return np.maximum(alpha * s, s)
-    data = _row_normalised_data(a, 1.0 - alpha)  # (1 - alpha) W on a's structure
+    if normalisation == "row":
+        data = _row_normalised_data(a, 1.0 - alpha)  # (1 - alpha) W on a's structure
+    else:
+        if not 0.5 <= degree_exponent <= 1.0:
+            raise InputError(f"degree_exponent must be in [0.5, 1], got {degree_exponent!r}")
+        degrees = None
+        if degrees_of is not None:
+            degrees = sp.csr_matrix(degrees_of, dtype=np.float64)
+            if degrees.shape != a.shape:
+                raise InputError(f"degrees_of has shape {degrees.shape}, adjacency {a.shape}")
+        data = _degree_normalised_data(a, degree_exponent, 1.0 - alpha, degrees)
     base = alpha * s
     if method == "solve":
         transition = sp.csr_matrix((data, a.indices, a.indptr), shape=a.shape)
@@ -278,12 +350,18 @@ def _check_iteration(tol: object, max_iter: object) -> None:
 
 @dataclass(frozen=True)
 class GCSRanker:
-    """Graph Cohesive Smoothing (:func:`gcs_scores`)."""
+    """Graph Cohesive Smoothing (:func:`gcs_scores`); ``normalisation="row"`` is the paper's
+    exact Algorithm 1, ``"degree"`` (default) the degree-aware form that does not lift every
+    spoke of a hub (see the module docstring)."""
 
     alpha: float = DEFAULT_GCS_ALPHA
     tol: float = 1e-8
     max_iter: int = DEFAULT_MAX_ITER
     method: str = "auto"
+    normalisation: str = "degree"
+    degree_exponent: float = DEFAULT_DEGREE_EXPONENT
+    kind_weights: tuple[tuple[str, float], ...] | Mapping[str, float] = ()
+    alone_weights: tuple[tuple[str, float], ...] | Mapping[str, float] = DEFAULT_ALONE_WEIGHTS
     name: str = "gcs"
 
     def __post_init__(self) -> None:
@@ -292,9 +370,63 @@ class GCSRanker:
         _check_iteration(self.tol, self.max_iter)
         if self.method not in ("auto", "iterate", "solve"):
             raise ConfigError(f"method must be 'auto', 'iterate' or 'solve', got {self.method!r}")
+        if self.normalisation not in NORMALISATIONS:
+            raise ConfigError(
+                f"normalisation must be one of {NORMALISATIONS}, got {self.normalisation!r}"
+            )
+        for field in ("kind_weights", "alone_weights"):
+            object.__setattr__(self, field, _kind_weights(field, getattr(self, field)))
+        exponent = self.degree_exponent
+        if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
+            raise ConfigError(f"degree_exponent must be a number in [0.5, 1], got {exponent!r}")
+        if not 0.5 <= float(exponent) <= 1.0:
+            raise ConfigError(f"degree_exponent must be in [0.5, 1], got {exponent!r}")
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
-        return gcs_scores(graph.adjacency, seeds, self.alpha, self.tol, self.max_iter, self.method)
+        weighted = self._weighted(graph)
+        return gcs_scores(
+            weighted,
+            seeds,
+            self.alpha,
+            self.tol,
+            self.max_iter,
+            self.method,
+            self.normalisation,
+            self.degree_exponent,
+            None if weighted is graph.adjacency else graph.adjacency,
+        )
+
+    def _weighted(self, graph: CandidateGraph) -> sp.csr_matrix:
+        """The adjacency with each kind's edges scaled by :attr:`kind_weights`, and by
+        :attr:`alone_weights` when the kind is the only one with edges (degree form only: row
+        normalisation cancels a kind's scale wherever it is alone)."""
+        present = [kind for kind, matrix in graph.by_kind.items() if matrix.nnz]
+        weights = dict(self.kind_weights)
+        if len(present) == 1:
+            alone = dict(self.alone_weights)
+            weights = {
+                **weights,
+                present[0]: weights.get(present[0], 1.0) * alone.get(present[0], 1.0),
+            }
+        if self.normalisation != "degree" or all(weights.get(k, 1.0) == 1.0 for k in present):
+            return graph.adjacency
+        parts = [matrix * weights.get(kind, 1.0) for kind, matrix in graph.by_kind.items()]
+        return sp.csr_matrix(sum(parts[1:], parts[0]))
+
+
+def _kind_weights(field: str, weights: Any) -> tuple[tuple[str, float], ...]:
+    """``{kind: weight}`` or ``((kind, weight), ...)`` as sorted pairs, finite and >= 0."""
+    if isinstance(weights, Mapping):
+        weights = tuple(weights.items())
+    try:
+        pairs = tuple(sorted((str(kind), float(weight)) for kind, weight in weights))
+    except (TypeError, ValueError) as error:
+        raise ConfigError(
+            f"{field} must be (kind, weight) pairs or a dict, got {weights!r}"
+        ) from error
+    if any(not (0.0 <= weight < float("inf")) for _, weight in pairs):
+        raise ConfigError(f"{field} must be finite and >= 0, got {weights!r}")
+    return pairs
 
 
 @dataclass(frozen=True)

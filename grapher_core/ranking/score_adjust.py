@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,6 +56,7 @@ class ScoreAdjustRanker:
     kind: str = "semantic"
     strict: bool = False
     name: str = "qa-adjust"
+    reads_scores: ClassVar[bool] = True  # adds to the retriever's score
 
     def __post_init__(self) -> None:
         if not 0.0 < float(self.alpha) <= 1.0:

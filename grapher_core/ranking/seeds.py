@@ -1,18 +1,28 @@
 """Turning a base retriever's scores into seed scores for a graph ranker.
 
-Real retrievers give cosine similarities in [-1, 1], unbounded BM25 scores, fused scores, or
-nothing at all. GCS and PPR are invariant to scaling the seeds by a positive constant, but not
-to shifting them, and PPR needs non-negative seeds. The policies:
+Real retrievers give cosine similarities in [-1, 1], distances (lower is better), relevance
+scores in [0, 1], unbounded BM25 scores, fused scores, or nothing at all -- and LangChain's
+compressors see no score at all. GCS and PPR are invariant to scaling the seeds by a positive
+constant, but not to shifting them, and PPR needs non-negative seeds. The policies:
 
-* ``"auto"`` (default): the scores as given, negative ones raised to 0 (a cosine of -0.2 is no
-  evidence of relevance). A candidate's seed never depends on the rest of the pool, so
-  ``relevance_score`` keeps its meaning (see :mod:`grapher_core.ranking.calibration`). Only when no
-  score is positive (e.g. negated distances) are they min-max scaled to [0, 1].
+* ``"rank"`` (the default of both wrappers and the core, see :func:`seed_policy`): ``1 / rank`` from
+  the input order, which is the retriever's order; scores are ignored. The only signal every
+  retriever gives, so the same pool ranks the same through LangChain (no scores) and
+  LlamaIndex (node scores of any kind), and a store's narrow band of cosines (0.31..0.36) or its
+  distances cannot flatten or invert the seeds. Measured beside the score policy for three
+  retrievers on every shared set (docs/benchmarks.md "Seeds").
+* ``"auto"``: the scores, read in the direction the input order says (scores that *rise*
+  along the retriever's order are distances: they are negated), negative ones raised to 0 (a
+  cosine of -0.2 is no evidence of relevance); only when no score is then positive are they
+  min-max scaled to [0, 1].
 * ``"raw"``: as given (negative scores are then an error for PPR).
-* ``"minmax"``: always min-max scaled to [0, 1] (all equal -> all 1).
-* ``"rank"``: ``1 / (rank + 1)`` from the input order, ignoring scores.
+* ``"minmax"``: always min-max scaled to [0, 1] (all equal -> all 1), in the direction of
+  ``"auto"``.
 
-When *no* candidate has a score, seeds come from rank (input order = the retriever's order).
+When *no* candidate has a score, every policy seeds from rank. A ranker that reads the seeds
+as scores (declared ``reads_scores``: the GAT and MLP, trained on the bench's fused scores; the
+score fusions of the query-aware GNN) defaults to ``"auto"`` instead; with no scores it still
+seeds from rank.
 """
 
 from __future__ import annotations
@@ -24,8 +34,18 @@ import numpy as np
 
 from grapher_core.candidates import Candidate
 from grapher_core.errors import InputError
+from grapher_core.ranking.base import reads_scores
 
-SEED_TRANSFORMS: tuple[str, ...] = ("auto", "raw", "minmax", "rank")
+SEED_TRANSFORMS: tuple[str, ...] = ("rank", "auto", "raw", "minmax")
+
+
+def seed_policy(transform: str | None, ranker: object) -> str:
+    """The policy a reranker uses: ``transform`` when given, else ``"auto"`` for a ranker that
+    declared ``reads_scores`` and ``"rank"`` for every other -- decided here, once, for the
+    core and both wrappers."""
+    if transform is not None:
+        return transform
+    return "auto" if reads_scores(ranker) else "rank"
 
 
 def rank_seeds(n: int) -> np.ndarray:
@@ -68,11 +88,24 @@ def make_seeds(
         scores = original_scores(candidates)
     if scores is None or transform == "rank":
         return rank_seeds(len(candidates))
-    if transform == "raw" or (transform == "auto" and (scores.size == 0 or scores.min() >= 0)):
+    if transform == "raw":
+        return scores
+    if ascending(scores):
+        scores = -scores  # distances: the retriever put the smallest first
+    if transform == "auto" and (scores.size == 0 or scores.min() >= 0):
         return scores
     if transform == "auto" and scores.max() > 0:
         return np.maximum(scores, 0.0)
     return minmax(scores)
+
+
+def ascending(scores: np.ndarray) -> bool:
+    """Whether scores rise along the input order and are not all equal: the retriever ranked
+    by a distance (smaller = better), so the scores must be read the other way."""
+    if scores.size < 2:
+        return False
+    steps = np.diff(scores)
+    return bool(np.all(steps >= 0) and np.any(steps > 0))
 
 
 def minmax(scores: np.ndarray, *, constant: float = 1.0) -> np.ndarray:

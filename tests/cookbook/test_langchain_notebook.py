@@ -13,6 +13,13 @@ def test_cookbook_notebook_runs(benchmarks_dir: Path, run_notebook: Callable) ->
     result = run_notebook(
         "langchain_text_to_sql_tables.ipynb", GRAPHER_BENCHMARKS=str(benchmarks_dir)
     )
-    assert "with GraphER:  ['shop.orders', 'shop.customers'" in result.text
+    assert (
+        "semantic only: ['shop.products', 'shop.suppliers', 'shop.order_items', 'shop.shipments']"
+        in result.text
+    )
+    assert (
+        "with GraphER:  ['shop.products', 'shop.suppliers', 'shop.order_items', 'shop.orders']"
+        in result.text
+    )
     assert "200 questions" in result.text and "GraphER" in result.text
     assert result.images == 1

@@ -32,7 +32,9 @@ def candidates() -> list[Candidate]:
 
 
 def reranking(top_n: int | None = 4):  # type: ignore[no-untyped-def]
-    reranker = GraphReranker([ForeignKeys(), SharedEntities()], ranker="gcs", alpha=0.1)
+    reranker = GraphReranker(
+        [ForeignKeys(), SharedEntities()], ranker="gcs", alpha=0.1, seed_transform="auto"
+    )
     return reranker.run(candidates(), top_n=top_n)
 
 

@@ -80,7 +80,10 @@ def test_empty_and_single() -> None:
     reranker = GraphReranker([ForeignKeys()])
     assert reranker.rerank([]) == []
     (only,) = reranker.rerank([Candidate("a", score=0.3)])
-    assert only.id == "a" and only.score == pytest.approx(0.3) and only.rank == 1
+    assert only.id == "a" and only.score == pytest.approx(1.0) and only.rank == 1  # rank seed
+    reranker.seed_transform = "auto"
+    (only,) = reranker.rerank([Candidate("a", score=0.3)])
+    assert only.score == pytest.approx(0.3)
 
 
 def test_duplicate_ids_are_named() -> None:
@@ -166,10 +169,13 @@ def test_ranker_returning_wrong_shape_is_named() -> None:
 
 
 def test_order_invariance_of_scores() -> None:
+    """With score seeds a shuffled input ranks the same (the default reads the order; scores
+    rising along the whole input would be read as distances, so the shuffle is not a reversal)."""
     given = tables()
-    reranker = GraphReranker([ForeignKeys()])
+    reranker = GraphReranker([ForeignKeys()], seed_transform="auto")
     forward = {r.id: r.score for r in reranker.rerank(given)}
-    backward = {r.id: r.score for r in reranker.rerank(given[::-1])}
+    shuffled = [given[i] for i in (3, 0, 5, 1, 4, 2)]
+    backward = {r.id: r.score for r in reranker.rerank(shuffled)}
     assert forward.keys() == backward.keys()
     for key, value in forward.items():
         assert backward[key] == pytest.approx(value)

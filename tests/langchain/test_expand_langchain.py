@@ -118,7 +118,8 @@ def test_reranker_expands_through_store_in_one_call(make) -> None:  # type: igno
     before = CountingChroma.get_calls
     out = reranker.compress_documents(retrieved, question)
     ids = [d.id for d in out]
-    assert ids[:2] == ["Inception", "Christopher Nolan"]
+    # Rank seeds keep the retriever's second (1/2); the fetched director passes its third.
+    assert ids[:3] == ["Inception", "Bread", "Christopher Nolan"]
     assert "Christina Jensen" in ids  # two hops away from the retrieved documents
     assert source.calls == 2  # one store call per hop
     if isinstance(store, CountingChroma):

@@ -77,6 +77,9 @@ def prelude() -> dict[str, Any]:
             " customer_id INTEGER REFERENCES customers(id));"
         )
     db.close()
+    from grapher_core.ranking.config import write_config
+
+    write_config("grapher.json", {"grapher_config": 1, "ranker": "gcs", "alpha": 0.1})
     return {
         "documents": documents,
         "nodes": list(nodes),

@@ -21,7 +21,7 @@ from llama_index.core.schema import (  # noqa: E402
 )
 from llama_index.vector_stores.chroma import ChromaVectorStore  # noqa: E402
 
-from grapher_core import ForeignKeys, GraphReranker, SharedEntities  # noqa: E402
+from grapher_core import ForeignKeys, GCSRanker, GraphReranker, SharedEntities  # noqa: E402
 from grapher_core.enrich.links import build_target_index  # noqa: E402
 from llama_index_grapher import (  # noqa: E402
     EXPLANATION_KEY,
@@ -149,9 +149,16 @@ def test_chunked_document_gets_contextual_edges_with_zero_configuration(chroma_i
     assert edges == chain | {(b, a) for a, b in chain}
     assert set(graph.by_kind) == {"contextual"} and len(position) == len(nodes)
 
-    reranked = GraphERPostprocessor(explain=True, auto_proximities=False).postprocess_nodes(
+    # Relationships alone (entities/links are detected too). Chunk order as the only evidence
+    # passes half its share by default and leaves this order as it was; at full share
+    # (alone_weights={}) the continuation of the matching chunk rises.
+    default = GraphERPostprocessor(auto_proximities=False).postprocess_nodes(
         retrieved, query_str=QUESTION
-    )  # relationships alone (entities/links are detected too)
+    )
+    assert ranks(default) == ranks(retrieved)
+    reranked = GraphERPostprocessor(
+        explain=True, auto_proximities=False, ranker=GCSRanker(alone_weights={})
+    ).postprocess_nodes(retrieved, query_str=QUESTION)
     base, after = ranks(retrieved), ranks(reranked)
     story_ids = {n.node_id for n in story}
     moved_up = {node_id for node_id in after if after[node_id] < base[node_id]}

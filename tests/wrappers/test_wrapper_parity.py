@@ -188,9 +188,81 @@ async def test_graph_rankers_agree(ranker: str, scored: bool, mode: str) -> None
     lc_out, li_out = await both(lc, li, scored, mode)
     ids = assert_same(lc_out, li_out, scored)
     assert len(ids) == 5
-    if ranker == "baseline":  # the retriever's order: by score, or as given
-        expected = sorted(range(8), key=lambda i: -SCORES[i]) if scored else range(8)
-        assert ids == [f"d{i}" for i in list(expected)[:5]]
+    if ranker == "baseline":  # the retriever's order: the input order, scores or not
+        assert ids == [f"d{i}" for i in range(5)]
+
+
+# One pool in the retriever's order (by cosine), with the score each kind of store reports.
+COSINES = sorted(SCORES, reverse=True)
+SCORE_KINDS: dict[str, list[float]] = {
+    "cosine": COSINES,
+    "distance": [1.0 - c for c in COSINES],  # Chroma / LangChain similarity_search_with_score
+    "relevance": [(1.0 + c) / 2.0 for c in COSINES],  # LangChain relevance scores
+    "narrow band": [0.31 + c / 100.0 for c in COSINES],  # a store's flat cosines
+}
+
+
+def lc_documents(scores: list[float] | None) -> list[Document]:
+    return [
+        Document(
+            id=f"d{i}",
+            page_content=text,
+            metadata={"foreign_keys": LINKS[i], **({} if scores is None else {"s": scores[i]})},
+        )
+        for i, text in enumerate(TEXTS)
+    ]
+
+
+def li_nodes(scores: list[float] | None) -> list[NodeWithScore]:
+    return [
+        NodeWithScore(
+            node=TextNode(id_=f"d{i}", text=text, metadata={"foreign_keys": LINKS[i]}),
+            score=None if scores is None else scores[i],
+        )
+        for i, text in enumerate(TEXTS)
+    ]
+
+
+@pytest.mark.parametrize("kind", sorted(SCORE_KINDS))
+@pytest.mark.parametrize("ranker", ["gcs", "ppr", "baseline"])
+def test_default_seed_rule_is_one_rule(ranker: str, kind: str) -> None:
+    """A LangChain pipeline sees no score; LlamaIndex nodes carry whatever the store reports
+    (cosines, distances, relevance). Under the defaults both rank the pool the same, and the
+    same as a pool without any score: the seeds come from the retriever's order."""
+    scores = SCORE_KINDS[kind]
+    lc = GraphERReranker(proximities=[ForeignKeys()], ranker=ranker, top_n=None)
+    li = GraphERPostprocessor(
+        proximities=[ForeignKeys()], ranker=ranker, top_n=None, use_relationships=False
+    )
+    no_scores = [d.id for d in lc.compress_documents(lc_documents(None), QUERY)]
+    lc_scored = GraphERReranker(
+        proximities=[ForeignKeys()], ranker=ranker, top_n=None, score_key="s"
+    )
+    with_scores = [d.id for d in lc_scored.compress_documents(lc_documents(scores), QUERY)]
+    li_ids = [n.node.node_id for n in li.postprocess_nodes(li_nodes(scores), query_str=QUERY)]
+    li_plain = [n.node.node_id for n in li.postprocess_nodes(li_nodes(None), query_str=QUERY)]
+    assert no_scores == with_scores == li_ids == li_plain
+    assert len(set(no_scores)) == len(TEXTS)
+    if ranker != "baseline":  # the graph moved something: the test is not of an identity
+        assert no_scores != [f"d{i}" for i in range(len(TEXTS))]
+
+
+@pytest.mark.parametrize("ranker", ["gcs", "ppr"])
+def test_scores_read_in_the_retrievers_direction(ranker: str) -> None:
+    """``seed_transform="auto"`` reads scores; distances (rising along the retriever's order)
+    are read the other way, so a store reporting distances ranks like one reporting cosines."""
+    orders = []
+    for kind in ("cosine", "distance", "relevance"):
+        li = GraphERPostprocessor(
+            proximities=[ForeignKeys()],
+            ranker=ranker,
+            top_n=None,
+            use_relationships=False,
+            seed_transform="minmax",
+        )
+        nodes_out = li.postprocess_nodes(li_nodes(SCORE_KINDS[kind]), query_str=QUERY)
+        orders.append([n.node.node_id for n in nodes_out])
+    assert orders[0] == orders[1] == orders[2]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

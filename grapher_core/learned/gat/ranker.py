@@ -51,6 +51,7 @@ class LearnedRanker:
     """
 
     needs_embeddings: ClassVar[bool] = True  # query and object vectors are model inputs
+    reads_scores: ClassVar[bool] = True  # trained on the bench's fused scores as seeds
 
     architecture: ClassVar[str] = "gat"
 

@@ -133,6 +133,7 @@ class QAGNNRanker:
     """
 
     needs_embeddings = True
+    reads_scores = True  # the fusion weighs the retriever's score
 
     def __init__(
         self,

@@ -21,7 +21,7 @@ def _pool() -> list[Candidate]:
 
 
 def test_relevance_does_not_move_when_the_pool_gains_negative_cosines() -> None:
-    reranker = GraphReranker([ForeignKeys()])
+    reranker = GraphReranker([ForeignKeys()], seed_transform="auto")
     before = {r.id: r.relevance for r in reranker.rerank(_pool())}
     grown = _pool() + [Candidate(f"far{i}", score=-0.1 * (i + 1)) for i in range(4)]
     after = {r.id: r.relevance for r in reranker.rerank(grown)}
@@ -31,10 +31,25 @@ def test_relevance_does_not_move_when_the_pool_gains_negative_cosines() -> None:
     assert all(0.0 <= r.relevance <= 1.0 for r in reranker.rerank(grown))  # type: ignore[operator]
 
 
+def test_rank_seeds_keep_relevance_when_the_pool_gains_a_tail() -> None:
+    """The default seeds come from rank: candidates appended below the pool, linked to
+    nothing, leave every earlier candidate's relevance where it was."""
+    reranker = GraphReranker([ForeignKeys()])
+    before = {r.id: r.relevance for r in reranker.rerank(_pool())}
+    grown = _pool() + [Candidate(f"far{i}", score=-0.1 * (i + 1)) for i in range(4)]
+    after = {r.id: r.relevance for r in reranker.rerank(grown)}
+    for key, value in before.items():
+        assert after[key] == pytest.approx(value, abs=1e-12)
+    assert before["products"] == pytest.approx(1 / 3)  # no graph support: its rank seed
+
+
 def test_raw_score_is_kept_beside_the_relevance() -> None:
-    ranked = GraphReranker([ForeignKeys()], ranker="ppr").rerank(_pool())
+    ranked = GraphReranker([ForeignKeys()], ranker="ppr", seed_transform="auto").rerank(_pool())
     for r in ranked:
         assert r.relevance == pytest.approx(r.score * (0.62 + 0.40 + 0.35))
+    ranked = GraphReranker([ForeignKeys()], ranker="ppr").rerank(_pool())
+    for r in ranked:  # rank seeds: 1, 1/2, 1/3
+        assert r.relevance == pytest.approx(r.score * (1 + 1 / 2 + 1 / 3))
 
 
 def test_logit_rankers_map_into_zero_one() -> None:

@@ -1,0 +1,132 @@
+"""The default ranking: seeds from the retriever's order, degree-normalised GCS that shares a
+hub's lift instead of copying it to every spoke, and chunk order alone damped."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from grapher_core import AdjacentChunks, Candidate, ForeignKeys, GCSRanker, GraphReranker
+from grapher_core.errors import ConfigError
+from grapher_core.ranking.propagation import gcs_scores
+from grapher_core.ranking.seeds import ascending, make_seeds, seed_policy
+
+
+def star(spokes: int, hub_rank: int) -> list[Candidate]:
+    """A retriever's top: the hub at ``hub_rank`` (0-based), its spokes linked to it and to the
+    top result; the other candidates unlinked."""
+    ids = [f"c{i}" for i in range(spokes + 6)]
+    out = []
+    for i, name in enumerate(ids):
+        links: list[str] = []
+        if i >= 6:  # spokes, retrieved low
+            links = [ids[hub_rank], ids[0]]
+        out.append(Candidate(name, metadata={"foreign_keys": links}))
+    return out
+
+
+def test_a_well_ranked_hub_is_not_buried_by_its_spokes() -> None:
+    """Row normalisation (the paper's Algorithm 1) lifts every spoke of the top result and of the
+    hub to near their scores: the hub at rank 4 falls behind them. Degree normalisation shares
+    the lift, so no spoke enters the retriever's top 4 (the hub, linked to the top result
+    through eight spokes, may rise within it)."""
+    pool = star(spokes=8, hub_rank=3)
+    row = GraphReranker([ForeignKeys()], ranker=GCSRanker(normalisation="row")).rerank(pool)
+    default = GraphReranker([ForeignKeys()]).rerank(pool)
+    assert [r.id for r in row].index("c3") > 3  # the paper's GCS demotes the hub
+    top = [r.id for r in default][:4]
+    assert set(top) == {"c0", "c1", "c2", "c3"} and top[:2] == ["c0", "c1"]  # no spoke above
+
+
+def test_a_node_linked_to_everything_stays_out_of_the_top_five() -> None:
+    n = 50
+    pool = [Candidate(f"c{i}") for i in range(n - 1)]
+    pool.append(Candidate("hub", metadata={"foreign_keys": [c.id for c in pool]}))
+    ranked = [r.id for r in GraphReranker([ForeignKeys()]).rerank(pool)]
+    assert ranked[:5] == ["c0", "c1", "c2", "c3", "c4"]
+    symmetric = GraphReranker([ForeignKeys()], ranker=GCSRanker(degree_exponent=0.5)).rerank(pool)
+    assert [r.id for r in symmetric].index("hub") < ranked.index("hub")  # 0.5 lifts it further
+
+
+def test_degree_exponent_one_is_the_papers_row_normalisation() -> None:
+    rng = np.random.default_rng(0)
+    a = sp.random(30, 30, density=0.2, random_state=1, format="csr")
+    a = (a + a.T).tocsr()
+    seeds = rng.random(30)
+    np.testing.assert_allclose(
+        gcs_scores(a, seeds, 0.1, normalisation="degree", degree_exponent=1.0),
+        gcs_scores(a, seeds, 0.1, normalisation="row"),
+        atol=1e-6,
+    )
+
+
+def chunks(n: int) -> list[Candidate]:
+    """One document's chunks, retrieved in a shuffled order."""
+    order = [4, 0, 7, 2, 5, 1, 6, 3]
+    return [Candidate(f"d#{i}", metadata={"doc_id": "d", "chunk_index": i}) for i in order[:n]]
+
+
+def test_chunk_order_alone_is_damped_and_said(caplog: pytest.LogCaptureFixture) -> None:
+    pool = chunks(8)
+    reranker = GraphReranker([AdjacentChunks()])
+    with caplog.at_level(logging.INFO, logger="grapher"):
+        damped = [r.id for r in reranker.rerank(pool)]
+        reranker.rerank(pool)
+    said = [r.message for r in caplog.records if "alone_weights" in r.message]
+    assert len(said) == 1 and "only contextual edges" in said[0]
+    full = [
+        r.id
+        for r in GraphReranker([AdjacentChunks()], ranker=GCSRanker(alone_weights={})).rerank(pool)
+    ]
+    assert damped[:3] == [c.id for c in pool[:3]]  # the retriever's top stays
+    assert full != damped  # at full share the neighbours of d#4 rise
+    assert full.index("d#5") < damped.index("d#5")
+
+
+def test_chunk_order_beside_links_passes_its_whole_share() -> None:
+    pool = chunks(8)
+    pool = [
+        Candidate(c.id, metadata={**c.metadata, "foreign_keys": ["d#4"] if c.id == "d#6" else []})
+        for c in pool
+    ]
+    ranker = GCSRanker()
+    graph = GraphReranker([AdjacentChunks(), ForeignKeys()]).graph(pool)
+    assert ranker._weighted(graph) is graph.adjacency  # two kinds: no damping
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"degree_exponent": 0.4},
+        {"degree_exponent": True},
+        {"normalisation": "symmetric"},
+        {"kind_weights": {"contextual": -1.0}},
+        {"alone_weights": [("contextual",)]},
+    ],
+)
+def test_bad_settings_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        GCSRanker(**options)  # type: ignore[arg-type]
+
+
+def test_one_seed_rule_for_every_wrapper() -> None:
+    pool = [Candidate(f"c{i}", score=s) for i, s in enumerate([0.2, 0.3, 0.9])]
+    np.testing.assert_allclose(make_seeds(pool, seed_policy(None, GCSRanker())), [1, 1 / 2, 1 / 3])
+
+    class ReadsScores:
+        name = "learned"
+        reads_scores = True
+
+    assert seed_policy(None, ReadsScores()) == "auto"
+    assert seed_policy("minmax", ReadsScores()) == "minmax"
+
+
+def test_auto_reads_distances_the_other_way() -> None:
+    distances = [Candidate(f"c{i}", score=s) for i, s in enumerate([0.1, 0.3, 0.35])]
+    cosines = [Candidate(f"c{i}", score=1 - s) for i, s in enumerate([0.1, 0.3, 0.35])]
+    assert ascending(np.array([0.1, 0.3, 0.35])) and not ascending(np.array([0.3, 0.3]))
+    np.testing.assert_allclose(make_seeds(distances, "minmax"), make_seeds(cosines, "minmax"))
+    assert make_seeds(distances, "auto")[0] > make_seeds(distances, "auto")[2]
