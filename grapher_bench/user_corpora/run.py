@@ -51,7 +51,23 @@ SYSTEMS: tuple[str, ...] = (
     "LlamaIndex retriever",
     "LlamaIndex GraphERPostprocessor()",
     'LlamaIndex GraphERPostprocessor(ranker="ppr")',
+    "LangChain previous default",
+    "LlamaIndex previous default",
 )
+"""The last two rebuild what the zero-config wrappers did before the core's one default rule:
+the paper's row-normalised GCS, seeded from rank in LangChain and from the store's scores in
+LlamaIndex, links matched to every chunk of a page (``ForeignKeys('links' -> 'source')``), and
+in LlamaIndex chunk order counted twice (relationships + ``doc_id``/``chunk_index``)."""
+
+
+def _previous_proximities(dataset: Any) -> list[Any]:
+    from grapher_core import AdjacentChunks, ForeignKeys
+
+    if dataset.task_type == "chunks":
+        return [ForeignKeys("links", target_field="source"), AdjacentChunks()]
+    return [ForeignKeys("foreign_keys")]
+
+
 TOP_N = 10
 """What the rerankers return (the largest K reported)."""
 
@@ -150,10 +166,15 @@ def _langchain_systems(
         compressor = GraphERReranker(top_n=TOP_N, **options)
         return ids(ContextualCompressionRetriever(base_compressor=compressor, base_retriever=base))
 
+    from grapher_core import GCSRanker
+
     return {
         SYSTEMS[0]: ids(base),
         SYSTEMS[1]: reranked(),
         SYSTEMS[2]: reranked(ranker="ppr"),
+        SYSTEMS[6]: reranked(
+            ranker=GCSRanker(normalisation="row"), proximities=_previous_proximities(dataset)
+        ),
     }
 
 
@@ -220,10 +241,17 @@ def _llamaindex_systems(
 
         return search
 
+    from grapher_core import GCSRanker
+
     return {
         SYSTEMS[3]: plain,
         SYSTEMS[4]: reranked(),
         SYSTEMS[5]: reranked(ranker="ppr"),
+        SYSTEMS[7]: reranked(
+            ranker=GCSRanker(normalisation="row"),
+            seed_transform="auto",
+            proximities=_previous_proximities(dataset),
+        ),
     }
 
 
