@@ -650,7 +650,8 @@ def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
     examples = examples_for(qs, args.concept_text, "question", "gold")
     spec = GRAGSpec(hidden=hidden, dropout=args.dropout)
     started = time.perf_counter()
-    result = train_grag(examples, spec, _loop_config("pairwise", args, lr))
+    loop = _loop_config("pairwise", args, lr)
+    result = train_grag(examples, spec, loop)
     config = GRAGConfig(
         spec=spec,
         embedding_model=default_embedder().name,
@@ -667,6 +668,7 @@ def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
             "epochs": args.epochs,
             "lr": lr,
             "best_epoch": result.best_epoch,
+            "seed": loop.seed,
             "seconds": round(time.perf_counter() - started, 1),
             "n_train": result.n_train,
             "n_val": result.n_val,
