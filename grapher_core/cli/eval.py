@@ -53,7 +53,7 @@ from grapher_core.errors import GraphERError, InputError
 
 __all__ = ["ALPHAS", "Setting", "choose", "register", "run", "sign_test"]
 
-ALPHAS: dict[str, tuple[float | None, ...]] = {"gcs": (0.1, 0.3, 0.5), "ppr": (0.5, 0.8)}
+ALPHAS: dict[str, tuple[float | None, ...]] = {"gcs": (0.1, 0.3, 0.5), "ppr": (0.3, 0.8)}
 """Alphas tried per ranker (the first of each is its tuned default); other rankers: theirs."""
 SEEDS = {"rank": "rank", "score": "auto"}
 """Seed policies tried: the table's name -> ``seed_transform``."""

