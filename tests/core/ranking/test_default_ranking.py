@@ -4,6 +4,7 @@ hub's lift instead of copying it to every spoke, and chunk order alone damped.""
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -11,8 +12,9 @@ import scipy.sparse as sp
 
 from grapher_core import AdjacentChunks, Candidate, ForeignKeys, GCSRanker, GraphReranker
 from grapher_core.errors import ConfigError
-from grapher_core.ranking.propagation import gcs_scores
+from grapher_core.ranking.propagation import PPR_CAN_LOSE, PPRRanker, gcs_scores
 from grapher_core.ranking.seeds import ascending, make_seeds, seed_policy
+from grapher_core.utils import callsite
 
 
 def star(spokes: int, hub_rank: int) -> list[Candidate]:
@@ -130,3 +132,12 @@ def test_auto_reads_distances_the_other_way() -> None:
     assert ascending(np.array([0.1, 0.3, 0.35])) and not ascending(np.array([0.3, 0.3]))
     np.testing.assert_allclose(make_seeds(distances, "minmax"), make_seeds(cosines, "minmax"))
     assert make_seeds(distances, "auto")[0] > make_seeds(distances, "auto")[2]
+
+
+def test_picking_ppr_is_said_once() -> None:
+    callsite._said.discard(PPR_CAN_LOSE)
+    with pytest.warns(UserWarning, match="ppr can rank below the retriever's own order"):
+        PPRRanker()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PPRRanker(alpha=0.5)  # said already: nothing again
