@@ -1,79 +1,22 @@
 """On-disk caches so a second bench run re-embeds (and re-extracts) nothing.
 
-Embeddings are keyed by model name + sha256 of the text, in one SQLite file per cache root
-(:func:`grapher_core.utils.paths.cache_root`: ``$GRAPHER_CACHE`` or ``~/.cache/grapher``). SQLite
-because it is in the standard library, safe under concurrent readers, and a lookup of 35k keys
-takes well under a second.
+Embeddings go to the core's one cache (:mod:`grapher_core.utils.embedding_cache`, one SQLite
+file per cache root: ``$GRAPHER_CACHE`` or ``~/.cache/grapher``), the file ``grapher rerank``
+and ``grapher eval`` read too.
 """
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
 
 from grapher_core.embeddings import Embedder
+from grapher_core.utils.embedding_cache import EmbeddingCache, text_key
 from grapher_core.utils.paths import cache_root
 from grapher_core.utils.progress import progress_bar
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "cache_root", "text_key"]
-
-
-def text_key(model: str, text: str) -> str:
-    """Cache key: the model name and the exact text (so any text change re-embeds)."""
-    return hashlib.sha256(f"{model}\x00{text}".encode()).hexdigest()
-
-
-class EmbeddingCache:
-    """SQLite table ``key -> float32 vector bytes``.
-
-    Each call opens its own short connection and closes it before returning, so an instance holds
-    no file handle between calls (nothing to close, safe to share between processes).
-    """
-
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else cache_root() / "embeddings.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)"
-            )
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        """One transaction on a fresh connection: committed (or rolled back), then closed.
-
-        ``with sqlite3.connect(...)`` alone only ends the transaction and leaves the connection
-        to the garbage collector (a ``ResourceWarning`` on Python 3.13).
-        """
-        with closing(sqlite3.connect(self.path, timeout=60)) as db, db:
-            yield db
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        with self._connect() as db:
-            for start in range(0, len(keys), 900):  # SQLite's bound-parameter limit
-                chunk = list(keys[start : start + 900])
-                marks = ",".join("?" * len(chunk))
-                for key, _dim, data in db.execute(
-                    f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})", chunk
-                ):
-                    found[key] = np.frombuffer(data, dtype=np.float32)
-        return found
-
-    def put_many(self, items: dict[str, np.ndarray]) -> None:
-        with self._connect() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO vectors (key, dim, data) VALUES (?, ?, ?)",
-                [
-                    (k, int(v.size), np.asarray(v, dtype=np.float32).tobytes())
-                    for k, v in items.items()
-                ],
-            )
 
 
 class CachedEmbedder:

@@ -43,6 +43,7 @@ __all__ = [
     "RankerResult",
     "RankerSpec",
     "expand_rankers",
+    "link_graph_candidates",
     "load_run",
     "prepare_candidates",
     "run_dataset",
@@ -184,6 +185,24 @@ def prepare_candidates(
     for query, vector in zip(dataset.queries, query_vectors, strict=True):
         out.append(base.candidates(base.retrieve(query.text, vector), metadata))
     return out, query_vectors
+
+
+def link_graph_candidates(
+    dataset: Dataset, retriever: str, top_n: int = 200, progress: bool = True
+) -> tuple[str, list[list[Candidate]], list[np.ndarray | None]]:
+    """The task type's standard graph (:data:`~grapher_bench.enrichment.LINK_GRAPH`: foreign
+    keys, title mentions, adjacent chunks), with mentions added when it needs them, and every
+    query's candidates: what the seed and default-ranking studies rank."""
+    from grapher_bench.enrichment import LINK_GRAPH
+
+    graph = LINK_GRAPH[dataset.task_type]
+    metadata = [dict(o.metadata) for o in dataset.corpus]
+    if graph == "mentions":
+        metadata = add_mentions(dataset.corpus, metadata)
+    candidates, vectors = prepare_candidates(
+        dataset, retriever, metadata, top_n=top_n, progress=progress
+    )
+    return graph, candidates, vectors
 
 
 def run_dataset(

@@ -162,8 +162,12 @@ class _GraphERExtractor(BaseExtractor):
             **kwargs,
         )
         for node in out:
-            exclude_from_text(node, [self.field])
+            exclude_from_text(node, self._hidden_fields())
         return out
+
+    def _hidden_fields(self) -> list[str]:
+        """The metadata keys this extractor writes, kept out of the embedded and LLM text."""
+        return [self.field]
 
     def _record(self, values: Sequence[Any]) -> dict[str, Any]:
         encoded = encode_list(values, self.list_format)
@@ -336,23 +340,8 @@ class GraphERLinkExtractor(_GraphERExtractor):
     def class_name(cls) -> str:
         return "GraphERLinkExtractor"
 
-    async def aprocess_nodes(
-        self,
-        nodes: Sequence[BaseNode],
-        excluded_embed_metadata_keys: list[str] | None = None,
-        excluded_llm_metadata_keys: list[str] | None = None,
-        **kwargs: Any,
-    ) -> list[BaseNode]:
-        out = await super().aprocess_nodes(
-            nodes,
-            excluded_embed_metadata_keys=excluded_embed_metadata_keys,
-            excluded_llm_metadata_keys=excluded_llm_metadata_keys,
-            **kwargs,
-        )
-        if self.anchor_field:
-            for node in out:
-                exclude_from_text(node, [self.anchor_field])
-        return out
+    def _hidden_fields(self) -> list[str]:
+        return [self.field, self.anchor_field] if self.anchor_field else [self.field]
 
     def _url(self, metadata: Mapping[str, Any]) -> str | None:
         return next(

@@ -104,17 +104,11 @@ def measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[st
     """gold@5, PR@5, PR@10 of the retriever and of every configuration on one set."""
     import numpy as np
 
-    from grapher_bench.enrichment import LINK_GRAPH, add_mentions, proximities_for
-    from grapher_bench.runner import prepare_candidates
+    from grapher_bench.enrichment import proximities_for
+    from grapher_bench.runner import link_graph_candidates
     from grapher_core.rerank import GraphReranker
 
-    graph = LINK_GRAPH[dataset.task_type]
-    metadata = [dict(o.metadata) for o in dataset.corpus]
-    if graph == "mentions":
-        metadata = add_mentions(dataset.corpus, metadata)
-    candidates, vectors = prepare_candidates(
-        dataset, retriever, metadata, top_n=top_n, progress=progress
-    )
+    graph, candidates, vectors = link_graph_candidates(dataset, retriever, top_n, progress)
     row: dict[str, Any] = {"dataset": dataset.name, "retriever": retriever, "graph": graph}
     row["n_queries"] = len(dataset.queries)
     totals = np.zeros(4, dtype=int)

@@ -69,18 +69,12 @@ def register(subparsers: Any) -> None:
 def _measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[str, Any]:
     import numpy as np
 
-    from grapher_bench.enrichment import LINK_GRAPH, add_mentions, proximities_for
+    from grapher_bench.enrichment import proximities_for
     from grapher_bench.metrics import aggregate, evaluate_query
-    from grapher_bench.runner import prepare_candidates
+    from grapher_bench.runner import link_graph_candidates
     from grapher_core.rerank import GraphReranker
 
-    graph = LINK_GRAPH[dataset.task_type]
-    metadata = [dict(o.metadata) for o in dataset.corpus]
-    if graph == "mentions":
-        metadata = add_mentions(dataset.corpus, metadata)
-    candidates, vectors = prepare_candidates(
-        dataset, retriever, metadata, top_n=top_n, progress=progress
-    )
+    graph, candidates, vectors = link_graph_candidates(dataset, retriever, top_n, progress)
     multi = [q.multi for q in dataset.queries]
     row: dict[str, Any] = {
         "dataset": dataset.name,

@@ -10,13 +10,11 @@ be read or written is said once and skipped: the run goes on without it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -25,10 +23,10 @@ import numpy as np
 
 from grapher_core.candidates import CorpusObject
 from grapher_core.errors import InputError, InputFileNotFoundError
+from grapher_core.utils.embedding_cache import EmbeddingCache, text_key
 
 __all__ = [
     "MAX_TEXT_CHARS",
-    "EmbeddingStore",
     "Progress",
     "Question",
     "clean_text",
@@ -277,84 +275,11 @@ class Progress:
 # -- vectors, cached on disk ------------------------------------------------------------------
 
 
-def _key(model: str, text: str) -> str:
-    """The cache key: the model name and the exact text (any change embeds again)."""
-    return hashlib.sha256(f"{model}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class EmbeddingStore:
-    """SQLite table ``key -> float32 vector``; one short connection per call, no handle kept.
-
-    A file that cannot be used (not SQLite, another schema, read-only, a full disk) is said
-    once on ``notes`` and then left alone: vectors are computed, never lost over a cache."""
-
-    def __init__(self, path: Path, notes: TextIO | None = None) -> None:
-        self.path = path
-        self.notes = notes if notes is not None else sys.stderr
-        self.usable = True
-        self._guard(self._create)
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        with closing(sqlite3.connect(self.path, timeout=60)) as db, db:
-            yield db
-
-    def _create(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)"
-            )
-
-    def _guard(self, work: Any) -> Any:
-        if not self.usable:
-            return None
-        try:
-            return work()
-        except (sqlite3.Error, OSError) as error:
-            self.usable = False
-            print(
-                f"note: embedding cache {self.path} cannot be used ({error}); embedding "
-                "without it (--no-cache skips it)",
-                file=self.notes,
-            )
-            return None
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        def read() -> dict[str, np.ndarray]:
-            found: dict[str, np.ndarray] = {}
-            with self._connect() as db:
-                for start in range(0, len(keys), 900):  # SQLite's bound-parameter limit
-                    chunk = list(keys[start : start + 900])
-                    marks = ",".join("?" * len(chunk))
-                    for key, dim, data in db.execute(
-                        f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})", chunk
-                    ):
-                        if isinstance(data, bytes) and len(data) == 4 * int(dim):
-                            found[key] = np.frombuffer(data, dtype=np.float32)
-            return found
-
-        return self._guard(read) or {}
-
-    def put_many(self, items: dict[str, np.ndarray]) -> None:
-        def write() -> None:
-            with self._connect() as db:
-                db.executemany(
-                    "INSERT OR REPLACE INTO vectors (key, dim, data) VALUES (?, ?, ?)",
-                    [
-                        (k, int(v.size), np.asarray(v, dtype=np.float32).tobytes())
-                        for k, v in items.items()
-                    ],
-                )
-
-        self._guard(write)
-
-
 def embed_texts(
     embedder: Any,
     texts: Sequence[str],
     *,
-    store: EmbeddingStore | None,
+    store: EmbeddingCache | None,
     label: str = "embedding",
     progress: bool = True,
     batch: int = 256,
@@ -362,7 +287,7 @@ def embed_texts(
     """One L2-normalised float32 row per text, and how many came from ``store``; the texts it
     lacks are embedded in batches of ``batch`` (a counter on stderr for long work) and kept."""
     name = str(getattr(embedder, "name", type(embedder).__name__))
-    keys = [_key(name, t) for t in texts]
+    keys = [text_key(name, t) for t in texts]
     found = store.get_many(list(dict.fromkeys(keys))) if store is not None else {}
     cached = sum(1 for k in keys if k in found)
     missing = list(dict.fromkeys(k for k in keys if k not in found))

@@ -45,7 +45,6 @@ from grapher_core.candidates import Candidate, CorpusObject, RankedCandidate
 from grapher_core.cli.arguments import alpha_argument
 from grapher_core.cli.inputs import (
     MAX_TEXT_CHARS,
-    EmbeddingStore,
     clean_text,
     embed_texts,
     load_corpus,
@@ -54,6 +53,7 @@ from grapher_core.cli.inputs import (
     shown,
 )
 from grapher_core.errors import InputError
+from grapher_core.utils.embedding_cache import EmbeddingCache
 
 __all__ = [
     "GRAPHS",
@@ -165,14 +165,14 @@ def load_objects(args: argparse.Namespace) -> list[CorpusObject]:
     )
 
 
-def embedding_store(args: argparse.Namespace) -> EmbeddingStore | None:
+def embedding_store(args: argparse.Namespace) -> EmbeddingCache | None:
     """The on-disk vector cache, unless ``--no-cache`` (created only now: after the input
     was read and checked, so a refused run leaves no cache folder behind)."""
     if args.no_cache:
         return None
     from grapher_core.utils.paths import cache_root
 
-    return EmbeddingStore(cache_root() / "embeddings.sqlite")
+    return EmbeddingCache(cache_root() / "embeddings.sqlite")
 
 
 def proximities_for(graph: str) -> list[Any] | None:
@@ -290,7 +290,7 @@ def _run_questions(
     vectors: np.ndarray,
     questions: Sequence[Any],
     embedder: Any,
-    store: EmbeddingStore | None,
+    store: EmbeddingCache | None,
     cut: int,
 ) -> int:
     """Batch mode: one reranked list per question, printed or written to ``--out``."""

@@ -9,9 +9,10 @@ documented scale by the ranker's declared ``score_scale``:
   relevance scores, LlamaIndex vector similarities) under ``seed_transform="auto"``. A
   candidate without graph support keeps exactly its seed, one with support is lifted towards
   its neighbours' scores (the paper's row-normalised GCS: never above the best of them; the
-  default degree-normalised one: above it only when several strong neighbours agree). Other base scales (BM25) are
-  kept as they are (>= 0). Candidates with no link to it never change a candidate's value, so
-  adding unrelated candidates (e.g. with negative cosines) leaves it unchanged.
+  default degree-normalised one: above it only when several strong neighbours agree). Other
+  base scales (BM25) are kept as they are (>= 0). Candidates with no link to it never change a
+  candidate's value, so adding unrelated candidates (e.g. with negative cosines) leaves it
+  unchanged.
 * ``"probability"`` (PPR): the PageRank mass times the sum of the seeds, i.e. back on the seed
   scale (the mass is shared over the pool by construction, so it moves with the pool).
 * ``"logit"`` (GAT, MLP): ``sigmoid(logit)``, in (0, 1) -- a probability of relevance for

@@ -1,0 +1,102 @@
+"""The one on-disk embedding cache: ``grapher rerank``/``grapher eval`` and ``grapher-bench``
+share it, so vectors computed by one are found by the other.
+
+A SQLite table ``key -> float32 vector`` (``key`` = sha256 of the model name and the exact
+text, so any text change embeds again), one short connection per call and no handle kept
+between calls (safe to share between processes). A file that cannot be used (not SQLite, another
+schema, read-only, a full disk) is said once on ``notes`` and then left alone: vectors are
+computed, never lost over a cache. SQLite because it is in the standard library, safe under
+concurrent readers, and a lookup of 35k keys takes well under a second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import TextIO, TypeVar
+
+import numpy as np
+
+from grapher_core.utils.paths import cache_root
+
+__all__ = ["EmbeddingCache", "text_key"]
+
+_T = TypeVar("_T")
+_BOUND = 900  # SQLite's bound-parameter limit, with room
+
+
+def text_key(model: str, text: str) -> str:
+    """The cache key: the model name and the exact text (surrogates kept, never an error)."""
+    return hashlib.sha256(f"{model}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class EmbeddingCache:
+    """``key -> float32 vector`` in ``path`` (default ``<cache root>/embeddings.sqlite``)."""
+
+    def __init__(self, path: str | Path | None = None, notes: TextIO | None = None) -> None:
+        self.path = Path(path) if path is not None else cache_root() / "embeddings.sqlite"
+        self.notes = notes if notes is not None else sys.stderr
+        self.usable = True
+        self._guard(self._create)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on a fresh connection: committed (or rolled back), then closed
+        (``with sqlite3.connect(...)`` alone leaves the connection to the garbage collector)."""
+        with closing(sqlite3.connect(self.path, timeout=60)) as db, db:
+            yield db
+
+    def _create(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)"
+            )
+
+    def _guard(self, work: Callable[[], _T]) -> _T | None:
+        if not self.usable:
+            return None
+        try:
+            return work()
+        except (sqlite3.Error, OSError) as error:
+            self.usable = False
+            print(
+                f"note: embedding cache {self.path} cannot be used ({error}); embedding without it",
+                file=self.notes,
+            )
+            return None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors held for ``keys`` (a row whose size does not match its length is not)."""
+
+        def read() -> dict[str, np.ndarray]:
+            found: dict[str, np.ndarray] = {}
+            with self._connect() as db:
+                for start in range(0, len(keys), _BOUND):
+                    chunk = list(keys[start : start + _BOUND])
+                    marks = ",".join("?" * len(chunk))
+                    for key, dim, data in db.execute(
+                        f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})", chunk
+                    ):
+                        if isinstance(data, bytes) and len(data) == 4 * int(dim):
+                            found[key] = np.frombuffer(data, dtype=np.float32)
+            return found
+
+        return self._guard(read) or {}
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        def write() -> None:
+            with self._connect() as db:
+                db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, dim, data) VALUES (?, ?, ?)",
+                    [
+                        (k, int(v.size), np.asarray(v, dtype=np.float32).tobytes())
+                        for k, v in items.items()
+                    ],
+                )
+
+        self._guard(write)
