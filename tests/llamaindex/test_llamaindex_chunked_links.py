@@ -15,6 +15,10 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from grapher_core.metadata import read_list
 from llama_index_grapher import GraphERLinkExtractor, GraphERPostprocessor
 
+# Real parts: LlamaIndex's splitters (SentenceSplitter reads NLTK's stopwords, which the
+# package's own cache holds only from some releases on).
+pytestmark = pytest.mark.integration
+
 SITE = "https://docs.example"
 
 

@@ -402,6 +402,7 @@ def test_eval_with_the_packaged_model(
 def test_mentions_link_a_corpus_without_links(
     tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    pytest.importorskip("ahocorasick")  # the 'mentions' extra
     pages = {
         "ALGOL": "ALGOL introduced block structure and influenced Pascal.",
         "Pascal": "Pascal was created by Niklaus Wirth for teaching.",
