@@ -215,7 +215,8 @@ def _print_explanations(results: Sequence[RankedCandidate], before: set[str]) ->
         reasons = ", ".join(f"{c.neighbour_id} ({'/'.join(c.kinds)} edge)" for c in r.explanation)
         print(
             f"\nWhy {r.id} entered the top: rank {r.original_rank} -> {r.rank}, "
-            f"score {r.original_score:.3f} -> {r.score:.3f}, lifted by {reasons}"
+            f"score {1 / r.original_rank:.3f} (its seed, 1/rank) -> {r.score:.3f}, "
+            f"lifted by {reasons}"
         )
 
 
