@@ -21,6 +21,7 @@ __all__ = [
     "aggregate",
     "evaluate_query",
     "first_reciprocal_rank",
+    "gold_in_top_k",
     "mean_reciprocal_rank",
     "mhits_at_k",
     "mtrr",
@@ -46,6 +47,13 @@ def perfect_recall_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) 
     """1.0 when *every* gold id is in the top ``k``, else 0.0 (the paper's PR@K)."""
     _check_k(k)
     return 1.0 if _gold_set(gold) <= set(ranked_ids[:k]) else 0.0
+
+
+def gold_in_top_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) -> int:
+    """How many gold ids are in the top ``k`` (summed over queries and divided by all gold ids:
+    gold@K, the user-facing count of the default study and the user-like corpora)."""
+    _check_k(k)
+    return len(_gold_set(gold) & set(ranked_ids[:k]))
 
 
 def recall_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) -> float:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_bench import sections
+from grapher_bench.metrics import gold_in_top_k, perfect_recall_at_k
 
 __all__ = ["CONFIGS", "register", "run_default_study"]
 
@@ -87,12 +88,12 @@ def register(subparsers: Any) -> None:
 
 
 def _score(ids: Sequence[str], gold: Sequence[str]) -> tuple[int, int, int, int]:
-    wanted = set(gold)
+    """gold in the top 5, gold ids, all gold in the top 5 (0/1), all in the top 10 (0/1)."""
     return (
-        len(wanted & set(ids[:5])),
-        len(wanted),
-        int(wanted <= set(ids[:5])),
-        int(wanted <= set(ids[:10])),
+        gold_in_top_k(ids, gold, 5),
+        len(set(gold)),
+        int(perfect_recall_at_k(ids, gold, 5)),
+        int(perfect_recall_at_k(ids, gold, 10)),
     )
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grapher_bench.metrics import gold_in_top_k, perfect_recall_at_k
 from grapher_bench.sections import write_section
 from grapher_bench.user_corpora import CORPORA, HERE
 
@@ -90,11 +91,10 @@ def score(rankings: dict[str, list[str]], gold: dict[str, list[str]]) -> Score:
     hits5 = hits10 = 0
     for query_id, wanted in gold.items():
         ranked = rankings.get(query_id, [])
-        top5, top10 = set(ranked[:5]), set(ranked[:10])
-        result.gold_at_5 += sum(1 for g in wanted if g in top5)
-        result.gold_total += len(wanted)
-        hits5 += all(g in top5 for g in wanted)
-        hits10 += all(g in top10 for g in wanted)
+        result.gold_at_5 += gold_in_top_k(ranked, wanted, 5)
+        result.gold_total += len(set(wanted))
+        hits5 += int(perfect_recall_at_k(ranked, wanted, 5))
+        hits10 += int(perfect_recall_at_k(ranked, wanted, 10))
     result.questions = len(gold)
     if gold:
         result.pr5, result.pr10 = hits5 / len(gold), hits10 / len(gold)
