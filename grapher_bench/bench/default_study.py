@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,27 +40,15 @@ DEV_SETS = (
 )
 
 
-def _configs() -> dict[str, Callable[[], tuple[Any, str | None]]]:
-    from grapher_core.ranking.propagation import GCSRanker
-
-    return {
-        "paper GCS, score seeds": lambda: (GCSRanker(normalisation="row"), "auto"),
-        "row, rank seeds": lambda: (GCSRanker(normalisation="row"), "rank"),
-        "degree b=0.5": lambda: (GCSRanker(degree_exponent=0.5, alone_weights={}), "rank"),
-        "degree b=0.75": lambda: (GCSRanker(alone_weights={}), "rank"),
-        "default": lambda: (GCSRanker(), None),
-    }
-
-
-CONFIGS: tuple[str, ...] = (
-    "paper GCS, score seeds",
-    "row, rank seeds",
-    "degree b=0.5",
-    "degree b=0.75",
-    "default",
-)
-"""The compared rankings; ``default`` is ``GraphReranker()``'s (degree b=0.75, rank seeds,
-chunk order alone passing half its share)."""
+CONFIGS: dict[str, tuple[dict[str, Any], str | None]] = {
+    "paper GCS, score seeds": ({"normalisation": "row"}, "auto"),
+    "row, rank seeds": ({"normalisation": "row"}, "rank"),
+    "degree b=0.5": ({"degree_exponent": 0.5, "alone_weights": {}}, "rank"),
+    "degree b=0.75": ({"alone_weights": {}}, "rank"),
+    "default": ({}, None),
+}
+"""The compared rankings: label -> (``GCSRanker`` options, seed policy); ``default`` is
+``GraphReranker()``'s (degree b=0.75, rank seeds, chunk order alone passing half its share)."""
 
 
 def register(subparsers: Any) -> None:
@@ -107,6 +95,7 @@ def measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[st
 
     from grapher_bench.enrichment import proximities_for
     from grapher_bench.runner import link_graph_candidates
+    from grapher_core.ranking.propagation import GCSRanker
     from grapher_core.rerank import GraphReranker
 
     graph, candidates, vectors = link_graph_candidates(dataset, retriever, top_n, progress)
@@ -116,8 +105,8 @@ def measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[st
     for query, cands in zip(dataset.queries, candidates, strict=True):
         totals += _score([c.id for c in cands], query.gold)
     row["retriever's order"] = _cells(totals, len(dataset.queries))
-    for label, make in _configs().items():
-        ranker, seeds = make()
+    for label, (options, seeds) in CONFIGS.items():
+        ranker = GCSRanker(**options)
         reranker = GraphReranker(proximities_for(graph), ranker, seed_transform=seeds, explain=0)
         totals = np.zeros(4, dtype=int)
         for query, cands, vector in zip(dataset.queries, candidates, vectors, strict=True):
