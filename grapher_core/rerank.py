@@ -502,14 +502,14 @@ class GraphReranker(RerankingEngine):
     def _say_alone_weight(self, graph: CandidateGraph) -> None:
         """Say once when the ranker damps the pool's only kind of edge (chunk order alone, under
         the default GCS): the edges are there, and why they move little is not a mystery."""
-        weights = dict(getattr(self.ranker, "alone_weights", ()) or ())
-        present = [kind for kind, matrix in graph.by_kind.items() if matrix.nnz]
-        if len(present) != 1 or weights.get(present[0], 1.0) >= 1.0:
+        share_of = getattr(self.ranker, "alone_share", None)
+        alone = share_of(graph) if callable(share_of) else None
+        if alone is None or alone[1] >= 1.0:
             return
-        kind = present[0]
+        kind, share = alone
         self.diagnostics.info_once(
             ("alone-weight", kind),
-            f"only {kind} edges in this pool: GCS passes on {weights[kind]:g} of their share "
+            f"only {kind} edges in this pool: GCS passes on {share:g} of their share "
             "(GCSRanker.alone_weights), so the retriever's top stays as it was on every shared "
             "benchmark with chunk order alone; ranker=GCSRanker(alone_weights={}) lets the "
             "neighbours of the best chunks rise",

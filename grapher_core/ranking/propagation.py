@@ -396,19 +396,27 @@ class GCSRanker:
             None if weighted is graph.adjacency else graph.adjacency,
         )
 
+    def alone_share(self, graph: CandidateGraph) -> tuple[str, float] | None:
+        """The pool's only edge kind and the share :attr:`alone_weights` lets it pass on, when
+        that changes anything (degree form only: row normalisation cancels a kind's scale
+        wherever it is alone); ``None`` otherwise. The reranker says it when it damps."""
+        present = [kind for kind, matrix in graph.by_kind.items() if matrix.nnz]
+        if self.normalisation != "degree" or len(present) != 1:
+            return None
+        share = dict(self.alone_weights).get(present[0], 1.0)
+        return None if share == 1.0 else (present[0], share)
+
     def _weighted(self, graph: CandidateGraph) -> sp.csr_matrix:
         """The adjacency with each kind's edges scaled by :attr:`kind_weights`, and by
-        :attr:`alone_weights` when the kind is the only one with edges (degree form only: row
-        normalisation cancels a kind's scale wherever it is alone)."""
-        present = [kind for kind, matrix in graph.by_kind.items() if matrix.nnz]
+        :meth:`alone_share` (degree form only)."""
+        if self.normalisation != "degree":
+            return graph.adjacency
         weights = dict(self.kind_weights)
-        if len(present) == 1:
-            alone = dict(self.alone_weights)
-            weights = {
-                **weights,
-                present[0]: weights.get(present[0], 1.0) * alone.get(present[0], 1.0),
-            }
-        if self.normalisation != "degree" or all(weights.get(k, 1.0) == 1.0 for k in present):
+        alone = self.alone_share(graph)
+        if alone is not None:
+            kind, share = alone
+            weights[kind] = weights.get(kind, 1.0) * share
+        if all(weights.get(k, 1.0) == 1.0 for k, m in graph.by_kind.items() if m.nnz):
             return graph.adjacency
         parts = [matrix * weights.get(kind, 1.0) for kind, matrix in graph.by_kind.items()]
         return sp.csr_matrix(sum(parts[1:], parts[0]))

@@ -84,6 +84,10 @@ def test_chunk_order_alone_is_damped_and_said(caplog: pytest.LogCaptureFixture) 
         for r in GraphReranker([AdjacentChunks()], ranker=GCSRanker(alone_weights={})).rerank(pool)
     ]
     assert damped[:3] == [c.id for c in pool[:3]]  # the retriever's top stays
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="grapher"):  # row GCS damps nothing, says nothing
+        GraphReranker([AdjacentChunks()], ranker=GCSRanker(normalisation="row")).rerank(pool)
+    assert not [r for r in caplog.records if "alone_weights" in r.message]
     assert full != damped  # at full share the neighbours of d#4 rise
     assert full.index("d#5") < damped.index("d#5")
 
