@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject
-from grapher_core.cli.inputs import Progress, Question, clean_text, embed_texts, read_questions
+from grapher_core.cli.inputs import Question, clean_text, embed_texts, read_questions
 from grapher_core.cli.rerank import (
     add_embedding_arguments,
     add_source_arguments,
@@ -50,6 +50,7 @@ from grapher_core.cli.rerank import (
     retrieve,
 )
 from grapher_core.errors import GraphERError, InputError
+from grapher_core.utils.progress import Progress
 
 __all__ = ["ALPHAS", "Setting", "choose", "register", "run", "sign_test"]
 

@@ -12,22 +12,20 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
 from grapher_core.candidates import CorpusObject
 from grapher_core.errors import InputError, InputFileNotFoundError
 from grapher_core.utils.embedding_cache import EmbeddingCache, text_key
+from grapher_core.utils.progress import Progress
 
 __all__ = [
     "MAX_TEXT_CHARS",
-    "Progress",
     "Question",
     "clean_text",
     "embed_texts",
@@ -220,56 +218,6 @@ def _gold(where: str, value: Any, corpus_ids: set[str], *, required: bool) -> tu
 
 
 # -- progress ---------------------------------------------------------------------------------
-
-
-class Progress:
-    """A one-line counter on stderr for long work, without tqdm (an extra the core lacks).
-
-    Nothing is shown for work done within ``delay`` seconds; then at most one update per
-    ``every`` seconds: redrawn in place on a terminal, a new line (every 10 s) in a log."""
-
-    def __init__(
-        self,
-        total: int,
-        label: str,
-        *,
-        enabled: bool = True,
-        stream: TextIO | None = None,
-        delay: float = 1.0,
-    ) -> None:
-        self.total = total
-        self.label = label
-        self.enabled = enabled
-        self.stream = stream if stream is not None else sys.stderr
-        self.done = 0
-        self.started = time.monotonic()
-        self.delay = delay
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.every = 0.5 if self._tty else 10.0
-        self._last = self.started + delay - self.every
-        self._shown = False
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        now = time.monotonic()
-        if self.enabled and now - self._last >= self.every and now - self.started >= self.delay:
-            self._last = now
-            self._write(now)
-
-    def _write(self, now: float) -> None:
-        elapsed = now - self.started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        left = (self.total - self.done) / rate if rate > 0 else 0.0
-        line = f"{self.label}: {self.done:,}/{self.total:,} ({elapsed:.0f} s, ~{left:.0f} s left)"
-        self.stream.write(("\r" + line + "\x1b[K") if self._tty else line + "\n")
-        self.stream.flush()
-        self._shown = True
-
-    def close(self) -> None:
-        """End the line (a terminal) once something was shown."""
-        if self._shown and self._tty:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 # -- vectors, cached on disk ------------------------------------------------------------------

@@ -294,8 +294,8 @@ def _run_questions(
     cut: int,
 ) -> int:
     """Batch mode: one reranked list per question, printed or written to ``--out``."""
-    from grapher_core.cli.inputs import Progress
     from grapher_core.rerank import GraphReranker
+    from grapher_core.utils.progress import Progress
 
     texts = [clean_text(q.text, args.max_chars) for q in questions]
     queries, _ = embed_texts(
