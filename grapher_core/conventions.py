@@ -24,6 +24,7 @@ __all__ = [
     "ListFormat",
     "assign_validated",
     "explanation_to_metadata",
+    "validated_copy",
 ]
 
 RELEVANCE_SCORE_KEY = "relevance_score"
@@ -73,6 +74,13 @@ def explanation_to_metadata(ranked: RankedCandidate) -> list[dict[str, Any]]:
     ]
 
 
+def validated_copy(model: Any, **changes: Any) -> Any:
+    """A new pydantic wrapper ``model`` with its fields and ``changes``, validated (its core
+    built) as at construction; ``model`` itself is not touched."""
+    fields = {key: getattr(model, key) for key in type(model).model_fields}
+    return type(model)(**{**fields, **changes})
+
+
 def assign_validated(model: Any, name: str, value: Any, derived: tuple[str, ...]) -> None:
     """Set field ``name`` of a pydantic wrapper ``model`` so that a refused value changes nothing.
 
@@ -80,8 +88,7 @@ def assign_validated(model: Any, name: str, value: Any, derived: tuple[str, ...]
     ``model`` take the field and the ``derived`` private attributes (its core, ...) from the
     copy. A value that fails raises here, leaving neither the field nor the core in use changed.
     """
-    fields = {key: getattr(model, key) for key in type(model).model_fields}
-    trial = type(model)(**{**fields, name: value})  # raises here, before any change
+    trial = validated_copy(model, **{name: value})  # raises here, before any change
     model.__dict__[name] = trial.__dict__[name]
     model.__pydantic_fields_set__.add(name)
     for attribute in derived:

@@ -35,7 +35,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStoreRetriever
 from pydantic import ConfigDict, Field, model_validator
 
-from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY
+from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY, validated_copy
 from grapher_core.errors import InputError
 from grapher_core.utils.callsite import off_loop
 from langchain_grapher.reranker import GraphERReranker
@@ -79,10 +79,7 @@ class GraphERRetriever(BaseRetriever):
         """Score seeds need a reranker that reads scores: one left to the core's rule (rank)
         is swapped for a validated copy reading them (the given object is not modified)."""
         if self.seeds == "score" and self.reranker.seed_transform is None:
-            fields = {
-                name: getattr(self.reranker, name) for name in type(self.reranker).model_fields
-            }
-            self.__dict__["reranker"] = GraphERReranker(**{**fields, "seed_transform": "auto"})
+            self.__dict__["reranker"] = validated_copy(self.reranker, seed_transform="auto")
         return self
 
     def _get_relevant_documents(

@@ -56,6 +56,7 @@ FACES: dict[str, set[str]] = {
         "ListFormat",
         "assign_validated",
         "explanation_to_metadata",
+        "validated_copy",
     },
     "grapher_core.testing": {
         "ContractError",
