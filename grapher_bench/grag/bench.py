@@ -261,16 +261,12 @@ def paired_bootstrap(
 def mcnemar(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
     """Exact McNemar test on per-question 0/1 outcomes (e.g. PR@10): ``b01`` questions only
     ``a`` gets, ``b10`` only ``b``; two-sided binomial p-value."""
-    from math import comb
+    from grapher_core.utils.stats import mcnemar_exact
 
     x = np.asarray(a) > 0.5
     y = np.asarray(b) > 0.5
     only_a, only_b = int(np.sum(x & ~y)), int(np.sum(~x & y))
-    m = only_a + only_b
-    if m == 0:
-        return {"only_a": 0, "only_b": 0, "p": 1.0}
-    tail = sum(comb(m, i) for i in range(0, min(only_a, only_b) + 1)) / 2**m
-    return {"only_a": only_a, "only_b": only_b, "p": float(min(1.0, 2 * tail))}
+    return {"only_a": only_a, "only_b": only_b, "p": mcnemar_exact(only_a, only_b)}
 
 
 def load_question_sets(

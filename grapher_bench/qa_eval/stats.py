@@ -10,22 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import comb
 
 from grapher_core.errors import InputError
+from grapher_core.utils.stats import mcnemar_exact
 
 __all__ = ["PairedResult", "mcnemar_exact", "paired_compare"]
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value for ``b`` and ``c`` discordant pairs (1.0 when none)."""
-    if b < 0 or c < 0:
-        raise InputError(f"discordant counts must be >= 0, got b={b}, c={c}")
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2**n
-    return min(1.0, 2.0 * tail)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -51,8 +50,9 @@ from grapher_core.cli.rerank import (
 )
 from grapher_core.errors import GraphERError, InputError
 from grapher_core.utils.progress import Progress
+from grapher_core.utils.stats import mcnemar_exact
 
-__all__ = ["ALPHAS", "Setting", "choose", "register", "run", "sign_test"]
+__all__ = ["ALPHAS", "Setting", "choose", "register", "run"]
 
 ALPHAS: dict[str, tuple[float | None, ...]] = {"gcs": (0.1, 0.3, 0.5), "ppr": (0.3, 0.8)}
 """Alphas tried per ranker (the first of each is its tuned default); other rankers: theirs."""
@@ -182,17 +182,6 @@ def _availability(rankers: Sequence[str], embedder: Any) -> tuple[dict[str, str 
 # -- statistics -------------------------------------------------------------------------------
 
 
-def sign_test(wins: int, losses: int) -> float:
-    """Exact two-sided sign test (McNemar's exact test on discordant pairs): the probability,
-    under no difference, of a split at least as uneven as ``wins`` / ``losses``; ties are
-    left out by the caller. Exact integer arithmetic, no scipy."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
-    return min(1.0, 2 * tail / 2**n)
-
-
 @dataclass
 class Row:
     """One line of the table: an ordering's per-question gold ranks and what they give."""
@@ -244,7 +233,7 @@ class Row:
                 (f"gold@{k}", self.hits(k), base.hits(k)),
             ):
                 wins, losses = int((mine > theirs).sum()), int((mine < theirs).sum())
-                out[name] = {"wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+                out[name] = {"wins": wins, "losses": losses, "p": mcnemar_exact(wins, losses)}
         return out
 
 

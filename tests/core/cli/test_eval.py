@@ -19,9 +19,9 @@ import pytest
 
 from grapher_core import Candidate, GraphReranker
 from grapher_core.cli import main
-from grapher_core.cli.eval import sign_test
 from grapher_core.errors import ConfigError, GraphERError, InputFileNotFoundError
 from grapher_core.ranking.config import load_config, write_config
+from grapher_core.utils.stats import mcnemar_exact
 
 if TYPE_CHECKING:
     from conftest import HashEmbedder
@@ -305,12 +305,12 @@ def test_two_databases_of_one_name_are_not_pooled(
 
 
 def test_sign_test_is_exact() -> None:
-    assert sign_test(0, 0) == 1.0
-    assert sign_test(3, 3) == 1.0
-    assert sign_test(0, 5) == pytest.approx(2 / 32)
-    assert sign_test(10, 0) == pytest.approx(2 / 1024)
-    assert sign_test(2, 8) == pytest.approx(2 * (1 + 10 + 45) / 1024)
-    assert 0 < sign_test(3000, 1000) < 1e-100  # big counts: exact integers, no overflow
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
+    assert mcnemar_exact(10, 0) == pytest.approx(2 / 1024)
+    assert mcnemar_exact(2, 8) == pytest.approx(2 * (1 + 10 + 45) / 1024)
+    assert 0 < mcnemar_exact(3000, 1000) < 1e-100  # big counts: exact integers, no overflow
 
 
 # -- the config file ----------------------------------------------------------------------------
