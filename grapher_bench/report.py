@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grapher_bench import sections
+from grapher_bench.paired import paired_json, paired_table, paired_tests
 from grapher_bench.runner import DatasetRun
 
 __all__ = ["combined_table", "plot_pr_curve", "run_table", "write_run", "write_section"]
@@ -160,12 +161,17 @@ def plot_pr_curve(run: DatasetRun, path: Path, max_k: int = 20) -> None:
 
 
 def write_run(run: DatasetRun, folder: Path, ks: Sequence[int] = (5, 10)) -> None:
-    """results.json, per_query.json, table.md and pr_at_k.png for one run."""
+    """results.json (with the paired tests), per_query.json, table.md and pr_at_k.png for one
+    run."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(run.to_json(), indent=2) + "\n")
+    tests = paired_tests(run, ks)
+    payload = {**run.to_json(), "paired": paired_json(tests)}
+    (folder / "results.json").write_text(json.dumps(payload, indent=2) + "\n")
     per_query = {label: r.per_query for label, r in run.results.items()}
     (folder / "per_query.json").write_text(json.dumps(per_query) + "\n")
-    (folder / "table.md").write_text(run_table(run, ks))
+    paired = paired_table(tests)
+    table = run_table(run, ks)
+    (folder / "table.md").write_text(table + (f"\nPaired tests:\n\n{paired}" if paired else ""))
     plot_pr_curve(run, folder / "pr_at_k.png")
 
 

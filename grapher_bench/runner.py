@@ -338,8 +338,11 @@ def run_dataset(
 
 
 def load_run(path: Path) -> DatasetRun:
-    """A :class:`DatasetRun` back from its results.json (aggregates only, no per-query rows)."""
+    """A :class:`DatasetRun` back from its results.json, with the per-query rows of the
+    per_query.json beside it when there is one (the paired tests need them)."""
     data = json.loads(Path(path).read_text())
+    beside = Path(path).with_name("per_query.json")
+    per_query = json.loads(beside.read_text()) if beside.is_file() else {}
     try:
         run = DatasetRun(
             data["dataset"],
@@ -352,7 +355,7 @@ def load_run(path: Path) -> DatasetRun:
             notes=data.get("notes", []),
         )
         for label, metrics in data["results"].items():
-            run.results[label] = RankerResult(metrics, {})
+            run.results[label] = RankerResult(metrics, per_query.get(label, {}))
     except (KeyError, TypeError) as error:
         raise ValueError(f"{path} is not a bench results.json ({error})") from None
     return run
