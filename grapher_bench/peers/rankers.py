@@ -126,7 +126,7 @@ def _graph_of(links: str, task_type: str) -> str:
     return graphs[links][task_type]
 
 
-NEW_RULE: dict[str, str] = {"seed": "calibrated", "prune": "none"}
+NEW_RULE: dict[str, str] = {"seed": "calibrated", "prune": "none", "keep": "1"}
 """The default expansion rule's settings (docs/expansion.md, "The rule")."""
 
 
@@ -189,7 +189,7 @@ def expansion_reranker(
     :data:`NEW_RULE`; options in brackets override: ``seed=calibrated|floor``,
     ``prune=none|cosine|learned``, ``links=v1|best|all`` (``all``: :data:`ALL_LINKS`, capped
     entities followed too), ``ranker=gcs|gat``, ``keep=1`` (candidates keep their
-    candidate-only ranking);
+    candidate-only ranking, the default; ``keep=0``: one ranking of the enlarged pool);
     ``ego-gcs[k=K,n=N]``: the top-N K-hop ego-graphs by query cosine join the candidates.
     """
     from grapher_bench.enrichment import proximities_for

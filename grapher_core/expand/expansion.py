@@ -526,8 +526,11 @@ class ExpandingReranker(RerankingEngine):
     output like candidates, with ``expanded=True``, ``original_score`` the seed score expansion
     gave them and ``original_rank`` beyond the candidate list's length. ``embedder`` embeds
     fetched objects the source returns without vectors; ``pruner`` scales fetched objects'
-    scores (dropping those under ``drop_below``); ``keep_candidate_scores`` keeps the
-    candidates' candidate-only ranking; ``hubs``: hub keys remembered across queries (a
+    scores (dropping those under ``drop_below``); ``keep_candidate_scores`` (default) keeps
+    the candidates' candidate-only ranking and scores and inserts fetched objects where their
+    enlarged-graph scores place them, so a fetched neighbour can take a place in the top k but
+    never reorders the candidates (``False``: one ranking of the enlarged pool, in which a
+    fetched neighbour also shifts the lift the candidates share); ``hubs``: hub keys remembered across queries (a
     wrapper that builds one per call passes the one it keeps). Bounds reached are said once
     through the reranker's diagnostics.
     """
@@ -541,7 +544,7 @@ class ExpandingReranker(RerankingEngine):
         embedder: _Embedder | None = None,
         pruner: SoftPruner | None = None,
         drop_below: float = 0.5,
-        keep_candidate_scores: bool = False,
+        keep_candidate_scores: bool = True,
         hubs: HubKeys | None = None,
     ) -> None:
         if not isinstance(reranker, GraphReranker):
