@@ -1,5 +1,5 @@
 """G-RAG study: examples per benchmark, transfer training of the paper's variants, metrics and
-paired significance tests (docs/grag.md).
+paired significance tests (docs/grag_study.md).
 
 Protocol (reduced for 2 shared CPU cores; the paper's is 50k steps x a 27-point grid):
 

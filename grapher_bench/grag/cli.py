@@ -81,7 +81,7 @@ def register(subparsers: Any) -> None:
         "--docs",
         type=Path,
         default=None,
-        help="write the tables between the grag markers of these files (docs/grag.md)",
+        help="write the tables between the grag markers of these files (docs/grag_study.md)",
     )
     study.add_argument(
         "--bench-doc",
@@ -481,7 +481,7 @@ def _rl_vs_base(report: dict[str, Any]) -> str:
     wins = sum(a["MRR"] > b["MRR"] for a, b in pairs)
     return (
         f"G-RAG-RL beats the retriever's order on MRR in {wins} of {len(pairs)} set/label "
-        "runs (point estimates; paired tests in docs/grag.md)."
+        "runs (point estimates; paired tests in docs/grag_study.md)."
     )
 
 
