@@ -12,7 +12,7 @@ from grapher_core.utils.stats import mcnemar_exact
 
 __all__ = ["PairedTest", "paired_json", "paired_pairs", "paired_table", "paired_tests"]
 
-STACK_PREFIX = "llm-rerank+"
+STACK_PREFIXES = ("llm-rerank+", "llm-scores+")
 
 
 @dataclass(frozen=True)
@@ -30,16 +30,18 @@ class PairedTest:
 
 
 def paired_pairs(labels: Sequence[str]) -> list[tuple[str, str]]:
-    """Every row against the first; a stacked ``llm-rerank+X`` row also against ``llm-rerank``
-    and against ``X`` -- the two things the stack could be merely repeating."""
+    """Every row against the first; a stacked ``llm-rerank+X`` / ``llm-scores+X`` row also
+    against ``llm-rerank`` and against ``X`` -- the two things the stack could be merely
+    repeating."""
     if not labels:
         return []
     first = labels[0]
     pairs = [(label, first) for label in labels[1:]]
     for label in labels:
-        if not label.startswith(STACK_PREFIX):
+        prefix = next((p for p in STACK_PREFIXES if label.startswith(p)), None)
+        if prefix is None:
             continue
-        for part in ("llm-rerank", label[len(STACK_PREFIX) :]):
+        for part in ("llm-rerank", label[len(prefix) :]):
             if part in labels and part != first and (label, part) not in pairs:
                 pairs.append((label, part))
     return pairs

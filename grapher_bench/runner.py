@@ -28,7 +28,7 @@ from grapher_bench.enrichment import (
     proximities_for,
 )
 from grapher_bench.metrics import aggregate, evaluate_query
-from grapher_bench.peers.llm_rerank import LLM_RERANK
+from grapher_bench.peers.llm_rerank import stack_prefix
 from grapher_bench.peers.rankers import is_peer, peer_graph, peer_rankings
 from grapher_bench.retrievers import RETRIEVERS, BaseRetriever
 from grapher_core.candidates import Candidate
@@ -115,7 +115,7 @@ def expand_rankers(
     alphas = alphas or {}
     specs: list[RankerSpec] = []
     for name in rankers:
-        if name.startswith(f"{LLM_RERANK}+") and "[" not in name:  # one stack per graph variant
+        if stack_prefix(name) is not None and "[" not in name:  # one stack per graph variant
             for variant in variants:
                 label = name if len(variants) == 1 else f"{name}[{variant}]"
                 stack = f"{name}[{variant}]"

@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
         default=None,
         help="comma list (default baseline,ppr,gcs, plus db-first on tables); "
         "any name make_ranker knows works, e.g. gat; the peers (expand-gcs, ...); "
-        "llm-rerank and llm-rerank+gcs (GraphER seeded by it) with --llm-base-url/--llm-model",
+        "llm-rerank, llm-rerank+gcs and llm-scores+gcs (GraphER after it, seeded by its order / "
+        "its scores) with --llm-base-url/--llm-model",
     )
     bench.add_argument(
         "--retriever",

@@ -12,11 +12,13 @@ retriever's order and is counted (``unparsed``), as is a request that failed aft
 (``failed``, retried by the next run).
 
 ``llm-rerank+gcs[mentions]`` (any graph ranker and graph of the bench) is GraphER's graph
-ranking whose seeds are the LLM reranker's scores instead of the retriever's: the model judges
-each candidate from its own text, GraphER then adds what the graph supports (a bridge passage
-that looks irrelevant alone rises when it links to the ones the model picked). Seeds: a named
-document's relevance / 10 (0.1 .. 1); the others ``0.05 / retriever rank``, below every named
-one and in the retriever's order.
+ranking after the LLM reranker: the whole pool in the order the LLM reranker returns it, seeded
+by the library's one rule (``1 / rank`` of that order), as chaining the two postprocessors
+does. ``llm-scores+gcs[mentions]`` seeds it with the LLM's scores instead, the candidates in
+the retriever's order: a named document's relevance / 10 (0.1 .. 1); the others
+``0.05 / retriever rank``, below every named one. Either way the model judges each candidate
+from its own text and GraphER then adds what the graph supports (a bridge passage that looks
+irrelevant alone rises when it links to the ones the model picked).
 
 Every reply is cached (the SQLite cache of ``grapher-bench qa-eval``, keyed on model, prompt
 version and the sha256 of the filled prompt) and committed as it arrives, so a rerun costs no
@@ -48,6 +50,7 @@ __all__ = [
     "ENV_MODEL",
     "LLM_RERANK",
     "MISSING_ENDPOINT",
+    "STACK_PREFIXES",
     "TAIL",
     "WINDOW",
     "LLMEndpoint",
@@ -62,6 +65,7 @@ __all__ = [
     "llm_peer_rankings",
     "order_by_choices",
     "parse_choices",
+    "stack_prefix",
     "stacked_row",
     "using_llm",
 ]
@@ -77,14 +81,24 @@ ENV_BASE_URL = "GRAPHER_LLM_BASE_URL"
 ENV_MODEL = "GRAPHER_LLM_MODEL"
 ENV_API_KEY = "GRAPHER_LLM_API_KEY"
 _NOT_STACKED = frozenset({"baseline", "db-first"})
+STACK_PREFIXES = (f"{LLM_RERANK}+", "llm-scores+")
+"""The two ways GraphER stacks on the LLM reranker (:func:`stack_prefix`)."""
 
 
 # ----------------------------------------------------------------------------------- names
 
 
 def is_llm_ranker(name: str) -> bool:
-    """``llm-rerank`` or a stack ``llm-rerank+<ranker>[<graph>]``."""
-    return name == LLM_RERANK or name.startswith(f"{LLM_RERANK}+")
+    """``llm-rerank`` or a stack ``llm-rerank+<ranker>[<graph>]`` /
+    ``llm-scores+<ranker>[<graph>]``."""
+    return name == LLM_RERANK or stack_prefix(name) is not None
+
+
+def stack_prefix(name: str) -> str | None:
+    """``"llm-rerank+"`` (GraphER after the LLM reranker, seeded from the order it returns, as
+    chaining the two postprocessors does), ``"llm-scores+"`` (seeded with the LLM's relevance
+    scores, candidates in the retriever's order), or ``None`` for any other name."""
+    return next((p for p in STACK_PREFIXES if name.startswith(p)), None)
 
 
 def stacked_row(name: str, task_type: str) -> tuple[str, str]:
@@ -93,9 +107,10 @@ def stacked_row(name: str, task_type: str) -> tuple[str, str]:
     from grapher_bench.enrichment import graphs_for, proximities_for
     from grapher_core.ranking.registry import available_rankers
 
-    if not name.startswith(f"{LLM_RERANK}+"):
+    prefix = stack_prefix(name)
+    if prefix is None:
         raise ConfigError(f"not a stacked llm ranker: {name!r}")
-    row = name[len(LLM_RERANK) + 1 :]
+    row = name[len(prefix) :]
     match = re.fullmatch(r"([a-z0-9_-]+)(?:\[([a-z0-9+_-]+)\])?", row)
     if match is None:
         raise ConfigError(
@@ -482,15 +497,25 @@ def llm_peer_rankings(
     from grapher_core.rerank import GraphReranker
 
     ranker, graph = stacked
-    reranker = GraphReranker(proximities_for(graph), ranker, explain=0)
+    by_scores = stack_prefix(name) == "llm-scores+"
+    # llm-scores+: the LLM's scores as given (positive, higher is better), read raw -- the
+    # default rank policy would see only the retriever's order they arrive in. llm-rerank+: the
+    # candidates in the order the LLM reranker returns, seeded by the library's one rule.
+    reranker = GraphReranker(
+        proximities_for(graph), ranker, explain=0, seed_transform="raw" if by_scores else None
+    )
     vectors = list(query_vectors) if query_vectors is not None else [None] * len(queries)
     for index, (ranking, pool) in enumerate(zip(rankings, candidates, strict=True)):
         seeds = dict(zip(ranking.order, ranking.scores, strict=True))
-        seeded = [replace(c, score=seeds[p]) for p, c in enumerate(pool)]  # retriever order
+        if by_scores:
+            seeded = [replace(c, score=seeds[p]) for p, c in enumerate(pool)]  # retriever order
+        else:
+            seeded = [replace(pool[p], score=seeds[p]) for p in ranking.order]  # LLM's order
         tick = time.perf_counter()
         ranked = reranker.rerank(seeded, query=queries[index], query_embedding=vectors[index])
         timings[index] += (time.perf_counter() - tick) * 1000.0
-        out.append(
-            ([r.id for r in ranked], [r.score for r in ranked], [r.original_rank for r in ranked])
-        )
+        ranks = [r.original_rank for r in ranked]
+        if not by_scores:  # positions in the LLM's order -> the retriever's ranks
+            ranks = [ranking.order[r - 1] + 1 for r in ranks]
+        out.append(([r.id for r in ranked], [r.score for r in ranked], ranks))
     return out, timings

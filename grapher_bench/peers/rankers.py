@@ -9,7 +9,7 @@
 * ``prev-next`` -- LlamaIndex ``PrevNextNodePostprocessor`` (its defaults) on the retriever's
   top 5 chunks (chunk sets only);
 * ``llm-rerank`` -- LlamaIndex-style ``LLMRerank`` over the retriever's top 20 through an
-  OpenAI-compatible endpoint, and ``llm-rerank+<row>`` -- GraphER seeded with its scores
+  OpenAI-compatible endpoint, and ``llm-rerank+<row>`` / ``llm-scores+<row>`` -- GraphER after it
   (:mod:`grapher_bench.peers.llm_rerank`).
 
 All follow the task type's link graph (:data:`LINK_GRAPH`); the peers need the optional

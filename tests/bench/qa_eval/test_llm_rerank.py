@@ -184,7 +184,7 @@ def rerank_server() -> Any:
     server.stop()
 
 
-def test_the_stack_seeds_graphers_ranking_with_the_llm_scores(
+def test_the_stacks_seed_graphers_ranking_from_the_llm(
     qa_set: Path, rerank_server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("bm25s")
@@ -193,17 +193,18 @@ def test_the_stack_seeds_graphers_ranking_with_the_llm_scores(
     from grapher_core.rerank import GraphReranker
 
     dataset = load_dataset(qa_set)
-    specs = expand_rankers(["llm-rerank+gcs"], dataset.task_type, ["mentions"])
+    specs = expand_rankers(["llm-rerank+gcs", "llm-scores+gcs"], dataset.task_type, ["mentions"])
     assert [(s.label, s.ranker, s.graph) for s in specs] == [
-        ("llm-rerank+gcs", "llm-rerank+gcs[mentions]", "mentions")
+        ("llm-rerank+gcs", "llm-rerank+gcs[mentions]", "mentions"),
+        ("llm-scores+gcs", "llm-scores+gcs[mentions]", "mentions"),
     ]
     metadata = _enriched_metadata(dataset, specs, [], False)
     pools, _ = prepare_candidates(dataset, "bm25", metadata, top_n=8, progress=False)
-    seeds_seen: list[list[float]] = []
+    seen: list[list[Any]] = []
     rerank = GraphReranker.rerank
 
     def spy(self: GraphReranker, candidates: Any, **kwargs: Any) -> Any:
-        seeds_seen.append([float(c.score) for c in candidates])
+        seen.append(list(candidates))
         return rerank(self, candidates, **kwargs)
 
     monkeypatch.setattr(GraphReranker, "rerank", spy)
@@ -211,20 +212,34 @@ def test_the_stack_seeds_graphers_ranking_with_the_llm_scores(
     notes: list[str] = []
     with using_llm(endpoint):
         alone, _ = llm_peer_rankings("llm-rerank", dataset, pools)
-        stacked, _ = llm_peer_rankings("llm-rerank+gcs[mentions]", dataset, pools, notes=notes)
-    assert rerank_server.stats.requests == len(dataset.queries)  # the stack reused the replies
-    for (ids, scores, _ranks), seeds, pool in zip(alone, seeds_seen, pools, strict=True):
+        by_order, _ = llm_peer_rankings("llm-rerank+gcs[mentions]", dataset, pools, notes=notes)
+        by_scores, _ = llm_peer_rankings("llm-scores+gcs[mentions]", dataset, pools)
+    assert rerank_server.stats.requests == len(dataset.queries)  # the stacks reused the replies
+    n = len(dataset.queries)
+    given_order, given_scores = seen[:n], seen[n:]
+    graph = proximities_for_mentions()
+    moved = 0
+    for index, ((ids, scores, _r), pool) in enumerate(zip(alone, pools, strict=True)):
         by_id = dict(zip(ids, scores, strict=True))
-        # the graph ranker's seeds are the LLM reranker's scores, in the retriever's order
-        assert seeds == [by_id[c.id] for c in pool]
-        assert seeds != [c.score for c in pool]
-    for (ids, _scores, ranks), pool, seeds in zip(stacked, pools, seeds_seen, strict=True):
+        # llm-rerank+: the candidates arrive in the LLM reranker's order, seeded by the
+        # library's default rule (the order), as chaining the two postprocessors does
+        assert [c.id for c in given_order[index]] == ids
+        expected = rerank(GraphReranker(graph, "gcs", explain=0), given_order[index])
+        assert by_order[index][0] == [r.id for r in expected]
+        retriever_rank = {c.id: rank for rank, c in enumerate(pool, start=1)}
+        assert by_order[index][2] == [retriever_rank[i] for i in by_order[index][0]]
+        # llm-scores+: retriever order, the LLM's scores read as seeds
+        assert [c.id for c in given_scores[index]] == [c.id for c in pool]
+        assert [c.score for c in given_scores[index]] == [by_id[c.id] for c in pool]
         expected = rerank(
-            GraphReranker(proximities_for_mentions(), "gcs", explain=0),
-            [c.__class__(c.id, c.text, s, c.metadata) for c, s in zip(pool, seeds, strict=True)],
+            GraphReranker(graph, "gcs", explain=0, seed_transform="raw"), given_scores[index]
         )
-        assert ids == [r.id for r in expected]
-        assert ranks == [r.original_rank for r in expected]
+        assert by_scores[index][0] == [r.id for r in expected]
+        assert by_scores[index][2] == [r.original_rank for r in expected]
+        plain = [r.id for r in rerank(GraphReranker(graph, "gcs", explain=0), list(pool))]
+        moved += by_order[index][0] != plain and by_scores[index][0] != plain
+    # the LLM reaches the graph ranker: neither stack is GCS on the retriever's order
+    assert moved > 0
     assert "llm-rerank+gcs[mentions]: 4 choice-select replies (0 new, 4 cached)" in notes[0]
 
 
