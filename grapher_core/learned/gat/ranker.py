@@ -32,9 +32,13 @@ from grapher_core.learned.inputs import (
     query_vector,
 )
 from grapher_core.ranking.base import RankContext
+from grapher_core.utils.callsite import warn_once
 from grapher_core.utils.threads import torch_threads
 
-__all__ = ["GATRanker", "LearnedRanker", "MLPRanker"]
+__all__ = ["SHIPPED_EDGE_KINDS", "GATRanker", "LearnedRanker", "MLPRanker"]
+
+SHIPPED_EDGE_KINDS: frozenset[str] = frozenset({"structural"})
+"""The edge kinds the shipped checkpoints were trained on: Spider tables, foreign keys only."""
 
 
 class LearnedRanker:
@@ -65,6 +69,7 @@ class LearnedRanker:
         threads: int | None = 1,
     ) -> None:
         path = default_checkpoint(self.architecture) if checkpoint is None else checkpoint
+        self.shipped = checkpoint is None
         self.model, self.config = load_checkpoint(path, device)
         self.model.eval()
         self._plan = InferencePlan(self.model)
@@ -105,12 +110,32 @@ class LearnedRanker:
         n = check_rank_inputs(graph, seeds, context)
         if n == 0:
             return np.zeros(0)
+        if self.shipped:
+            self._say_unseen_kinds(graph)
         query = self._query_vector(context)
         objects = self._object_vectors(context.candidates)
         arrays = graph_arrays(graph, seeds, self.alpha)
         with torch_threads(self.threads, self.device):
             return self._forward(
                 arrays.scalars, objects, query, arrays.edge_index, arrays.edge_attr
+            )
+
+    def _say_unseen_kinds(self, graph: CandidateGraph) -> None:
+        """Once per edge-kind set: the shipped checkpoint never saw these edges, and on them it
+        is not the ranker to trust without measuring."""
+        unseen = sorted(
+            kind
+            for kind, matrix in graph.by_kind.items()
+            if kind not in SHIPPED_EDGE_KINDS and matrix.nnz
+        )
+        if unseen:
+            warn_once(
+                f"{self.architecture}: the shipped checkpoint was trained on tables linked by "
+                f"foreign keys; these candidates are linked by {', '.join(unseen)} edges it "
+                "never saw. There it is below GCS on some shared sets (hotpotqa PR@5, musique, "
+                "squad_chunks on adjacency: docs/gat.md, 'Beyond tables'); train a checkpoint on "
+                "your own data (grapher-bench train) or use ranker='gcs'",
+                logger=__name__,
             )
 
     def _forward(

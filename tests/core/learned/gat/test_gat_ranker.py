@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,26 @@ def test_make_ranker_passes_alpha_and_wrong_dimension_fails() -> None:
     reranker = GraphReranker([ForeignKeys("foreign_keys")], ranker=ranker)
     with pytest.raises(ValueError, match="expects 384-d embeddings"):
         reranker.rerank(candidates, query_embedding=np.ones(128, dtype=np.float32))
+
+
+def test_the_shipped_checkpoint_says_when_it_meets_edges_it_never_saw(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from grapher_core.edges.keys import AdjacentChunks
+    from grapher_core.utils import callsite
+
+    monkeypatch.setattr(callsite, "_said", set())
+    chunks = [
+        Candidate(
+            f"d#{i}", f"Chunk {i} of the manual.", 0.9 - 0.1 * i, {"doc_id": "d", "chunk_index": i}
+        )
+        for i in range(4)
+    ]
+    with pytest.warns(UserWarning, match="contextual edges it never saw"):
+        GraphReranker([AdjacentChunks()], ranker="gat").rerank(chunks, query="manual")
+    monkeypatch.setattr(callsite, "_said", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GraphReranker([ForeignKeys("foreign_keys")], ranker="gat").rerank(
+            _tables(), query="Which customers ordered?"
+        )
