@@ -35,8 +35,24 @@ def register(subparsers: Any) -> None:
     train.add_argument(
         "--data",
         type=Path,
+        action="append",
         default=None,
-        help="training split folder (default <benchmarks root>/spider_train)",
+        help="training split folder, repeatable: the sets are pooled (default <benchmarks "
+        "root>/spider_train)",
+    )
+    train.add_argument(
+        "--val-data",
+        type=Path,
+        default=None,
+        help="validate on --val-databases databases of this set, left out of training (the "
+        "paper: train on BIRD train, select on a Spider train sample); default: held-out "
+        "databases of the training data",
+    )
+    train.add_argument(
+        "--val-databases",
+        type=int,
+        default=20,
+        help="databases of --val-data drawn with --seed for validation (20)",
     )
     train.add_argument(
         "--out",
@@ -163,9 +179,9 @@ def run_train(args: argparse.Namespace) -> int:
     )
     if args.limit is not None and args.limit < 2:
         raise ValueError("--limit must be at least 2 (train + validation)")
-    folder = args.data or default_benchmarks_root() / "spider_train"
+    folders = args.data or [default_benchmarks_root() / "spider_train"]
     result, paths = train(
-        folder,
+        folders,
         args.out,
         config,
         retriever=args.retriever,
@@ -174,6 +190,8 @@ def run_train(args: argparse.Namespace) -> int:
         top_n=args.top_n,
         limit=args.limit,
         log=_log,
+        validation=args.val_data,
+        val_databases=args.val_databases,
     )
     summary = {
         "checkpoint": [str(p) for p in paths],

@@ -7,7 +7,10 @@ same seed transform and GCS alpha as ``GraphReranker``.
 
 from __future__ import annotations
 
+import random
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ from grapher_core.learned.gat.train import (
 from grapher_core.learned.loop import Log
 from grapher_core.ranking.propagation import DEFAULT_GCS_ALPHA
 
-__all__ = ["build_training_set", "train"]
+__all__ = ["build_training_set", "held_out_databases", "merge_training_sets", "train"]
 
 
 def _metadata_for(dataset: Any, graph: str, progress: bool) -> list[dict[str, Any]]:
@@ -117,8 +120,85 @@ def build_training_set(
     )
 
 
+def merge_training_sets(sets: Sequence[TrainingSet]) -> TrainingSet:
+    """One training set from several (BIRD train + Spider train, say): embedding rows and query
+    rows offset, each query's group prefixed with its set's name so two sets' databases of the
+    same name stay apart. The sets must agree on what a model trained on them means."""
+    if not sets:
+        raise ValueError("no training set to merge")
+    first = sets[0]
+    for other in sets[1:]:
+        for name in ("embedding_model", "graph", "alpha", "top_n"):
+            if getattr(other, name) != getattr(first, name):
+                raise ValueError(
+                    f"training sets disagree on {name}: {first.dataset} has "
+                    f"{getattr(first, name)!r}, {other.dataset} {getattr(other, name)!r}"
+                )
+    if len(sets) == 1:
+        return first
+    examples: list[Example] = []
+    rows = queries = 0
+    for data in sets:
+        examples += [
+            replace(
+                e,
+                group=f"{data.dataset}/{e.group}",
+                query_row=e.query_row + queries,
+                object_rows=e.object_rows + rows,
+            )
+            for e in data.examples
+        ]
+        rows += data.objects.shape[0]
+        queries += data.queries.shape[0]
+    retrievers = sorted({d.retriever for d in sets})
+    return TrainingSet(
+        examples,
+        np.vstack([d.objects for d in sets]),
+        np.vstack([d.queries for d in sets]),
+        first.embedding_model,
+        "+".join(d.dataset for d in sets),
+        "+".join(retrievers),
+        first.graph,
+        first.alpha,
+        first.top_n,
+    )
+
+
+def held_out_databases(
+    train_sets: Sequence[TrainingSet], validation: TrainingSet, databases: int, seed: int
+) -> tuple[TrainingSet, tuple[list[int], list[int]]]:
+    """The paper's selection split: validate on every query of ``databases`` databases drawn
+    (seeded) from ``validation``, train on the training sets' queries of every *other*
+    database. A held-out database is dropped from every training set by its name (Spider's
+    train questions come in two sets over the same databases), so its schema stays unseen.
+    ``validation`` may be one of ``train_sets``; its other queries are then trained on."""
+    groups = sorted({e.group for e in validation.examples})
+    if not 1 <= databases < len(groups):
+        raise ValueError(
+            f"validation needs 1 to {len(groups) - 1} of the {len(groups)} databases of "
+            f"{validation.dataset}, got {databases}"
+        )
+    held = set(random.Random(seed).sample(groups, databases))
+    inside = any(validation is t for t in train_sets)
+    sets = list(train_sets) + ([] if inside else [validation])
+    merged = merge_training_sets(sets)
+    train_idx: list[int] = []
+    val_idx: list[int] = []
+    index = 0
+    for data in sets:
+        for e in data.examples:
+            if data is validation and e.group in held:
+                val_idx.append(index)
+            elif any(data is t for t in train_sets) and e.group not in held:
+                train_idx.append(index)
+            index += 1
+    if not train_idx:
+        raise ValueError("no training query is left outside the held-out databases")
+    return merged, (train_idx, val_idx)
+
+
 def train(
-    dataset_path: str | Path,
+    dataset_path: str | Path | Sequence[str | Path],
     out: str | Path,
     config: TrainConfig,
     *,
@@ -130,23 +210,57 @@ def train(
     embedder: Any | None = None,
     log: Log | None = None,
     data: TrainingSet | None = None,
+    validation: str | Path | None = None,
+    val_databases: int = 20,
 ) -> tuple[TrainResult, tuple[Path, Path]]:
-    """Load a dataset, build its graphs, train, and save ``<out>.safetensors`` + ``.json``."""
+    """Load one or more datasets, build their graphs, train, and save ``<out>.safetensors`` +
+    ``.json``. ``validation``: a dataset whose ``val_databases`` databases (drawn with the
+    config's seed) are the validation queries, those databases left out of training (the
+    paper's protocol: train on BIRD, select on a Spider train sample); without it, held-out
+    databases of the training data itself (``config.val_fraction``)."""
     from grapher_bench.data import load_dataset
     from grapher_core.learned.gat.checkpoint import CheckpointConfig, save_checkpoint
 
     started = time.perf_counter()
-    if data is None:
-        dataset = load_dataset(dataset_path, limit=limit)
-        data = build_training_set(
-            dataset, retriever=retriever, graph=graph, alpha=alpha, embedder=embedder, top_n=top_n
-        )
-        if log:
-            log(
-                f"built {len(data.examples)} graphs from {dataset.name} ({data.retriever} "
-                f"top-{top_n}, graph {data.graph}) in {time.perf_counter() - started:.1f}s"
+    paths = (
+        [Path(dataset_path)]
+        if isinstance(dataset_path, (str, Path))
+        else [Path(p) for p in dataset_path]
+    )
+    built: dict[Path, TrainingSet] = {}
+
+    def build(path: Path) -> TrainingSet:
+        key = path.resolve()
+        if key not in built:
+            dataset = load_dataset(path, limit=limit)
+            built[key] = build_training_set(
+                dataset,
+                retriever=retriever,
+                graph=graph,
+                alpha=alpha,
+                embedder=embedder,
+                top_n=top_n,
             )
-    result = train_model(data, config, log)
+            if log:
+                log(
+                    f"built {len(built[key].examples)} graphs from {dataset.name} "
+                    f"({built[key].retriever} top-{top_n}, graph {built[key].graph}) in "
+                    f"{time.perf_counter() - started:.1f}s"
+                )
+        return built[key]
+
+    split: tuple[list[int], list[int]] | None = None
+    trained_on = data.dataset if data is not None else ""
+    if data is None:
+        train_sets = [build(p) for p in paths]
+        trained_on = "+".join(t.dataset for t in train_sets)
+        if validation is None:
+            data = merge_training_sets(train_sets)
+        else:
+            data, split = held_out_databases(
+                train_sets, build(Path(validation)), val_databases, config.seed
+            )
+    result = train_model(data, config, log, split)
     checkpoint = CheckpointConfig(
         model=result.model.spec,
         embedding_model=data.embedding_model,
@@ -155,7 +269,12 @@ def train(
         graph=data.graph,
         retriever=data.retriever,
         training={
-            "data": data.dataset,
+            "data": trained_on,
+            "validation": (
+                f"{val_databases} databases of {Path(validation).name}"
+                if validation is not None
+                else f"held-out databases of the training data ({config.val_fraction})"
+            ),
             "queries": len(data.examples),
             "train_queries": result.n_train,
             "val_queries": result.n_val,
@@ -174,5 +293,5 @@ def train(
         },
         metrics={"validation": result.best_metrics, "validation_reference": result.reference},
     )
-    paths = save_checkpoint(result.model, checkpoint, out)
-    return result, paths
+    saved = save_checkpoint(result.model, checkpoint, out)
+    return result, saved

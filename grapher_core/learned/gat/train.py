@@ -171,11 +171,17 @@ def evaluate(
     return pr_at_k(items, predict(model, adapter, items, device, batch_size), ks)
 
 
-def train_model(data: TrainingSet, config: TrainConfig, log: Log | None = None) -> FitResult:
-    """Train one model; early-stop on validation PR@10 over multi-object queries."""
+def train_model(
+    data: TrainingSet,
+    config: TrainConfig,
+    log: Log | None = None,
+    split: tuple[list[int], list[int]] | None = None,
+) -> FitResult:
+    """Train one model; early-stop on validation PR@10 over multi-object queries. ``split``:
+    (training, validation) example indices; default held-out databases of ``data``."""
     from grapher_core.learned.gat.model import GraphERNet, ModelSpec
 
-    split = split_examples(data.examples, config.val_fraction, config.seed)
+    split = split or split_examples(data.examples, config.val_fraction, config.seed)
     spec = ModelSpec(
         config.architecture,
         int(data.objects.shape[1]),

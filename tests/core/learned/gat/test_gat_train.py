@@ -146,3 +146,50 @@ def test_gat_eval_and_latency_commands(
     assert main(["gat-latency", "--rankers", "gat", "--synthetic", "--repeats", "3"]) == 0
     line = capsys.readouterr().out
     assert "synthetic, 200 candidates" in line and "GraphReranker.rerank median" in line
+
+
+def test_sets_pool_and_a_validation_set_holds_whole_databases_out(
+    benchmarks_dir: Path, small_set: TrainingSet
+) -> None:
+    from grapher_bench.data import load_dataset
+    from grapher_bench.gat.data import held_out_databases, merge_training_sets
+
+    other = build_training_set(load_dataset(benchmarks_dir / "spider_dev", limit=30), top_n=40)
+    merged = merge_training_sets([small_set, other])
+    assert len(merged.examples) == 90 and merged.dataset == "spider_train+spider_dev"
+    moved = merged.examples[60]
+    assert moved.group == f"spider_dev/{other.examples[0].group}"
+    # rows point at the same vectors after the offsets
+    assert np.array_equal(
+        merged.objects[moved.object_rows], other.objects[other.examples[0].object_rows]
+    )
+    assert np.array_equal(
+        merged.queries[moved.query_row], other.queries[other.examples[0].query_row]
+    )
+    # train on spider_dev, validate on one database of spider_train: no spider_train query of
+    # another database is trained on (it is not a training set), none of the held-out one either
+    data, (train, val) = held_out_databases([other], small_set, 1, seed=0)
+    held = {data.examples[i].group for i in val}
+    assert len(held) == 1 and all(i >= 30 for i in val) and train == list(range(30))
+    # the validation set among the training sets: its other databases are trained on
+    data, (train, val) = held_out_databases([small_set, other], small_set, 1, seed=0)
+    groups = {data.examples[i].group.split("/")[-1] for i in val}
+    assert all(data.examples[i].group.split("/")[-1] not in groups for i in train)
+    assert len(train) + len(val) == 90 and any(i < 60 for i in train)
+    with pytest.raises(ValueError, match="databases"):
+        held_out_databases([other], small_set, 0, seed=0)
+
+
+def test_train_command_validates_on_another_set(
+    benchmarks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "protocol"
+    args = ["train", "--data", str(benchmarks_dir / "spider_dev"), "--val-data"]
+    args += [str(benchmarks_dir / "spider_train"), "--val-databases", "2", "--limit", "40"]
+    args += ["--top-n", "20", "--epochs", "1", "--hidden", "8", "--out", str(out)]
+    assert main(args) == 0
+    capsys.readouterr()
+    _, config = load_checkpoint(out)
+    assert config.training["validation"] == "2 databases of spider_train"
+    assert config.training["train_queries"] == 40
+    assert config.training["data"] == "spider_dev"  # the validation set is not trained on
