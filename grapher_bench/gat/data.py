@@ -120,6 +120,12 @@ def build_training_set(
     )
 
 
+def _set_name(path: Path) -> str:
+    """``bird/train`` for a split folder named only ``train`` (the train data's layout), else
+    the folder's name: two sets' names must not clash in the pooled groups and the record."""
+    return f"{path.parent.name}/{path.name}" if path.name in ("train", "dev", "test") else path.name
+
+
 def merge_training_sets(sets: Sequence[TrainingSet]) -> TrainingSet:
     """One training set from several (BIRD train + Spider train, say): embedding rows and query
     rows offset, each query's group prefixed with its set's name so two sets' databases of the
@@ -233,13 +239,16 @@ def train(
         key = path.resolve()
         if key not in built:
             dataset = load_dataset(path, limit=limit)
-            built[key] = build_training_set(
-                dataset,
-                retriever=retriever,
-                graph=graph,
-                alpha=alpha,
-                embedder=embedder,
-                top_n=top_n,
+            built[key] = replace(
+                build_training_set(
+                    dataset,
+                    retriever=retriever,
+                    graph=graph,
+                    alpha=alpha,
+                    embedder=embedder,
+                    top_n=top_n,
+                ),
+                dataset=_set_name(path),
             )
             if log:
                 log(
