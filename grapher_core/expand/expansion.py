@@ -530,9 +530,9 @@ class ExpandingReranker(RerankingEngine):
     the candidates' candidate-only ranking and scores and inserts fetched objects where their
     enlarged-graph scores place them, so a fetched neighbour can take a place in the top k but
     never reorders the candidates (``False``: one ranking of the enlarged pool, in which a
-    fetched neighbour also shifts the lift the candidates share); ``hubs``: hub keys remembered across queries (a
-    wrapper that builds one per call passes the one it keeps). Bounds reached are said once
-    through the reranker's diagnostics.
+    fetched neighbour also shifts the lift the candidates share); ``hubs``: hub keys
+    remembered across queries (a wrapper that builds one per call passes the one it keeps).
+    Bounds reached are said once through the reranker's diagnostics.
     """
 
     def __init__(
