@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grapher_core.errors import CheckpointError, EmbeddingMismatchError
 from grapher_core.learned.qa_gnn.model import QAGNNNet, QAGNNSpec
 from grapher_core.learned.weights import (
@@ -28,6 +30,7 @@ from grapher_core.learned.weights import (
     open_checkpoint,
     write_weights,
 )
+from grapher_core.ranking.seeds import minmax
 
 __all__ = [
     "FUSION_FEATURES",
@@ -35,6 +38,7 @@ __all__ = [
     "FusionCoefficients",
     "QAGNNConfig",
     "default_qa_gnn_checkpoint",
+    "fusion_features",
     "load_qa_gnn",
     "qa_gnn_shapes",
     "save_qa_gnn",
@@ -42,6 +46,13 @@ __all__ = [
 
 QA_GNN_FORMAT = "grapher-qa-gnn/1"
 FUSION_FEATURES: tuple[str, ...] = ("retriever", "adjusted", "gnn")
+
+
+def fusion_features(seeds: np.ndarray, adjusted: np.ndarray, gnn: np.ndarray) -> np.ndarray:
+    """``(n, 3)``: min-max scaled retriever, adjusted and GNN scores of one query."""
+    return np.stack(
+        [minmax(np.asarray(v, dtype=np.float64)) for v in (seeds, adjusted, gnn)], axis=1
+    )
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,12 @@ class FusionCoefficients:
                 f"fusion coefficients must be finite, got {list(self.coef)} and intercept "
                 f"{self.intercept!r}"
             )
+
+    def logits(self, seeds: np.ndarray, adjusted: np.ndarray, gnn: np.ndarray) -> np.ndarray:
+        """The fusion's logit per candidate of one query (its sigmoid is the fused score; the
+        order is the same), so the ranker and training apply the regression one way."""
+        features = fusion_features(seeds, adjusted, gnn)
+        return self.intercept + features @ np.asarray(self.coef, dtype=np.float64)
 
 
 @dataclass

@@ -49,7 +49,6 @@ from grapher_core.learned.qa_gnn.features import (
 )
 from grapher_core.ranking.base import RankContext
 from grapher_core.ranking.score_adjust import semantic_support
-from grapher_core.ranking.seeds import minmax
 from grapher_core.utils.callsite import warn_once
 from grapher_core.utils.threads import torch_threads
 
@@ -102,11 +101,7 @@ def fused_scores(
     config: QAGNNConfig, seeds: np.ndarray, adjusted: np.ndarray, gnn: np.ndarray
 ) -> np.ndarray:
     """Alg. 6: ``sigmoid(b0 + Σ b_i minmax(feature_i))`` within one query."""
-    features = np.stack(
-        [minmax(np.asarray(v, dtype=np.float64)) for v in (seeds, adjusted, gnn)], axis=1
-    )
-    logits = config.fusion.intercept + features @ np.asarray(config.fusion.coef)
-    return 1.0 / (1.0 + np.exp(-logits))
+    return 1.0 / (1.0 + np.exp(-config.fusion.logits(seeds, adjusted, gnn)))
 
 
 EXPLAINED_BY_POSITION = (

@@ -38,10 +38,13 @@ from grapher_core.learned.loop import (
     seed_everything,
     split_examples,
 )
-from grapher_core.learned.qa_gnn.checkpoint import FusionCoefficients, QAGNNConfig
+from grapher_core.learned.qa_gnn.checkpoint import (
+    FusionCoefficients,
+    QAGNNConfig,
+    fusion_features,
+)
 from grapher_core.learned.qa_gnn.features import EgoBatch, TypedEdges, fit_logistic
 from grapher_core.learned.qa_gnn.model import QAGNNNet, QAGNNSpec
-from grapher_core.ranking.seeds import minmax
 
 __all__ = [
     "EgoAdapter",
@@ -289,13 +292,6 @@ def _triplet_loss(config: QATrainConfig) -> Any:
 
 
 # -- score fusion (Alg. 6) --------------------------------------------------------------------
-def fusion_features(seeds: np.ndarray, adjusted: np.ndarray, gnn: np.ndarray) -> np.ndarray:
-    """``(n, 3)``: min-max scaled retriever, adjusted and GNN scores of one query."""
-    return np.stack(
-        [minmax(np.asarray(v, dtype=np.float64)) for v in (seeds, adjusted, gnn)], axis=1
-    )
-
-
 def fit_fusion(
     examples: Sequence[QAExample],
     gnn_scores: Sequence[np.ndarray],
@@ -319,10 +315,8 @@ def fused_recall_metrics(
     keeps the epoch whose fused ranking is best, not the one whose raw GNN logit is; an epoch
     whose logit adds nothing scores what the fusion of retriever and adjusted scores alone does."""
     fusion = fit_fusion(examples, gnn_scores)
-    coef = np.asarray(fusion.coef, dtype=np.float64)
     fused = [
-        fusion.intercept + fusion_features(e.seeds, e.adjusted, g) @ coef
-        for e, g in zip(examples, gnn_scores, strict=True)
+        fusion.logits(e.seeds, e.adjusted, g) for e, g in zip(examples, gnn_scores, strict=True)
     ]
     return recall_metrics(examples, fused)
 
