@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from grapher_bench.peers.llm_rerank import LLM_RERANK, stack_prefix
 from grapher_bench.runner import DatasetRun
 from grapher_core.utils.stats import mcnemar_exact
 
 __all__ = ["PairedTest", "paired_json", "paired_pairs", "paired_table", "paired_tests"]
-
-STACK_PREFIXES = ("llm-rerank+", "llm-scores+")
 
 
 @dataclass(frozen=True)
@@ -38,10 +37,10 @@ def paired_pairs(labels: Sequence[str]) -> list[tuple[str, str]]:
     first = labels[0]
     pairs = [(label, first) for label in labels[1:]]
     for label in labels:
-        prefix = next((p for p in STACK_PREFIXES if label.startswith(p)), None)
+        prefix = stack_prefix(label)
         if prefix is None:
             continue
-        for part in ("llm-rerank", label[len(prefix) :]):
+        for part in (LLM_RERANK, label[len(prefix) :]):
             if part in labels and part != first and (label, part) not in pairs:
                 pairs.append((label, part))
     return pairs

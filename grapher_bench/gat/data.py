@@ -192,10 +192,11 @@ def held_out_databases(
     val_idx: list[int] = []
     index = 0
     for data in sets:
+        trained = any(data is t for t in train_sets)
         for e in data.examples:
             if data is validation and e.group in held:
                 val_idx.append(index)
-            elif any(data is t for t in train_sets) and e.group not in held:
+            elif trained and e.group not in held:
                 train_idx.append(index)
             index += 1
     if not train_idx:
@@ -252,7 +253,7 @@ def train(
             )
             if log:
                 log(
-                    f"built {len(built[key].examples)} graphs from {dataset.name} "
+                    f"built {len(built[key].examples)} graphs from {built[key].dataset} "
                     f"({built[key].retriever} top-{top_n}, graph {built[key].graph}) in "
                     f"{time.perf_counter() - started:.1f}s"
                 )
