@@ -418,7 +418,13 @@ class LLMReranker:
                 )
             ]
             flat = [text for group in prompts for text in group]
-            run = run_extraction(flat, self.completer, cache=self.cache, progress=progress)
+            run = run_extraction(
+                flat,
+                self.completer,
+                cache=self.cache,
+                progress=progress,
+                label=f"{LLM_RERANK} prompts [{self.completer.name}]",
+            )
             stats.prompts += len(flat)
             stats.computed += run.n_computed
             stats.cached += run.n_cached

@@ -137,7 +137,11 @@ def run_qa(
             s * n + q for q in range(start, min(start + block, n)) for s in range(len(systems))
         ]
         answered = run_extraction(
-            [prompts[i] for i in slots], answerer, cache=cache, progress=progress
+            [prompts[i] for i in slots],
+            answerer,
+            cache=cache,
+            progress=progress,
+            label=f"answers [{answerer.name}]",
         )
         counts[0] += answered.n_computed
         counts[1] += answered.n_cached
@@ -158,6 +162,7 @@ def run_qa(
             judge,
             cache=cache,
             progress=progress,
+            label=f"verdicts [{judge.name}]",
         )
         counts[2] += judged.n_computed
         counts[3] += judged.n_cached

@@ -120,6 +120,7 @@ class _Plan:
         retry_failed: bool,
         progress: bool,
         names: Sequence[str] | None = None,
+        label: str | None = None,
     ) -> None:
         self.key = cache_key(extractor)
         self.cache = cache
@@ -137,7 +138,10 @@ class _Plan:
         self.todo_digests = [d for d in first if d not in self.known]
         self.todo_texts = [first[d] for d in self.todo_digests]
         self.bar = progress_bar(
-            self.n_unique, f"entities [{extractor.name}]", unit="obj", enabled=progress
+            self.n_unique,
+            label or f"entities [{extractor.name}]",
+            unit="obj",
+            enabled=progress,
         )
         if self.n_cached:
             self.bar.update(self.n_cached)
@@ -223,15 +227,17 @@ def run_extraction(
     progress: bool = False,
     retry_failed: bool = True,
     names: Sequence[str] | None = None,
+    label: str | None = None,
 ) -> ExtractionRun:
     """Extract entities for ``texts`` and say how many came from the cache.
 
     With ``retry_failed`` (the default) cached failures are attempted again, so a plain re-run
     retries exactly the failed texts; without it they are returned as failed. ``names`` (one
     per text, e.g. object ids) name the texts in warnings. A text holding lone surrogates is
-    extracted with each replaced by U+FFFD, and a warning names it.
+    extracted with each replaced by U+FFFD, and a warning names it. ``label`` names the
+    progress bar when the texts are not entity extractions (answers, rerank prompts).
     """
-    plan = _Plan(check_texts(texts), extractor, cache, retry_failed, progress, names)
+    plan = _Plan(check_texts(texts), extractor, cache, retry_failed, progress, names, label)
     try:
         if isinstance(extractor, StreamingEntityExtractor):
             _run_sync(lambda: _run_stream(plan, extractor))
@@ -250,9 +256,10 @@ async def arun_extraction(
     progress: bool = False,
     retry_failed: bool = True,
     names: Sequence[str] | None = None,
+    label: str | None = None,
 ) -> ExtractionRun:
     """Async ``run_extraction``: streams LLM results, runs batch extractors in a thread."""
-    plan = _Plan(check_texts(texts), extractor, cache, retry_failed, progress, names)
+    plan = _Plan(check_texts(texts), extractor, cache, retry_failed, progress, names, label)
     try:
         if isinstance(extractor, StreamingEntityExtractor):
             await _run_stream(plan, extractor)

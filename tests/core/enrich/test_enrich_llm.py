@@ -254,3 +254,18 @@ def test_pickles_for_workers(fault_server: Server) -> None:
     extractor.prepare("warm the tokenizer")
     clone = pickle.loads(pickle.dumps(extractor))
     assert clone.extract_batch(TEXTS[:2]) == extractor.extract_batch(TEXTS[:2])
+
+
+def test_progress_bar_names_the_job(
+    fault_server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Answers and rerank prompts run through the same runner; their bar must not say
+    'entities'."""
+    pytest.importorskip("tqdm", reason="progress bars need tqdm (the bench extra)")
+    server = fault_server()
+    run_extraction(TEXTS[:3], make(server), progress=True, label="answers [fake-model]")
+    err = capsys.readouterr().err
+    assert "answers [fake-model]" in err
+    assert "entities [" not in err
+    run_extraction(TEXTS[3:6], make(server), progress=True)
+    assert "entities [" in capsys.readouterr().err
