@@ -7,11 +7,13 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from grapher_bench.timing import median_p95_ms
 from grapher_core.cli.arguments import alpha_argument
+from grapher_core.errors import ConfigError
 
 __all__ = ["register"]
 
@@ -205,6 +207,19 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def checkpoint_label(architecture: str, path: Path, taken: Sequence[str]) -> str:
+    """The row label of a checkpoint: its whole stem (``pooled_lr0.001_s0``, dots kept), with
+    its folder when two checkpoints share a stem, so no row silently stands for another."""
+    from grapher_core.learned.weights import checkpoint_paths
+
+    weights = checkpoint_paths(path)[0]
+    stem = weights.name.removesuffix(".safetensors")
+    for name in (f"{architecture}:{stem}", f"{architecture}:{weights.parent.name}/{stem}"):
+        if name not in taken:
+            return name
+    raise ConfigError(f"checkpoint {weights} is given twice")
+
+
 def run_eval(args: argparse.Namespace) -> int:
     from functools import partial
 
@@ -215,11 +230,11 @@ def run_eval(args: argparse.Namespace) -> int:
     from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
     from grapher_core.ranking.registry import register_ranker
 
-    names = []
+    names: list[str] = []
     for path in args.checkpoint:
         _, config = load_checkpoint(path)  # fail early, before any retrieval
         cls = GATRanker if config.model.architecture == "gat" else MLPRanker
-        name = f"{config.model.architecture}:{Path(path).with_suffix('').name}"
+        name = checkpoint_label(config.model.architecture, path, names)
         register_ranker(name, partial(cls, path))
         names.append(name)
     graphs = [g.strip() for g in args.graphs.split(",")] if args.graphs else None

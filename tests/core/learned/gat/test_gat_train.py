@@ -193,3 +193,17 @@ def test_train_command_validates_on_another_set(
     assert config.training["validation"] == "2 databases of spider_train"
     assert config.training["train_queries"] == 40
     assert config.training["data"] == "spider_dev"  # the validation set is not trained on
+
+
+def test_eval_labels_keep_dotted_stems_and_never_collide(tmp_path: Path) -> None:
+    from grapher_bench.gat.cli import checkpoint_label
+    from grapher_core.errors import ConfigError
+
+    first = checkpoint_label("gat", tmp_path / "a" / "pooled_lr0.001_s0", [])
+    assert first == "gat:pooled_lr0.001_s0"
+    second = checkpoint_label("gat", tmp_path / "a" / "pooled_lr0.001_s1.safetensors", [first])
+    assert second == "gat:pooled_lr0.001_s1"
+    same_stem = checkpoint_label("gat", tmp_path / "b" / "pooled_lr0.001_s0.json", [first])
+    assert same_stem == "gat:b/pooled_lr0.001_s0"
+    with pytest.raises(ConfigError, match="given twice"):
+        checkpoint_label("gat", tmp_path / "b" / "pooled_lr0.001_s0", [first, same_stem])
