@@ -21,6 +21,7 @@ __all__ = [
     "answers_differ",
     "comparisons",
     "markdown",
+    "pooled",
     "summary",
     "write_doc_section",
     "write_outputs",
@@ -91,6 +92,27 @@ def answers_differ(run: QARun, a: str, b: str) -> tuple[int, int]:
     return sum(normalize_answer(x) != normalize_answer(y) for x, y in both), len(both)
 
 
+def pooled(runs: Sequence[QARun]) -> QARun | None:
+    """Every set's questions as one run, when two or more sets ran the same systems: one
+    set's answer-level differences are often too few for a test, the sets together may not be.
+    ``None`` for a single set or when the sets' systems differ."""
+    if len(runs) < 2:
+        return None
+    labels = [s.label for s in runs[0].systems]
+    if any([s.label for s in run.systems] != labels for run in runs[1:]):
+        return None
+    return QARun(
+        f"all {len(runs)} sets pooled",
+        list(runs[0].systems),
+        [q for run in runs for q in run.queries],
+        {label: [r for run in runs for r in run.records[label]] for label in labels},
+        sum(run.n_answer_calls for run in runs),
+        sum(run.n_answer_cached for run in runs),
+        sum(run.n_judge_calls for run in runs),
+        sum(run.n_judge_cached for run in runs),
+    )
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
@@ -107,9 +129,11 @@ def markdown(
     *,
     judge_format: str = "paper",
 ) -> str:
-    """Per-set system rows and paired-test rows as markdown."""
+    """Per-set system rows and paired-test rows as markdown, then the same for every set
+    pooled (:func:`pooled`) when there are several."""
     out: list[str] = []
-    for run in runs:
+    together = pooled(runs)
+    for run in [*runs, *([together] if together is not None else [])]:
         out.append(f"#### {run.dataset} ({len(run.queries)} questions, top {k})\n")
         out.append(
             "| system | PR@K | answer in context | judge: correct | unparsed | failed "

@@ -155,3 +155,28 @@ def test_paired_rows_count_changed_answers_and_test_the_context() -> None:
     table = markdown([run], "m", None, 10)
     # 3 questions gained the answer in context, none lost it: p = 2 / 2**3
     assert "| a → b | 1 / 3 | +75.0 | 0 / 3 | 0.250 |" in table
+
+
+def test_sets_are_pooled_for_the_paired_tests() -> None:
+    from grapher_bench.qa_eval.pipeline import QARecord, QARun
+    from grapher_bench.qa_eval.report import markdown, pooled
+
+    def record(system: str, gold: bool) -> QARecord:
+        return QARecord("q", system, [], 0.0, "x", None, None, None, None, None, gold, True, False)
+
+    def run(name: str, a: list[bool], b: list[bool]) -> QARun:
+        records = {"a": [record("a", x) for x in a], "b": [record("b", x) for x in b]}
+        return QARun(name, [parse_system("a"), parse_system("b")], [], records, 1, 2, 3, 4)
+
+    one = run("one", [False, False, False], [True, True, True])  # b gains 3: p = 0.25
+    two = run("two", [False, False, True], [True, True, True])  # b gains 2: p = 0.5
+    both = pooled([one, two])
+    assert both is not None and both.dataset == "all 2 sets pooled"
+    assert len(both.records["a"]) == 6 and both.n_judge_cached == 8
+    table = markdown([one, two], "m", None, 10)
+    # pooled: 5 gained, 0 lost, p = 2 / 2**5; neither set alone reaches it
+    assert "#### all 2 sets pooled" in table
+    assert "| +83.3 | 0 / 5 | 0.062 |" in table
+    assert pooled([one]) is None
+    other = QARun("x", [parse_system("a")], [], {"a": one.records["a"]}, 0, 0, 0, 0)
+    assert pooled([one, other]) is None  # different systems are not pooled
