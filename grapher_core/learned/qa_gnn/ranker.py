@@ -108,7 +108,7 @@ EXPLAINED_BY_POSITION = (
     "qa-gnn's measured gains are explained by a sentence-position prior: beside a logistic "
     "regression on the dense score and 'is the first sentence of its paragraph' it is never "
     "significantly better, and on a set it was not trained on it ranked below the retriever's "
-    "own order (hotpotqa_sentences Recall@5 53.7 vs 55.8; docs/qa_gnn.md); measure it on your "
+    "own order (hotpotqa_sentences Recall@5 51.2 vs 55.8; docs/qa_gnn.md); measure it on your "
     "data before relying on it"
 )
 """Said once when the shipped checkpoint is loaded: picking qa-gnn must not be a silent loss."""
