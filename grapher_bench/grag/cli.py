@@ -641,6 +641,8 @@ def _write_markers(doc: Path, body: str, name: str = "grag") -> None:
 
 
 def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
+    from dataclasses import replace
+
     from grapher_bench.grag.bench import examples_for
     from grapher_core.embeddings import default_embedder
     from grapher_core.learned.grag.checkpoint import GRAGConfig, save_grag
@@ -650,7 +652,10 @@ def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
     examples = examples_for(qs, args.concept_text, "question", "gold")
     spec = GRAGSpec(hidden=hidden, dropout=args.dropout)
     started = time.perf_counter()
-    loop = _loop_config("pairwise", args, lr)
+    # every epoch is scored and the best on validation kept (the untrained network included):
+    # with the study's patience the run ends while epoch 0 still leads, before the epoch the
+    # shipped checkpoint was chosen at
+    loop = replace(_loop_config("pairwise", args, lr), patience=args.epochs)
     result = train_grag(examples, spec, loop)
     config = GRAGConfig(
         spec=spec,
