@@ -107,3 +107,37 @@ def test_summary_names_concept_rows_by_their_run_and_keeps_shared_rows_once() ->
     assert "[fast] G-RAG-RL beats the retriever's order on MRR in 0 of 1" in text
     assert "[concepts] G-RAG-RL beats the retriever's order on MRR in 1 of 1" in text
     assert "| G-RAG-RL | 40.0" in render_summary(run("fast", 0.4))  # one run: plain names
+
+
+def test_ship_step_scores_every_epoch_and_records_its_seed(monkeypatch, tmp_path) -> None:
+    """The study's patience would end a run while the untrained network leads; the shipped
+    checkpoint is chosen over all epochs, and its JSON says which seed made it."""
+    import argparse
+    from types import SimpleNamespace
+
+    import grapher_bench.grag.bench as bench
+    import grapher_core.embeddings as embeddings
+    import grapher_core.learned.grag.checkpoint as checkpoint
+    import grapher_core.learned.grag.train as train
+    from grapher_bench.grag.cli import _ship
+    from grapher_core.learned.loop import FitResult
+
+    seen: dict[str, object] = {}
+
+    def fake_train(examples, spec, config, **_):  # type: ignore[no-untyped-def]
+        seen["loop"] = config
+        return FitResult(model=None, best_epoch=18, best_metrics={"MRR": 0.5}, n_train=8, n_val=2)
+
+    monkeypatch.setattr(bench, "examples_for", lambda *a: ["example"])
+    monkeypatch.setattr(train, "train_grag", fake_train)
+    monkeypatch.setattr(embeddings, "default_embedder", lambda: SimpleNamespace(name="minilm"))
+    monkeypatch.setattr(checkpoint, "save_grag", lambda m, config, path: seen.update(config=config))
+    args = argparse.Namespace(
+        concept_text="fast", path_concepts="document", dropout=0.1, epochs=20, lr=1e-4,
+        top_n=20, ship=tmp_path / "ship",
+    )  # fmt: skip
+    _ship(SimpleNamespace(name="hotpotqa"), args, 64, 1e-4)
+    loop = seen["loop"]
+    assert loop.patience == 20 and loop.epochs == 20  # type: ignore[attr-defined]
+    training = seen["config"].training  # type: ignore[attr-defined]
+    assert training["seed"] == loop.seed == 0 and training["best_epoch"] == 18  # type: ignore[attr-defined]
