@@ -150,13 +150,15 @@ def register(subparsers: Any) -> None:
     latency.set_defaults(func=run_latency)
 
 
-def _loop_config(loss: str, args: argparse.Namespace, lr: float | None = None) -> Any:
+def _loop_config(
+    loss: str, args: argparse.Namespace, lr: float | None = None, patience: int = 5
+) -> Any:
     from grapher_core.learned.loop import LoopConfig
 
     return LoopConfig(
         loss=loss,
         epochs=args.epochs,
-        patience=5,
+        patience=patience,
         lr=lr or args.lr,
         weight_decay=1e-4,
         batch_size=16,
@@ -641,8 +643,6 @@ def _write_markers(doc: Path, body: str, name: str = "grag") -> None:
 
 
 def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
-    from dataclasses import replace
-
     from grapher_bench.grag.bench import examples_for
     from grapher_core.embeddings import default_embedder
     from grapher_core.learned.grag.checkpoint import GRAGConfig, save_grag
@@ -655,7 +655,7 @@ def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
     # every epoch is scored and the best on validation kept (the untrained network included):
     # with the study's patience the run ends while epoch 0 still leads, before the epoch the
     # shipped checkpoint was chosen at
-    loop = replace(_loop_config("pairwise", args, lr), patience=args.epochs)
+    loop = _loop_config("pairwise", args, lr, patience=args.epochs)
     result = train_grag(examples, spec, loop)
     config = GRAGConfig(
         spec=spec,

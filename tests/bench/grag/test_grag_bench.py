@@ -114,6 +114,7 @@ def test_ship_step_scores_every_epoch_and_records_its_seed(monkeypatch, tmp_path
     checkpoint is chosen over all epochs, and its JSON says which seed made it."""
     import argparse
     from types import SimpleNamespace
+    from typing import Any
 
     import grapher_bench.grag.bench as bench
     import grapher_core.embeddings as embeddings
@@ -122,9 +123,9 @@ def test_ship_step_scores_every_epoch_and_records_its_seed(monkeypatch, tmp_path
     from grapher_bench.grag.cli import _ship
     from grapher_core.learned.loop import FitResult
 
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
 
-    def fake_train(examples, spec, config, **_):  # type: ignore[no-untyped-def]
+    def fake_train(examples: Any, spec: Any, config: Any, **_: Any) -> FitResult:
         seen["loop"] = config
         return FitResult(model=None, best_epoch=18, best_metrics={"MRR": 0.5}, n_train=8, n_val=2)
 
@@ -138,6 +139,6 @@ def test_ship_step_scores_every_epoch_and_records_its_seed(monkeypatch, tmp_path
     )  # fmt: skip
     _ship(SimpleNamespace(name="hotpotqa"), args, 64, 1e-4)
     loop = seen["loop"]
-    assert loop.patience == 20 and loop.epochs == 20  # type: ignore[attr-defined]
-    training = seen["config"].training  # type: ignore[attr-defined]
-    assert training["seed"] == loop.seed == 0 and training["best_epoch"] == 18  # type: ignore[attr-defined]
+    assert loop.patience == 20 and loop.epochs == 20
+    training = seen["config"].training
+    assert training["seed"] == loop.seed == 0 and training["best_epoch"] == 18
