@@ -8,7 +8,9 @@ it); each question's ``--top-n`` most cosine-similar objects are its candidates 
 retriever -- and a small grid of GraphER configurations reranks the same candidates: GCS and
 PPR at two or three alphas, the learned GAT when its extra is installed, rank or score seeds,
 over the graph detected from the metadata (and each detected graph alone when there are
-several).
+several); when chunk order is detected, GCS also with chunk order at its full share (the default
+damps it where it is a pool's only evidence; full share suits answers that span consecutive
+chunks).
 
 Per configuration: gold@K (gold objects in the top K / all gold objects), PR@K (questions with
 all their gold in the top K), MRR, the rerank call's median and p95 latency, and exact paired
@@ -122,6 +124,7 @@ class Setting:
     seeds: str  # "rank" or "score"
     graph: str  # "detected" or a description of the one proximity used
     proximities: tuple[Any, ...] | None = field(default=None, compare=False)  # None: detect
+    options: tuple[tuple[str, Any], ...] = ()  # the ranker's keyword options beyond alpha
 
     @property
     def seed_transform(self) -> str:
@@ -133,12 +136,17 @@ class Setting:
         return f"{self.ranker} alpha={alpha} seeds={self.seeds} graph={self.graph}"
 
 
+FULL_CHUNK_ORDER: tuple[tuple[str, Any], ...] = (("alone_weights", {}),)
+"""GCS options that let chunk order pass its whole share where it is a pool's only evidence."""
+
+
 def build_grid(
     rankers: Sequence[str], detected: Sequence[Any], available: dict[str, str | None]
 ) -> list[Setting]:
     """The configurations tried: each ranker at its alphas x both seed policies over the
-    detected graph, then (with several detected) GCS over each graph alone; at most
-    :data:`MAX_CONFIGS`. ``available``: ranker -> ``None``, or why it is skipped."""
+    detected graph, GCS with chunk order at full share when chunk order is detected, then (with
+    several detected) GCS over each graph alone; at most :data:`MAX_CONFIGS`. ``available``:
+    ranker -> ``None``, or why it is skipped."""
     from grapher_core.edges.detect import describe
 
     grid = [
@@ -148,6 +156,17 @@ def build_grid(
         for alpha in ALPHAS.get(ranker, (None,))
         for seeds in SEEDS
     ]
+    if "gcs" in rankers and any(getattr(p, "kind", None) == "contextual" for p in detected):
+        grid.append(
+            Setting(
+                "gcs",
+                ALPHAS["gcs"][0],
+                "rank",
+                "detected, chunk order full",
+                None,
+                FULL_CHUNK_ORDER,
+            )
+        )
     if len(detected) > 1 and "gcs" in rankers:
         grid += [Setting("gcs", ALPHAS["gcs"][0], "rank", describe([p]), (p,)) for p in detected]
     return grid[:MAX_CONFIGS]
@@ -437,6 +456,7 @@ def _evaluate(
         setting.alpha if setting.ranker not in built else None,
         seed_transform=setting.seed_transform,
         explain=0,
+        **dict(setting.options),
     )
     row = Row(setting.label, setting, [])
     with warnings.catch_warnings(record=True) as said:
@@ -573,6 +593,7 @@ def _config(
         "ranker": setting.ranker,
         "alpha": setting.alpha,
         "seed_transform": setting.seed_transform,
+        **({"ranker_options": dict(setting.options)} if setting.options else {}),
         **common,
         "proximities": proximities,
         "note": f"chosen by grapher eval: {_gain(choice, rows[0], ks, total_gold)}"
@@ -609,6 +630,7 @@ def _report(
                     "alpha": setting.alpha,
                     "seed_transform": setting.seed_transform,
                     "graph": setting.graph,
+                    "ranker_options": dict(setting.options),
                 },
                 **_summary(row, ks, total_gold),
                 "vs_retriever": None if setting is None else row.versus(base, ks),

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from grapher_core.errors import ConfigError, InputError, InputFileNotFoundError
+from grapher_core.errors import ConfigError, GraphERError, InputError, InputFileNotFoundError
 from grapher_core.ranking.seeds import SEED_TRANSFORMS
 
 __all__ = [
@@ -45,6 +45,8 @@ KEYS: dict[str, str] = {
     "keep_retriever_order": "true: no configuration beat the retriever's order; keep it",
     "ranker": "registry name of the ranker (gcs, ppr, gat, baseline, ...)",
     "alpha": "the ranker's alpha in (0, 1), or null for its tuned default",
+    "ranker_options": "keyword options of the named ranker beyond alpha (absent or {}: its "
+    'defaults), e.g. {"alone_weights": {}} for GCS with chunk order at full share',
     "seed_transform": f"how retriever scores become seeds: one of {', '.join(SEED_TRANSFORMS)} "
     "(absent or null: the reranker's default)",
     "top_n": "results returned per query (the wrappers' top_n), or null for all",
@@ -129,6 +131,8 @@ def check_config(data: dict[str, Any], where: str = "config") -> dict[str, Any]:
                     f"{data[key]!r} contradicts keep_retriever_order: true (which loads the "
                     f"'baseline' ranker over rank seeds); remove it or set it to {value!r}",
                 )
+        if data.get("ranker_options"):
+            raise fail("ranker_options", "contradicts keep_retriever_order: true; remove it")
         out.update(_BASELINE)
     else:
         ranker = data.get("ranker", "gcs")
@@ -147,6 +151,7 @@ def check_config(data: dict[str, Any], where: str = "config") -> dict[str, Any]:
         if seed is not None and seed not in SEED_TRANSFORMS:
             raise fail("seed_transform", f"must be one of {SEED_TRANSFORMS}, got {seed!r}")
         out["seed_transform"] = seed
+        out["ranker_options"] = _ranker_options(ranker, out["alpha"], data, fail)
         out["proximities"] = _proximities(data.get("proximities"), fail)
     for key in ("top_n", "fetch_k"):
         value = data.get(key)
@@ -176,6 +181,27 @@ def _alpha(value: Any, fail: Callable[[str, str], ConfigError]) -> float | None:
     return float(value)
 
 
+def _ranker_options(
+    ranker: str,
+    alpha: float | None,
+    data: Mapping[str, Any],
+    fail: Callable[[str, str], ConfigError],
+) -> dict[str, Any]:
+    """The ``ranker_options`` object, checked by building the ranker with them once (a typo in
+    an option name fails here, naming the key, not at the first query)."""
+    value = data.get("ranker_options") or {}
+    if not isinstance(value, dict):
+        raise fail("ranker_options", f"must be an object, got {type(value).__name__}")
+    if value:
+        from grapher_core.ranking.registry import make_ranker
+
+        try:
+            make_ranker(ranker, alpha, **value)
+        except (GraphERError, TypeError, ValueError) as error:
+            raise fail("ranker_options", f"{ranker!r} refuses {value!r}: {error}") from None
+    return dict(value)
+
+
 def _proximities(value: Any, fail: Callable[[str, str], ConfigError]) -> list[Any] | None:
     """``None`` (detect) or the proximity objects the list describes."""
     if value is None:
@@ -197,12 +223,20 @@ def _proximities(value: Any, fail: Callable[[str, str], ConfigError]) -> list[An
 
 def core_options(config: Mapping[str, Any]) -> dict[str, Any]:
     """Keyword arguments of :class:`~grapher_core.GraphReranker` for a loaded ``config``
-    (``proximities=None``: detected per call)."""
-    options = {
+    (``proximities=None``: detected per call); with ``ranker_options`` the ranker is built here,
+    so the wrappers, which take a name or a ranker, run the same one."""
+    options: dict[str, Any] = {
         "proximities": config["proximities"],
         "ranker": config["ranker"],
         "alpha": config["alpha"],
     }
+    if config.get("ranker_options"):
+        from grapher_core.ranking.registry import make_ranker
+
+        options["ranker"] = make_ranker(
+            config["ranker"], config["alpha"], **config["ranker_options"]
+        )
+        options["alpha"] = None
     if config.get("seed_transform") is not None:
         options["seed_transform"] = config["seed_transform"]
     return options

@@ -207,7 +207,7 @@ def test_chunked_corpus_detects_each_graph_and_caches_the_vectors(
     out = capsys.readouterr().out
     assert "SharedEntities('entities'), AdjacentChunks('doc_id')" in out
     assert "graph=AdjacentChunks('doc_id')" in out  # each detected graph alone, too
-    assert "grid: 8 configurations" in out  # gcs 3 alphas x 2 seeds + 2 single graphs
+    assert "grid: 9 configurations" in out  # gcs 3 alphas x 2 seeds, chunk order full, 2 graphs
     assert embedder.embedded == 7 + 2
     assert (tmp_path / "cache" / "embeddings.sqlite").is_file()
 
@@ -418,3 +418,65 @@ def test_mentions_link_a_corpus_without_links(
     args = ["eval", "--corpus", str(corpus), "--questions", str(questions), "--mentions"]
     assert main([*args, "--top-n", "4", "--k", "1,2", "--rankers", "gcs", "--no-progress"]) == 0
     assert "graph detected in the metadata: ForeignKeys('mentions')" in capsys.readouterr().out
+
+
+def test_chunk_order_at_full_share_is_tried_chosen_and_loaded(
+    tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Answers that span a chunk and the one after it, which shares no word with the question:
+    the default damps chunk order where it is a pool's only evidence, so only the grid's
+    full-share configuration lifts the continuation; its config carries the option, and the
+    core and both wrappers load the same ranker."""
+    documents = {
+        "volcano": ["lava erupts from the crater", "it cools into basalt rock", "tourists hike"],
+        "river": ["the delta floods every spring", "farmers plant rice there", "boats sail"],
+    }
+    rows: list[dict[str, Any]] = [
+        {"id": f"{doc}#{k}", "text": text, "metadata": {"doc_id": doc, "chunk_index": k}}
+        for doc, chunks in documents.items()
+        for k, text in enumerate(chunks)
+    ]
+    for i, text in enumerate(["crater lakes", "lava lamps", "delta airlines", "spring rolls"]):
+        rows.append({"id": f"misc{i}#0", "text": text, "metadata": {"doc_id": f"misc{i}"}})
+    corpus = write_jsonl(tmp_path / "chunks.jsonl", rows)
+    questions = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "1", "text": "lava erupts crater", "gold": ["volcano#0", "volcano#1"]},
+            {"id": "2", "text": "delta floods spring", "gold": ["river#0", "river#1"]},
+        ],
+    )
+    config_path = tmp_path / "best.json"
+    args = ["eval", "--corpus", str(corpus), "--questions", str(questions), "--top-n", "10"]
+    args += ["--k", "2,3", "--rankers", "gcs", "--no-progress", "--write-config", str(config_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "grid: 7 configurations" in out  # gcs 3 alphas x 2 seeds + chunk order at full share
+    assert "best: gcs alpha=0.1 seeds=rank graph=detected, chunk order full" in out
+    config = load_config(config_path)
+    assert config["ranker_options"] == {"alone_weights": {}}
+    core = GraphReranker.from_config(config_path)
+    assert core.ranker.alone_weights == ()  # type: ignore[attr-defined]
+    pool = [Candidate(r["id"], r["text"], None, r["metadata"]) for r in rows]
+    order = [r.id for r in core.rerank(pool)]
+    assert order.index("volcano#1") == 1  # next to the best chunk it continues
+
+    langchain = pytest.importorskip("langchain_grapher")
+    compressor = langchain.GraphERReranker.from_config(config_path)
+    assert compressor.ranker.alone_weights == ()
+    llama = pytest.importorskip("llama_index_grapher")
+    assert llama.GraphERPostprocessor.from_config(config_path).ranker.alone_weights == ()
+
+
+def test_ranker_options_are_checked_on_load(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"grapher_config": 1, "ranker_options": {"alone_weight": {}}}))
+    with pytest.raises(ConfigError, match="key 'ranker_options': 'gcs' refuses"):
+        load_config(path)
+    path.write_text(json.dumps({"grapher_config": 1, "ranker_options": [1]}))
+    with pytest.raises(ConfigError, match="key 'ranker_options': must be an object"):
+        load_config(path)
+    keep = {"grapher_config": 1, "keep_retriever_order": True, "ranker_options": {"a": 1}}
+    path.write_text(json.dumps(keep))
+    with pytest.raises(ConfigError, match="contradicts keep_retriever_order"):
+        load_config(path)
