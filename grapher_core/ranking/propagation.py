@@ -54,17 +54,24 @@ DEFAULT_MAX_ITER = 10_000
 NORMALISATIONS: tuple[str, ...] = ("degree", "row")
 DEFAULT_DEGREE_EXPONENT = 0.75
 
-DEFAULT_ALONE_WEIGHTS: tuple[tuple[str, float], ...] = (("contextual", 0.5),)
+DEFAULT_ALONE_WEIGHTS: tuple[tuple[str, float], ...] = (("contextual", 0.8),)
 """The share of its normalised weight an edge of a kind passes on in degree-normalised GCS when
 that kind is the pool's only evidence (no edge of another kind); beside other kinds it passes
-all of it. Chunk order alone is weak evidence once seeds come from rank: the best chunk's
-neighbours jump over the retriever's second and third results, which costs single-answer
-questions (squad_chunks gold@5 -1.1 hybrid, -1.3 dense) more than it gives multi-sentence ones
-(hotpotqa_sentences PR@10 +2.8); at 0.5 (0.6 measures the same) the order on every
-adjacency-only shared set is the retriever's. Beside links it carries a link's lift along the
-section it lands in (the hyperlinked manuals of docs/user_corpora.md: PR@10 +21 points on
-markdown_docs with it at full weight, none at 0.5). A user whose questions do span consecutive
-chunks sets ``GCSRanker(alone_weights={})``; ``kind_weights`` scales a kind always."""
+all of it. Chunk order alone is weak evidence once seeds come from rank: at full share the best
+chunk's neighbour, supported by nothing else, jumps to 2nd over the retriever's second and
+third results, which costs single-answer questions (squad_chunks gold@5 -1.1 hybrid, -1.3
+dense; a hyperlinked manual with its links left out, PR@5 -25). At 0.8 such a neighbour lands
+7th at best (``ALONE_NEIGHBOUR_BEST_RANK``, tested), so the retriever's top 5 changes only for
+chunks it already ranked near it, while neighbours still rise within the top 10 (sentence-level
+multi-hop sets: PR@10 +1.4 with either retriever on hotpotqa_sentences); at 0.85 it lands 6th
+and one adjacency-only pool already loses a question at PR@5. Beside links it carries a link's
+lift along the section it lands in (the hyperlinked manuals of docs/user_corpora.md). A user
+whose answers span consecutive chunks sets ``GCSRanker(alone_weights={})`` (``grapher eval``
+tries it on their questions); ``kind_weights`` scales a kind always."""
+
+ALONE_NEIGHBOUR_BEST_RANK = 7
+"""Under the default share, alpha and 1/rank seeds, the best rank a chunk reaches when its only
+support is being next to the retriever's best chunk."""
 
 
 def _check_inputs(adjacency: Any, seeds: Any, alpha: float) -> tuple[sp.csr_matrix, np.ndarray]:

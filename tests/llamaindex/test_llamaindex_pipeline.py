@@ -150,7 +150,7 @@ def test_chunked_document_gets_contextual_edges_with_zero_configuration(chroma_i
     assert set(graph.by_kind) == {"contextual"} and len(position) == len(nodes)
 
     # Relationships alone (entities/links are detected too). Chunk order as the only evidence
-    # passes half its share by default and leaves this order as it was; at full share
+    # passes 0.8 of its share by default and leaves this order as it was; at full share
     # (alone_weights={}) the continuation of the matching chunk rises.
     default = GraphERPostprocessor(auto_proximities=False).postprocess_nodes(
         retrieved, query_str=QUESTION

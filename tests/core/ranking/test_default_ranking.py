@@ -12,7 +12,12 @@ import scipy.sparse as sp
 
 from grapher_core import AdjacentChunks, Candidate, ForeignKeys, GCSRanker, GraphReranker
 from grapher_core.errors import ConfigError
-from grapher_core.ranking.propagation import PPR_CAN_LOSE, PPRRanker, gcs_scores
+from grapher_core.ranking.propagation import (
+    ALONE_NEIGHBOUR_BEST_RANK,
+    PPR_CAN_LOSE,
+    PPRRanker,
+    gcs_scores,
+)
 from grapher_core.ranking.seeds import ascending, make_seeds, seed_policy
 from grapher_core.utils import callsite
 
@@ -90,6 +95,32 @@ def test_chunk_order_alone_is_damped_and_said(caplog: pytest.LogCaptureFixture) 
     assert not [r for r in caplog.records if "alone_weights" in r.message]
     assert full != damped  # at full share the neighbours of d#4 rise
     assert full.index("d#5") < damped.index("d#5")
+
+
+def lone_neighbour_pool(n: int = 20) -> list[Candidate]:
+    """The retriever's best chunk and, ranked last, the chunk after it; every other candidate
+    is the only chunk of its document."""
+    pool = [Candidate("d#1", metadata={"doc_id": "d", "chunk_index": 1})]
+    pool += [
+        Candidate(f"o{i}#0", metadata={"doc_id": f"o{i}", "chunk_index": 0}) for i in range(n - 2)
+    ]
+    return [*pool, Candidate("d#2", metadata={"doc_id": "d", "chunk_index": 2})]
+
+
+@pytest.mark.parametrize(
+    ("share", "best_rank"), [(None, ALONE_NEIGHBOUR_BEST_RANK), (0.85, 6), (1.0, 2)]
+)
+def test_a_chunk_supported_by_chunk_order_alone_stays_out_of_the_top_five(
+    share: float | None, best_rank: int
+) -> None:
+    """The bound the default share is chosen by: next to the best chunk and nothing else, a
+    chunk reaches 7th; a larger share lets it into the top 6, full share to 2nd."""
+    ranker = GCSRanker() if share is None else GCSRanker(alone_weights={"contextual": share})
+    ranked = [
+        r.id for r in GraphReranker([AdjacentChunks()], ranker=ranker).rerank(lone_neighbour_pool())
+    ]
+    assert ranked.index("d#2") + 1 == best_rank
+    assert ranked[0] == "d#1"
 
 
 def test_chunk_order_beside_links_passes_its_whole_share() -> None:
