@@ -97,8 +97,15 @@ def _cells(totals: Any, n: int) -> tuple[float, float, float]:
     return (100 * totals[0] / totals[1], 100 * totals[2] / n, 100 * totals[3] / n)
 
 
-def measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[str, Any]:
-    """gold@5, PR@5, PR@10 of the retriever and of every configuration on one set."""
+def measure(
+    dataset: Any,
+    retriever: str,
+    top_n: int,
+    progress: bool,
+    configs: dict[str, tuple[dict[str, Any], str | None]] | None = None,
+) -> dict[str, Any]:
+    """gold@5, PR@5, PR@10 of the retriever and of every configuration (label -> ``GCSRanker``
+    options, seed policy; default :data:`CONFIGS`) on one set."""
     import numpy as np
 
     from grapher_bench.enrichment import proximities_for
@@ -113,7 +120,7 @@ def measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[st
     for query, cands in zip(dataset.queries, candidates, strict=True):
         totals += _score([c.id for c in cands], query.gold)
     row["retriever's order"] = _cells(totals, len(dataset.queries))
-    for label, (options, seeds) in CONFIGS.items():
+    for label, (options, seeds) in (CONFIGS if configs is None else configs).items():
         ranker = GCSRanker(**options)
         reranker = GraphReranker(proximities_for(graph), ranker, seed_transform=seeds, explain=0)
         totals = np.zeros(4, dtype=int)
@@ -124,32 +131,10 @@ def measure(dataset: Any, retriever: str, top_n: int, progress: bool) -> dict[st
     return row
 
 
-def measure_shares(dataset: Any, retriever: str, top_n: int) -> dict[str, Any]:
-    """gold@5, PR@5, PR@10 of the retriever and of the default GCS at every chunk-order
-    share in :data:`SHARES`, on one set whose graph is chunk order alone."""
-    import numpy as np
-
-    from grapher_bench.enrichment import proximities_for
-    from grapher_bench.runner import link_graph_candidates
-    from grapher_core.ranking.propagation import GCSRanker
-    from grapher_core.rerank import GraphReranker
-
-    graph, candidates, vectors = link_graph_candidates(dataset, retriever, top_n, False)
-    row: dict[str, Any] = {"dataset": dataset.name, "retriever": retriever, "graph": graph}
-    row["n_queries"] = len(dataset.queries)
-    totals = np.zeros(4, dtype=int)
-    for query, cands in zip(dataset.queries, candidates, strict=True):
-        totals += _score([c.id for c in cands], query.gold)
-    row["retriever's order"] = _cells(totals, len(dataset.queries))
-    for share in SHARES:
-        ranker = GCSRanker(alone_weights={"contextual": share})
-        reranker = GraphReranker(proximities_for(graph), ranker, explain=0)
-        totals = np.zeros(4, dtype=int)
-        for query, cands, vector in zip(dataset.queries, candidates, vectors, strict=True):
-            ranked = reranker.rerank(cands, query=query.text, query_embedding=vector)
-            totals += _score([r.id for r in ranked], query.gold)
-        row[f"{share:g}"] = _cells(totals, len(dataset.queries))
-    return row
+SHARE_CONFIGS: dict[str, tuple[dict[str, Any], str | None]] = {
+    f"{share:g}": ({"alone_weights": {"contextual": share}}, None) for share in SHARES
+}
+"""The default GCS at every chunk-order share of :data:`SHARES`, for :func:`measure`."""
 
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str] = tuple(CONFIGS)) -> str:
@@ -216,7 +201,7 @@ def run_default_study(args: argparse.Namespace) -> int:
     for folder in [benchmarks / name for name in SHARE_SETS] + [manuals / m for m in SHARE_MANUALS]:
         dataset = load_dataset(folder, limit=args.limit)
         for retriever in retrievers:
-            parts["shares"].append(measure_shares(dataset, retriever, args.top_n))
+            parts["shares"].append(measure(dataset, retriever, args.top_n, False, SHARE_CONFIGS))
         print(f"shares {dataset.name}", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
@@ -226,8 +211,7 @@ def run_default_study(args: argparse.Namespace) -> int:
 
 def _report(parts: dict[str, Any], elapsed: float, args: argparse.Namespace) -> int:
     text = {part: table(parts[part]) for part in ("selection", "report")}
-    shares = [f"{share:g}" for share in SHARES]
-    text["shares"] = table(parts.get("shares", []), shares)
+    text["shares"] = table(parts.get("shares", []), tuple(SHARE_CONFIGS))
     print(text["selection"] + "\n" + text["report"] + "\n" + text["shares"])
     if args.write_doc is not None:
         losses = _losses(parts["report"])
