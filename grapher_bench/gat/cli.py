@@ -83,6 +83,13 @@ def register(subparsers: Any) -> None:
     )
     train.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
     train.add_argument("--limit", type=int, default=None, help="first N queries only")
+    train.add_argument(
+        "--seeds",
+        choices=("score", "rank"),  # grapher_core.learned.gat.checkpoint.SEED_SCHEMES
+        default="score",
+        help="seed feature: the retriever's scores (default) or 1/rank (then the checkpoint "
+        "ranks the same in both wrappers, whatever a store's score scale)",
+    )
     defaults = TrainConfig()
     for flag, kind in (
         ("epochs", int),
@@ -194,6 +201,7 @@ def run_train(args: argparse.Namespace) -> int:
         log=_log,
         validation=args.val_data,
         val_databases=args.val_databases,
+        seeds=args.seeds,
     )
     summary = {
         "checkpoint": [str(p) for p in paths],

@@ -56,8 +56,10 @@ def build_training_set(
     embedder: Any | None = None,
     top_n: int = 200,
     progress: bool = False,
+    seeds: str = "score",
 ) -> TrainingSet:
-    """Candidate graphs for every query of a loaded bench ``Dataset``."""
+    """Candidate graphs for every query of a loaded bench ``Dataset``; ``seeds``: the seed
+    feature from the retriever's scores (``"score"``) or its order (``"rank"``, ``1/rank``)."""
     from grapher_bench.enrichment import graphs_for, proximities_for
     from grapher_bench.runner import DEFAULT_RETRIEVER, prepare_candidates
     from grapher_core.edges.graph import build_graph
@@ -88,8 +90,8 @@ def build_training_set(
                     raise ValueError(f"candidate {candidate.id!r} has no embedding")
                 object_vectors.append(np.asarray(candidate.embedding, dtype=np.float32))
             rows[i] = row
-        seeds = make_seeds(cands)
-        arrays = graph_arrays(build_graph(cands, proximities), seeds, alpha)
+        seed_scores = make_seeds(cands, "rank" if seeds == "rank" else "auto")
+        arrays = graph_arrays(build_graph(cands, proximities), seed_scores, alpha)
         gold = set(query.gold)
         labels = np.array([1.0 if c.id in gold else 0.0 for c in cands], dtype=np.float32)
         group = str(query.extra.get("db_id", query.id))
@@ -117,6 +119,7 @@ def build_training_set(
         graph,
         alpha,
         top_n,
+        seeds,
     )
 
 
@@ -134,7 +137,7 @@ def merge_training_sets(sets: Sequence[TrainingSet]) -> TrainingSet:
         raise ValueError("no training set to merge")
     first = sets[0]
     for other in sets[1:]:
-        for name in ("embedding_model", "graph", "alpha", "top_n"):
+        for name in ("embedding_model", "graph", "alpha", "top_n", "seeds"):
             if getattr(other, name) != getattr(first, name):
                 raise ValueError(
                     f"training sets disagree on {name}: {first.dataset} has "
@@ -167,6 +170,7 @@ def merge_training_sets(sets: Sequence[TrainingSet]) -> TrainingSet:
         first.graph,
         first.alpha,
         first.top_n,
+        first.seeds,
     )
 
 
@@ -219,6 +223,7 @@ def train(
     data: TrainingSet | None = None,
     validation: str | Path | None = None,
     val_databases: int = 20,
+    seeds: str = "score",
 ) -> tuple[TrainResult, tuple[Path, Path]]:
     """Load one or more datasets, build their graphs, train, and save ``<out>.safetensors`` +
     ``.json``. ``validation``: a dataset whose ``val_databases`` databases (drawn with the
@@ -248,6 +253,7 @@ def train(
                     alpha=alpha,
                     embedder=embedder,
                     top_n=top_n,
+                    seeds=seeds,
                 ),
                 dataset=_set_name(path),
             )
@@ -278,6 +284,7 @@ def train(
         alpha=data.alpha,
         graph=data.graph,
         retriever=data.retriever,
+        seeds=data.seeds,
         training={
             "data": trained_on,
             "validation": (

@@ -20,7 +20,8 @@ constant, but not to shifting them, and PPR needs non-negative seeds. The polici
   ``"auto"``.
 
 When *no* candidate has a score, every policy seeds from rank. A ranker that reads the seeds
-as scores (declared ``reads_scores``: the GAT and MLP, trained on the bench's fused scores; the
+as scores (declared ``reads_scores``: a GAT or MLP checkpoint trained on the bench's fused
+scores, as the shipped MLP is -- the shipped GAT was trained on rank seeds and takes them; the
 score fusions of the query-aware GNN) defaults to ``"auto"`` instead; with no scores it still
 seeds from rank.
 """

@@ -40,6 +40,10 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
+SEED_SCHEMES: tuple[str, ...] = ("score", "rank")
+"""What a checkpoint's seed feature was trained on: the retriever's scores (``"score"``: the
+ranker reads them when a pool has them) or ``1/rank`` (``"rank"``: the same seeds in both
+wrappers, whatever the store's score scale)."""
 DEFAULT_CHECKPOINTS: dict[str, str] = {"gat": "gat_minilm", "mlp": "mlp_minilm"}
 
 
@@ -53,6 +57,7 @@ class CheckpointConfig:
     alpha: float
     graph: str = "fk"
     retriever: str = "dense"
+    seeds: str = "score"
     feature_blocks: tuple[str, ...] = FEATURE_BLOCKS
     edge_kinds: tuple[str, ...] = EDGE_KINDS
     training: dict[str, Any] = field(default_factory=dict)
@@ -82,6 +87,9 @@ class CheckpointConfig:
                 raise CheckpointError(f"{where}: malformed checkpoint config (no {name!r})")
         check_value(where, "embedding_dim", data["embedding_dim"], integer=True, low=1)
         check_value(where, "alpha", data["alpha"], low=0.0, high=1.0, open_low=True, open_high=True)
+        seeds = data.get("seeds", "score")  # checkpoints older than the field: scores
+        if seeds not in SEED_SCHEMES:
+            raise CheckpointError(f"{where}: seeds must be one of {SEED_SCHEMES}, got {seeds!r}")
         try:
             config = cls(
                 model=ModelSpec(**data["model"]),
@@ -90,6 +98,7 @@ class CheckpointConfig:
                 alpha=float(data["alpha"]),
                 graph=str(data.get("graph", "fk")),
                 retriever=str(data.get("retriever", "dense")),
+                seeds=str(seeds),
                 feature_blocks=tuple(data.get("feature_blocks", FEATURE_BLOCKS)),
                 edge_kinds=tuple(data.get("edge_kinds", EDGE_KINDS)),
                 training=dict(data.get("training", {})),

@@ -1,9 +1,10 @@
 """``GATRanker`` and ``MLPRanker``: the learned rankers behind ``ranker="gat"`` / ``"mlp"``.
 
 Both implement the core ``Ranker`` protocol. With no arguments they load the checkpoint shipped
-in the package (trained on spider_train for the packaged MiniLM embedder). Candidate and query
-embeddings are taken from the candidates / the context when present; missing ones are computed
-with the configured embedder (default: the packaged MiniLM), the query once per call.
+in the package (for the packaged MiniLM embedder: the GAT trained on BIRD train with rank seeds,
+the MLP on spider_train with the retriever's scores; each checkpoint records which). Candidate
+and query embeddings are taken from the candidates / the context when present; missing ones are
+computed with the configured embedder (default: the packaged MiniLM), the query once per call.
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ class LearnedRanker:
     """
 
     needs_embeddings: ClassVar[bool] = True  # query and object vectors are model inputs
-    reads_scores: ClassVar[bool] = True  # trained on the bench's fused scores as seeds
 
     architecture: ClassVar[str] = "gat"
 
@@ -96,6 +96,12 @@ class LearnedRanker:
         return self.architecture
 
     @property
+    def reads_scores(self) -> bool:
+        """Whether the seeds are read as retriever scores: a checkpoint trained on scores reads
+        them, one trained on ``1/rank`` gets rank seeds whatever the pool carries."""
+        return self.config.seeds == "score"
+
+    @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
             dim = self.config.embedding_dim
@@ -132,7 +138,7 @@ class LearnedRanker:
             warn_once(
                 f"{self.architecture}: the shipped checkpoint was trained on tables linked by "
                 f"foreign keys; these candidates are linked by {', '.join(unseen)} edges it "
-                "never saw. There it is below GCS on title mentions (hotpotqa PR@5 by 9 points) "
+                "never saw. There it is below GCS on title mentions (hotpotqa PR@5 by 10 points) "
                 "and below the retriever on chunk adjacency (docs/gat.md, 'Beyond tables'); "
                 "train a checkpoint on your own data (grapher-bench train) or use ranker='gcs'",
                 logger=__name__,

@@ -70,6 +70,7 @@ class TrainingSet:
     graph: str
     alpha: float
     top_n: int
+    seeds: str = "score"  # the seed feature: retriever scores or 1/rank (SEED_SCHEMES)
 
 
 @dataclass

@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 from grapher_bench.cli import main
 from grapher_bench.gat.data import build_training_set
 from grapher_core.learned.gat.checkpoint import checkpoint_paths, load_checkpoint
-from grapher_core.learned.gat.ranker import GATRanker
+from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
 from grapher_core.learned.gat.train import TrainConfig, TrainingSet, train_model
 from grapher_core.learned.loop import split_examples
 
@@ -207,3 +207,40 @@ def test_eval_labels_keep_dotted_stems_and_never_collide(tmp_path: Path) -> None
     assert same_stem == "gat:b/pooled_lr0.001_s0"
     with pytest.raises(ConfigError, match="given twice"):
         checkpoint_label("gat", tmp_path / "b" / "pooled_lr0.001_s0", [first, same_stem])
+
+
+def test_a_rank_seed_checkpoint_ranks_a_pool_alike_with_any_scores(
+    benchmarks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--seeds rank`` trains on 1/rank and records it; the checkpoint then takes rank seeds
+    whatever the pool carries, so cosines, distances or no scores at all rank alike."""
+    from grapher_bench.data import load_dataset
+    from grapher_core import Candidate, ForeignKeys, GraphReranker
+    from grapher_core.ranking.seeds import seed_policy
+
+    out = tmp_path / "rank"
+    args = ["train", "--data", str(benchmarks_dir / "spider_train"), "--limit", "40"]
+    args += ["--top-n", "30", "--epochs", "1", "--hidden", "8", "--seeds", "rank"]
+    assert main([*args, "--out", str(out), "--device", "cpu"]) == 0
+    capsys.readouterr()
+    _, config = load_checkpoint(out)
+    assert config.seeds == "rank"
+    ranker = GATRanker(out)
+    assert not ranker.reads_scores and seed_policy(None, ranker) == "rank"
+    assert GATRanker().config.seeds == "rank"  # the shipped one too
+    assert MLPRanker().reads_scores  # the shipped MLP was trained on scores: it reads them
+
+    objects = load_dataset(benchmarks_dir / "spider_train", limit=1).corpus[:12]
+
+    def pool(scores: list[float] | None) -> list[Candidate]:
+        return [
+            Candidate(o.id, o.text, None if scores is None else scores[i], o.metadata)
+            for i, o in enumerate(objects)
+        ]
+
+    reranker = GraphReranker([ForeignKeys()], ranker=ranker, explain=0)
+    orders = [
+        [r.id for r in reranker.rerank(pool(scores), query="how many singers are there")]
+        for scores in (None, [0.9 - 0.01 * i for i in range(12)], [0.1 * i for i in range(12)])
+    ]
+    assert orders[0] == orders[1] == orders[2]
