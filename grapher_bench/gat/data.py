@@ -65,6 +65,8 @@ def build_training_set(
     from grapher_core.edges.graph import build_graph
     from grapher_core.ranking.seeds import make_seeds
 
+    if seeds not in ("score", "rank"):
+        raise ValueError(f"seeds must be 'score' or 'rank', got {seeds!r}")
     retriever = retriever or DEFAULT_RETRIEVER[dataset.task_type]
     if retriever == "bm25":
         raise ValueError("the learned rankers need embeddings: use a dense or hybrid retriever")

@@ -124,7 +124,8 @@ class Setting:
     seeds: str  # "rank" or "score"
     graph: str  # "detected" or a description of the one proximity used
     proximities: tuple[Any, ...] | None = field(default=None, compare=False)  # None: detect
-    options: tuple[tuple[str, Any], ...] = ()  # the ranker's keyword options beyond alpha
+    # the ranker's keyword options beyond alpha (values may be dicts: kept out of hash and ==)
+    options: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     @property
     def seed_transform(self) -> str:
