@@ -42,9 +42,6 @@ DEV_SETS = (
 
 SHARE_SETS = ("squad_chunks", "hotpotqa_sentences", "2wikimultihopqa_sentences")
 """Shared sets whose graph is chunk order alone: the pools the chunk-order share is read on."""
-SHARE_MANUALS = ("pygame_docs", "markdown_docs")
-"""User-like manuals (grapher_bench/user_corpora) whose graph here is their chunk order alone
-(their links left out): single-answer-like pools nobody tuned on."""
 SHARES = (0.5, 0.7, 0.8, 0.85, 0.9, 1.0)
 """Shares of chunk order alone compared (``GCSRanker.alone_weights``); 1.0 is no damping."""
 
@@ -195,10 +192,10 @@ def run_default_study(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                     flush=True,
                 )
-    import grapher_bench
+    from grapher_bench.user_corpora import DOC_CORPORA, HERE
 
-    manuals = Path(grapher_bench.__file__).parent / "user_corpora"
-    for folder in [benchmarks / name for name in SHARE_SETS] + [manuals / m for m in SHARE_MANUALS]:
+    # the user-like manuals' graph here is their chunk order alone (their links left out)
+    for folder in [benchmarks / name for name in SHARE_SETS] + [HERE / m for m in DOC_CORPORA]:
         dataset = load_dataset(folder, limit=args.limit)
         for retriever in retrievers:
             parts["shares"].append(measure(dataset, retriever, args.top_n, False, SHARE_CONFIGS))

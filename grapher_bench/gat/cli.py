@@ -14,6 +14,7 @@ from typing import Any
 from grapher_bench.timing import median_p95_ms
 from grapher_core.cli.arguments import alpha_argument
 from grapher_core.errors import ConfigError
+from grapher_core.learned.gat.features import SEED_SCHEMES
 
 __all__ = ["register"]
 
@@ -85,7 +86,7 @@ def register(subparsers: Any) -> None:
     train.add_argument("--limit", type=int, default=None, help="first N queries only")
     train.add_argument(
         "--seeds",
-        choices=("score", "rank"),  # grapher_core.learned.gat.checkpoint.SEED_SCHEMES
+        choices=SEED_SCHEMES,
         default="score",
         help="seed feature: the retriever's scores (default) or 1/rank (then the checkpoint "
         "ranks the same in both wrappers, whatever a store's score scale)",

@@ -63,10 +63,11 @@ def build_training_set(
     from grapher_bench.enrichment import graphs_for, proximities_for
     from grapher_bench.runner import DEFAULT_RETRIEVER, prepare_candidates
     from grapher_core.edges.graph import build_graph
+    from grapher_core.learned.gat.features import SEED_SCHEMES
     from grapher_core.ranking.seeds import make_seeds
 
-    if seeds not in ("score", "rank"):
-        raise ValueError(f"seeds must be 'score' or 'rank', got {seeds!r}")
+    if seeds not in SEED_SCHEMES:
+        raise ValueError(f"seeds must be one of {SEED_SCHEMES}, got {seeds!r}")
     retriever = retriever or DEFAULT_RETRIEVER[dataset.task_type]
     if retriever == "bm25":
         raise ValueError("the learned rankers need embeddings: use a dense or hybrid retriever")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_core.errors import CheckpointError, ConfigError, EmbeddingMismatchError
-from grapher_core.learned.gat.features import EDGE_KINDS, FEATURE_BLOCKS
+from grapher_core.learned.gat.features import EDGE_KINDS, FEATURE_BLOCKS, SEED_SCHEMES
 from grapher_core.learned.gat.model import N_SCALARS, GraphERNet, ModelSpec
 from grapher_core.learned.weights import (
     check_sizes,
@@ -40,10 +40,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-SEED_SCHEMES: tuple[str, ...] = ("score", "rank")
-"""What a checkpoint's seed feature was trained on: the retriever's scores (``"score"``: the
-ranker reads them when a pool has them) or ``1/rank`` (``"rank"``: the same seeds in both
-wrappers, whatever the store's score scale)."""
 DEFAULT_CHECKPOINTS: dict[str, str] = {"gat": "gat_minilm", "mlp": "mlp_minilm"}
 
 

@@ -33,11 +33,16 @@ FEATURE_BLOCKS: tuple[str, ...] = ("gcs", "seed", "query", "object")
 N_SCALARS = 2  # gcs, seed
 EDGE_KINDS: tuple[str, ...] = ("structural", "conceptual", "contextual", "semantic")
 EDGE_DIM = 1 + len(EDGE_KINDS) + 1 + 1  # weight, kinds, other, self
+SEED_SCHEMES: tuple[str, ...] = ("score", "rank")
+"""What a checkpoint's seed feature was trained on: the retriever's scores (``"score"``: the
+ranker reads them when a pool has them) or ``1/rank`` (``"rank"``: the same seeds in both
+wrappers, whatever the store's score scale)."""
 
 __all__ = [
     "EDGE_DIM",
     "EDGE_KINDS",
     "FEATURE_BLOCKS",
+    "SEED_SCHEMES",
     "GraphArrays",
     "edge_arrays",
     "graph_arrays",
