@@ -20,6 +20,7 @@ from grapher_core.edges.keys import AdjacentChunks
 from grapher_core.errors import ConfigError, InputError, InputTypeError, MissingDependencyError
 from grapher_core.ranking.base import RankContext, Ranker, builds_own_graph, needs_embeddings
 from grapher_core.ranking.calibration import relevance_scores
+from grapher_core.ranking.propagation import sentence_sized
 from grapher_core.ranking.registry import make_ranker
 from grapher_core.ranking.seeds import (
     SEED_TRANSFORMS,
@@ -499,19 +500,21 @@ class GraphReranker(RerankingEngine):
             out = [r for r in out if (r.score if r.relevance is None else r.relevance) >= threshold]
         return Reranking(out, edges, proximities, graph, seeds, ranked, top_n)
 
-    def _say_alone_weight(self, graph: CandidateGraph) -> None:
-        """Say once when the ranker damps the pool's only kind of edge (chunk order alone, under
-        the default GCS): the edges are there, and why they move little is not a mystery."""
+    def _say_alone_weight(self, graph: CandidateGraph, candidates: Sequence[Candidate]) -> None:
+        """Say once per share when the ranker damps the pool's only kind of edge (chunk order
+        alone, under the default GCS): the edges are there, and why they move little is not a
+        mystery."""
         share_of = getattr(self.ranker, "alone_share", None)
-        alone = share_of(graph) if callable(share_of) else None
+        alone = share_of(graph, candidates) if callable(share_of) else None
         if alone is None or alone[1] >= 1.0:
             return
         kind, share = alone
+        size = "sentence-sized" if sentence_sized(candidates) else "passage-sized"
         self.diagnostics.info_once(
-            ("alone-weight", kind),
-            f"only {kind} edges in this pool: GCS passes on {share:g} of their share "
-            "(GCSRanker.alone_weights), so a chunk whose only support is its neighbour stays "
-            "out of the retriever's top 5 and rises within the top 10 at most; "
+            ("alone-weight", kind, share),
+            f"only {kind} edges in this pool of {size} chunks: GCS passes on {share:g} of their "
+            "share (GCSRanker.alone_weights), so a chunk whose only support is its neighbour "
+            "stays out of the retriever's top 5 and rises within the top 10 at most; "
             "ranker=GCSRanker(alone_weights={}) lets the neighbours of the best chunks rise "
             "further (grapher eval measures both on your questions)",
         )
@@ -526,7 +529,7 @@ class GraphReranker(RerankingEngine):
     ) -> None:
         """Report silent no-ops; a graph with edges from every proximity costs a few checks."""
         n = len(candidates)
-        self._say_alone_weight(graph)
+        self._say_alone_weight(graph, candidates)
         if check_pool(self.diagnostics, n, top_n) or (graph.n_edges and all(counts)):
             return  # a pool too small to lift anything is that one cause, said alone
         explained = check_graph(self.diagnostics, candidates, proximities, dict(enumerate(counts)))

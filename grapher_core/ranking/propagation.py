@@ -24,9 +24,9 @@ multi-hop train sets; hybrid and dense retrievers; rank seeds): see docs/benchma
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover
     _csr_matvec = None
     _csr_scale_rows = None
 
+from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.ranking.base import RankContext, check_alpha
@@ -56,22 +57,53 @@ DEFAULT_DEGREE_EXPONENT = 0.75
 
 DEFAULT_ALONE_WEIGHTS: tuple[tuple[str, float], ...] = (("contextual", 0.8),)
 """The share of its normalised weight an edge of a kind passes on in degree-normalised GCS when
-that kind is the pool's only evidence (no edge of another kind); beside other kinds it passes
-all of it. Chunk order alone is weak evidence once seeds come from rank: at full share the best
-chunk's neighbour, supported by nothing else, jumps to 2nd over the retriever's second and
-third results, which costs single-answer questions (squad_chunks gold@5 -1.1 hybrid, -1.3
-dense; a hyperlinked manual with its links left out, PR@5 -25). At 0.8 such a neighbour lands
-7th at best (``ALONE_NEIGHBOUR_BEST_RANK``, tested), so the retriever's top 5 changes only for
-chunks it already ranked near it, while neighbours still rise within the top 10 (sentence-level
-multi-hop sets: PR@10 +1.4 with either retriever on hotpotqa_sentences); at 0.85 it lands 6th
-and one adjacency-only pool already loses a question at PR@5. Beside links it carries a link's
-lift along the section it lands in (the hyperlinked manuals of docs/user_corpora.md). A user
-whose answers span consecutive chunks sets ``GCSRanker(alone_weights={})`` (``grapher eval``
-tries it on their questions); ``kind_weights`` scales a kind always."""
+that kind is the pool's only evidence (no edge of another kind) and the pool's chunks are
+passage-sized; beside other kinds it passes all of it. Chunk order alone is weak evidence once
+seeds come from rank: at full share the best chunk's neighbour, supported by nothing else, jumps
+to 2nd over the retriever's second and third results, which costs single-answer questions
+(squad_chunks gold@5 -1.1 hybrid, -1.3 dense; a hyperlinked manual with its links left out,
+PR@5 -25). At 0.8 such a neighbour lands 7th at best (``ALONE_NEIGHBOUR_BEST_RANK``, tested),
+so the retriever's top 5 changes only for chunks it already ranked near it, while neighbours
+still rise within the top 10; at 0.85 it lands 6th and passage-sized pools already lose
+questions at PR@10 (squad_chunks) and PR@5 (a manual). Beside links it carries a link's lift
+along the section it lands in (the hyperlinked manuals of docs/user_corpora.md). A user whose
+answers span consecutive chunks sets ``GCSRanker(alone_weights={})`` (``grapher eval`` tries it
+on their questions); ``kind_weights`` scales a kind always."""
+
+SENTENCE_ALONE_WEIGHTS: tuple[tuple[str, float], ...] = (("contextual", 0.85),)
+"""The same share for sentence-sized chunks (:func:`sentence_sized`). A sentence rarely holds a
+whole answer and often does not name its subject ("He was born ..."), so its neighbours carry
+more of the answer than a passage's do (the reason for sentence-window retrieval). 0.85 is the
+largest share on the study's grid that still keeps a chunk supported only by being next to the
+best one out of the top 5 (6th at best, ``SENTENCE_ALONE_NEIGHBOUR_BEST_RANK``); on the
+sentence-level multi-hop sets it is at or above 0.8 in every cell with each of three retrievers
+(docs/benchmarks.md, "Default ranking")."""
+
+SENTENCE_CHUNK_CHARS = 300
+"""A pool is sentence-sized when the median length of its non-empty candidate texts is at most
+this many characters (about 50 English words). Sentence-split sets sit near 120 characters, the
+usual splitter chunks (and the passage-sized sets here) at 700 and more, so the line is not
+fitted to either side."""
 
 ALONE_NEIGHBOUR_BEST_RANK = 7
-"""Under the default share, alpha and 1/rank seeds, the best rank a chunk reaches when its only
-support is being next to the retriever's best chunk."""
+"""Under the default share for passage-sized chunks, alpha and 1/rank seeds, the best rank a
+chunk reaches when its only support is being next to the retriever's best chunk."""
+
+SENTENCE_ALONE_NEIGHBOUR_BEST_RANK = 6
+"""The same bound under the share for sentence-sized chunks."""
+
+AUTO_ALONE_WEIGHTS = "auto"
+"""``GCSRanker.alone_weights`` default: :data:`SENTENCE_ALONE_WEIGHTS` on sentence-sized pools,
+:data:`DEFAULT_ALONE_WEIGHTS` otherwise; an explicit mapping applies to every pool."""
+
+
+def sentence_sized(candidates: Sequence[Candidate]) -> bool:
+    """Whether the median non-empty candidate text is at most :data:`SENTENCE_CHUNK_CHARS`
+    long; a pool without text is not (the passage share is the cautious one)."""
+    lengths = sorted(len(c.text.strip()) for c in candidates if c.text and c.text.strip())
+    if not lengths:
+        return False
+    return float(np.median(lengths)) <= SENTENCE_CHUNK_CHARS
 
 
 def _check_inputs(adjacency: Any, seeds: Any, alpha: float) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -368,7 +400,7 @@ class GCSRanker:
     normalisation: str = "degree"
     degree_exponent: float = DEFAULT_DEGREE_EXPONENT
     kind_weights: tuple[tuple[str, float], ...] | Mapping[str, float] = ()
-    alone_weights: tuple[tuple[str, float], ...] | Mapping[str, float] = DEFAULT_ALONE_WEIGHTS
+    alone_weights: tuple[tuple[str, float], ...] | Mapping[str, float] | str = AUTO_ALONE_WEIGHTS
     name: str = "gcs"
 
     def __post_init__(self) -> None:
@@ -381,8 +413,17 @@ class GCSRanker:
             raise ConfigError(
                 f"normalisation must be one of {NORMALISATIONS}, got {self.normalisation!r}"
             )
-        for field in ("kind_weights", "alone_weights"):
-            object.__setattr__(self, field, _kind_weights(field, getattr(self, field)))
+        object.__setattr__(self, "kind_weights", _kind_weights("kind_weights", self.kind_weights))
+        if isinstance(self.alone_weights, str):
+            if self.alone_weights != AUTO_ALONE_WEIGHTS:
+                raise ConfigError(
+                    f"alone_weights must be {AUTO_ALONE_WEIGHTS!r}, (kind, weight) pairs or a "
+                    f"dict, got {self.alone_weights!r}"
+                )
+        else:
+            object.__setattr__(
+                self, "alone_weights", _kind_weights("alone_weights", self.alone_weights)
+            )
         exponent = self.degree_exponent
         if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
             raise ConfigError(f"degree_exponent must be a number in [0.5, 1], got {exponent!r}")
@@ -390,7 +431,7 @@ class GCSRanker:
             raise ConfigError(f"degree_exponent must be in [0.5, 1], got {exponent!r}")
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
-        weighted = self._weighted(graph)
+        weighted = self._weighted(graph, context.candidates)
         return gcs_scores(
             weighted,
             seeds,
@@ -403,23 +444,34 @@ class GCSRanker:
             None if weighted is graph.adjacency else graph.adjacency,
         )
 
-    def alone_share(self, graph: CandidateGraph) -> tuple[str, float] | None:
-        """The pool's only edge kind and the share :attr:`alone_weights` lets it pass on, when
-        that changes anything (degree form only: row normalisation cancels a kind's scale
+    def alone_weights_for(self, candidates: Sequence[Candidate]) -> tuple[tuple[str, float], ...]:
+        """The alone shares that apply to this pool: under ``"auto"`` the sentence-sized ones
+        when :func:`sentence_sized` says so, the passage-sized ones otherwise."""
+        if isinstance(self.alone_weights, str):
+            return SENTENCE_ALONE_WEIGHTS if sentence_sized(candidates) else DEFAULT_ALONE_WEIGHTS
+        return cast(tuple[tuple[str, float], ...], self.alone_weights)  # pairs since __post_init__
+
+    def alone_share(
+        self, graph: CandidateGraph, candidates: Sequence[Candidate] = ()
+    ) -> tuple[str, float] | None:
+        """The pool's only edge kind and the share :meth:`alone_weights_for` lets it pass on,
+        when that changes anything (degree form only: row normalisation cancels a kind's scale
         wherever it is alone); ``None`` otherwise. The reranker says it when it damps."""
         present = [kind for kind, matrix in graph.by_kind.items() if matrix.nnz]
         if self.normalisation != "degree" or len(present) != 1:
             return None
-        share = dict(self.alone_weights).get(present[0], 1.0)
+        share = dict(self.alone_weights_for(candidates)).get(present[0], 1.0)
         return None if share == 1.0 else (present[0], share)
 
-    def _weighted(self, graph: CandidateGraph) -> sp.csr_matrix:
+    def _weighted(
+        self, graph: CandidateGraph, candidates: Sequence[Candidate] = ()
+    ) -> sp.csr_matrix:
         """The adjacency with each kind's edges scaled by :attr:`kind_weights`, and by
         :meth:`alone_share` (degree form only)."""
         if self.normalisation != "degree":
             return graph.adjacency
         weights = dict(self.kind_weights)
-        alone = self.alone_share(graph)
+        alone = self.alone_share(graph, candidates)
         if alone is not None:
             kind, share = alone
             weights[kind] = weights.get(kind, 1.0) * share

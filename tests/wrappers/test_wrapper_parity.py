@@ -247,6 +247,34 @@ def test_default_seed_rule_is_one_rule(ranker: str, kind: str) -> None:
         assert no_scores != [f"d{i}" for i in range(len(TEXTS))]
 
 
+def chunk_pool(chars: int) -> tuple[list[Document], list[NodeWithScore]]:
+    """The retriever's best chunk, 18 single-chunk documents, then the chunk after the best
+    one: chunk order is the pool's only evidence. Every text is ``chars`` characters long."""
+    rows = [("d", 1)] + [(f"o{i}", 0) for i in range(18)] + [("d", 2)]
+    metas = [{"doc_id": doc, "chunk_index": k} for doc, k in rows]
+    texts = [f"{doc} {k} " + "x" * (chars - 5) for doc, k in rows]
+    ids = [f"{doc}#{k}" for doc, k in rows]
+    rows_in = list(zip(ids, texts, metas, strict=True))
+    docs = [Document(id=i, page_content=t, metadata=m) for i, t, m in rows_in]
+    li_in = [
+        NodeWithScore(node=TextNode(id_=i, text=t, metadata=m), score=0.9 - n / 100)
+        for n, (i, t, m) in enumerate(rows_in)
+    ]
+    return docs, li_in
+
+
+@pytest.mark.parametrize(("chars", "rank"), [(120, 6), (700, 7)], ids=["sentences", "passages"])
+def test_the_chunk_order_share_follows_the_chunk_size_in_both(chars: int, rank: int) -> None:
+    """Zero config on both sides: the chunk next to the best one, supported by nothing else,
+    lands 6th among sentence-sized chunks and 7th among passages, in both wrappers."""
+    docs, li_in = chunk_pool(chars)
+    lc = [d.id for d in GraphERReranker(top_n=None).compress_documents(docs, QUERY)]
+    li = GraphERPostprocessor(top_n=None, use_relationships=False)
+    li_ids = [n.node.node_id for n in li.postprocess_nodes(li_in, query_str=QUERY)]
+    assert lc == li_ids
+    assert lc.index("d#2") + 1 == rank
+
+
 @pytest.mark.parametrize("ranker", ["gcs", "ppr"])
 def test_scores_read_in_the_retrievers_direction(ranker: str) -> None:
     """``seed_transform="auto"`` reads scores; distances (rising along the retriever's order)

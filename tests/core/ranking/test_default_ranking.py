@@ -15,8 +15,11 @@ from grapher_core.errors import ConfigError
 from grapher_core.ranking.propagation import (
     ALONE_NEIGHBOUR_BEST_RANK,
     PPR_CAN_LOSE,
+    SENTENCE_ALONE_NEIGHBOUR_BEST_RANK,
+    SENTENCE_CHUNK_CHARS,
     PPRRanker,
     gcs_scores,
+    sentence_sized,
 )
 from grapher_core.ranking.seeds import ascending, make_seeds, seed_policy
 from grapher_core.utils import callsite
@@ -97,30 +100,68 @@ def test_chunk_order_alone_is_damped_and_said(caplog: pytest.LogCaptureFixture) 
     assert full.index("d#5") < damped.index("d#5")
 
 
-def lone_neighbour_pool(n: int = 20) -> list[Candidate]:
+def lone_neighbour_pool(n: int = 20, chars: int = 0) -> list[Candidate]:
     """The retriever's best chunk and, ranked last, the chunk after it; every other candidate
-    is the only chunk of its document."""
-    pool = [Candidate("d#1", metadata={"doc_id": "d", "chunk_index": 1})]
+    is the only chunk of its document. Every text is ``chars`` characters long (0: no text)."""
+    text = "x" * chars
+    pool = [Candidate("d#1", text, metadata={"doc_id": "d", "chunk_index": 1})]
     pool += [
-        Candidate(f"o{i}#0", metadata={"doc_id": f"o{i}", "chunk_index": 0}) for i in range(n - 2)
+        Candidate(f"o{i}#0", text, metadata={"doc_id": f"o{i}", "chunk_index": 0})
+        for i in range(n - 2)
     ]
-    return [*pool, Candidate("d#2", metadata={"doc_id": "d", "chunk_index": 2})]
+    return [*pool, Candidate("d#2", text, metadata={"doc_id": "d", "chunk_index": 2})]
+
+
+SENTENCE, PASSAGE = 120, 700  # median characters of the shared sentence and passage chunk sets
 
 
 @pytest.mark.parametrize(
-    ("share", "best_rank"), [(None, ALONE_NEIGHBOUR_BEST_RANK), (0.85, 6), (1.0, 2)]
+    ("share", "chars", "best_rank"),
+    [
+        (None, 0, ALONE_NEIGHBOUR_BEST_RANK),
+        (None, PASSAGE, ALONE_NEIGHBOUR_BEST_RANK),
+        (None, SENTENCE, SENTENCE_ALONE_NEIGHBOUR_BEST_RANK),
+        (0.85, PASSAGE, 6),
+        (0.85, SENTENCE, 6),
+        (1.0, SENTENCE, 2),
+    ],
 )
 def test_a_chunk_supported_by_chunk_order_alone_stays_out_of_the_top_five(
-    share: float | None, best_rank: int
+    share: float | None, chars: int, best_rank: int
 ) -> None:
-    """The bound the default share is chosen by: next to the best chunk and nothing else, a
-    chunk reaches 7th; a larger share lets it into the top 6, full share to 2nd."""
+    """The bounds the default shares are chosen by: next to the best chunk and nothing else, a
+    chunk reaches 7th among passages, 6th among sentences; an explicit share applies to either,
+    full share lifts it to 2nd."""
     ranker = GCSRanker() if share is None else GCSRanker(alone_weights={"contextual": share})
-    ranked = [
-        r.id for r in GraphReranker([AdjacentChunks()], ranker=ranker).rerank(lone_neighbour_pool())
-    ]
+    pool = lone_neighbour_pool(chars=chars)
+    ranked = [r.id for r in GraphReranker([AdjacentChunks()], ranker=ranker).rerank(pool)]
     assert ranked.index("d#2") + 1 == best_rank
     assert ranked[0] == "d#1"
+    if share is None:  # the defaults keep it out of the retriever's top 5
+        assert ranked.index("d#2") >= 5
+
+
+def test_sentence_sized_reads_the_median_of_the_texts_it_has() -> None:
+    def pool(*lengths: int) -> list[Candidate]:
+        return [Candidate(f"c{i}", "y" * n) for i, n in enumerate(lengths)]
+
+    assert sentence_sized(pool(100, 120, 5000))  # one long outlier does not decide
+    assert not sentence_sized(pool(700, 800, 90))
+    assert sentence_sized(pool(0, 0, SENTENCE_CHUNK_CHARS))  # empty texts are not counted
+    assert not sentence_sized(pool(SENTENCE_CHUNK_CHARS + 1))
+    assert not sentence_sized(pool(0, 0))  # no text: the cautious passage share
+    assert not sentence_sized([Candidate("c", "   ")])
+
+
+def test_the_share_said_names_the_chunk_size(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="grapher"):
+        reranker = GraphReranker([AdjacentChunks()])
+        reranker.rerank(lone_neighbour_pool(chars=SENTENCE))
+        reranker.rerank(lone_neighbour_pool(chars=PASSAGE))
+    said = [r.message for r in caplog.records if "alone_weights" in r.message]
+    assert len(said) == 2
+    assert "sentence-sized chunks: GCS passes on 0.85" in said[0]
+    assert "passage-sized chunks: GCS passes on 0.8 " in said[1]
 
 
 def test_chunk_order_beside_links_passes_its_whole_share() -> None:
@@ -142,6 +183,7 @@ def test_chunk_order_beside_links_passes_its_whole_share() -> None:
         {"normalisation": "symmetric"},
         {"kind_weights": {"contextual": -1.0}},
         {"alone_weights": [("contextual",)]},
+        {"alone_weights": "sentences"},
     ],
 )
 def test_bad_settings_are_refused(options: dict[str, object]) -> None:
