@@ -150,8 +150,9 @@ def test_chunked_document_gets_contextual_edges_with_zero_configuration(chroma_i
     assert set(graph.by_kind) == {"contextual"} and len(position) == len(nodes)
 
     # Relationships alone (entities/links are detected too). Chunk order as the only evidence
-    # passes 0.8 of its share by default and leaves this order as it was; at full share
-    # (alone_weights={}) the continuation of the matching chunk rises.
+    # passes 0.8 of its share by default (0.85 among sentence-sized chunks) and leaves this
+    # order as it was; at full share (alone_weights={}) the continuation of the matching chunk
+    # rises.
     default = GraphERPostprocessor(auto_proximities=False).postprocess_nodes(
         retrieved, query_str=QUESTION
     )
@@ -168,6 +169,29 @@ def test_chunked_document_gets_contextual_edges_with_zero_configuration(chroma_i
     assert story_chunk(nodes, "Who built").node_id in {
         c["neighbour_id"] for c in lifted.node.metadata[EXPLANATION_KEY]
     }
+
+
+def test_sentence_window_nodes_are_read_as_sentence_sized(hf_embed_model, caplog):
+    """LlamaIndex's sentence-window parser: one sentence per node (the window rides in the
+    metadata), PREVIOUS / NEXT between them. The postprocessor reads the node text, finds the
+    chunks sentence-sized and says which share chunk order passes."""
+    import logging
+
+    from llama_index.core.node_parser import SentenceWindowNodeParser
+
+    parser = SentenceWindowNodeParser.from_defaults(window_size=2)
+    nodes = parser.get_nodes_from_documents(documents())
+    assert all("window" in n.metadata for n in nodes)
+    index = VectorStoreIndex(nodes, embed_model=hf_embed_model)
+    retrieved = index.as_retriever(similarity_top_k=len(nodes)).retrieve(QUESTION)
+    with caplog.at_level(logging.INFO, logger="grapher"):
+        out = GraphERPostprocessor(auto_proximities=False).postprocess_nodes(
+            retrieved, query_str=QUESTION
+        )
+    said = [r.message for r in caplog.records if "alone_weights" in r.message]
+    assert said and "sentence-sized chunks: GCS passes on 0.85" in said[0]
+    assert {n.node.node_id for n in out} == {n.node.node_id for n in retrieved}
+    assert [n.node.node_id for n in out][:5] == [n.node.node_id for n in retrieved][:5]
 
 
 def test_query_engine_sync(chroma_index):
