@@ -80,7 +80,9 @@ TEXT_SETS := hotpotqa 2wikimultihopqa musique squad_chunks hotpotqa_sentences 2w
 PEERS := expand-gcs,graph-retriever,graph-retriever-tuned
 
 # All retrievers with the graph rankers, then the hybrid block again with the learned rankers,
-# expansion and the peers, then one doc section from every results.json.
+# expansion and the peers, then one doc section from every bench_out/<set>/<retriever> run.
+# The graph-retriever peers walk sets of edges: a fixed hash seed makes their rows repeatable.
+bench: export PYTHONHASHSEED = 0
 bench: $(STAMP)
 	@test -f $(TUNE_JSON) || $(VENV)/bin/grapher-bench tune --data $(GRAPHER_BENCHMARKS)/spider_train --limit 1000 --out bench_out/tune
 	start=$$(date +%s) && \

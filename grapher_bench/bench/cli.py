@@ -131,8 +131,8 @@ def register(subparsers: Any) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="rebuild the tables (and --write-doc) from the results.json files "
-        "under DIR instead of running anything",
+        help="rebuild the tables (and --write-doc) from the DIR/<set>/<retriever>/results.json "
+        "files a `bench --out DIR` wrote, instead of running anything",
     )
     bench.set_defaults(func=run_bench)
 
@@ -255,13 +255,21 @@ def _run_folders(
     return runs
 
 
+def result_files(folder: Path) -> list[Path]:
+    """The runs ``bench --out folder`` writes: ``folder/results.json`` for a single run,
+    ``folder/<set>/<retriever>/results.json`` for several. Other depths are other studies
+    written under the same folder (``--out bench_out/x``) and must not leak into its tables."""
+    single = folder / "results.json"
+    return ([single] if single.is_file() else []) + sorted(folder.glob("*/*/results.json"))
+
+
 def _from_results(args: argparse.Namespace) -> int:
     from grapher_bench.report import combined_table, write_section
     from grapher_bench.runner import load_run
 
-    files = sorted(args.from_results.rglob("results.json"))
+    files = result_files(args.from_results)
     if not files:
-        raise InputFileNotFoundError(f"no results.json under {args.from_results}")
+        raise InputFileNotFoundError(f"no <set>/<retriever>/results.json under {args.from_results}")
     runs = [load_run(path) for path in files]
     table = combined_table(runs, args.k)
     print(table)

@@ -124,3 +124,18 @@ def test_only_optional_modules_are_rewritten() -> None:
     assert install_hint("train", "torch") == (
         "needs the 'bench' and 'gat' extras: pip install 'grapher-rerank[bench,gat]'"
     )
+
+
+def test_from_results_reads_only_the_runs_of_its_folder(tmp_path: Path) -> None:
+    """``make bench`` renders from ``bench_out``; another study written under it (the docs'
+    ``--out bench_out/expand_default``) must not add rows to its tables."""
+    from grapher_bench.bench.cli import result_files
+
+    own = [tmp_path / "spider_dev" / "hybrid", tmp_path / "musique" / "dense"]
+    other = [tmp_path / "expand" / "spider_dev" / "hybrid", tmp_path / "user"]
+    for folder in own + other:
+        folder.mkdir(parents=True)
+        (folder / "results.json").write_text("{}")
+    assert result_files(tmp_path) == sorted(f / "results.json" for f in own)
+    assert result_files(tmp_path / "user") == [tmp_path / "user" / "results.json"]
+    assert result_files(tmp_path / "expand") == [other[0] / "results.json"]
