@@ -100,7 +100,7 @@ AUTO_ALONE_WEIGHTS = "auto"
 def sentence_sized(candidates: Sequence[Candidate]) -> bool:
     """Whether the median non-empty candidate text is at most :data:`SENTENCE_CHUNK_CHARS`
     long; a pool without text is not (the passage share is the cautious one)."""
-    lengths = sorted(len(c.text.strip()) for c in candidates if c.text and c.text.strip())
+    lengths = [len(c.text.strip()) for c in candidates if c.text and c.text.strip()]
     if not lengths:
         return False
     return float(np.median(lengths)) <= SENTENCE_CHUNK_CHARS
