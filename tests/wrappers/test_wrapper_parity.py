@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
 
+from helpers_chunks import PASSAGE, SENTENCE, lone_neighbour_pool
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -248,22 +249,22 @@ def test_default_seed_rule_is_one_rule(ranker: str, kind: str) -> None:
 
 
 def chunk_pool(chars: int) -> tuple[list[Document], list[NodeWithScore]]:
-    """The retriever's best chunk, 18 single-chunk documents, then the chunk after the best
-    one: chunk order is the pool's only evidence. Every text is ``chars`` characters long."""
-    rows = [("d", 1)] + [(f"o{i}", 0) for i in range(18)] + [("d", 2)]
-    metas = [{"doc_id": doc, "chunk_index": k} for doc, k in rows]
-    texts = [f"{doc} {k} " + "x" * (chars - 5) for doc, k in rows]
-    ids = [f"{doc}#{k}" for doc, k in rows]
-    rows_in = list(zip(ids, texts, metas, strict=True))
-    docs = [Document(id=i, page_content=t, metadata=m) for i, t, m in rows_in]
+    """:func:`lone_neighbour_pool` as LangChain documents and LlamaIndex nodes (scores falling
+    along the retriever's order): chunk order is the pool's only evidence."""
+    pool = lone_neighbour_pool(chars=chars)
+    docs = [Document(id=c.id, page_content=c.text, metadata=dict(c.metadata)) for c in pool]
     li_in = [
-        NodeWithScore(node=TextNode(id_=i, text=t, metadata=m), score=0.9 - n / 100)
-        for n, (i, t, m) in enumerate(rows_in)
+        NodeWithScore(
+            node=TextNode(id_=c.id, text=c.text, metadata=dict(c.metadata)), score=0.9 - n / 100
+        )
+        for n, c in enumerate(pool)
     ]
     return docs, li_in
 
 
-@pytest.mark.parametrize(("chars", "rank"), [(120, 6), (700, 7)], ids=["sentences", "passages"])
+@pytest.mark.parametrize(
+    ("chars", "rank"), [(SENTENCE, 6), (PASSAGE, 7)], ids=["sentences", "passages"]
+)
 def test_the_chunk_order_share_follows_the_chunk_size_in_both(chars: int, rank: int) -> None:
     """Zero config on both sides: the chunk next to the best one, supported by nothing else,
     lands 6th among sentence-sized chunks and 7th among passages, in both wrappers."""

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers_chunks import PASSAGE, SENTENCE, lone_neighbour_pool
 
 from grapher_core import AdjacentChunks, Candidate, ForeignKeys, GCSRanker, GraphReranker
 from grapher_core.errors import ConfigError
@@ -98,21 +99,6 @@ def test_chunk_order_alone_is_damped_and_said(caplog: pytest.LogCaptureFixture) 
     assert not [r for r in caplog.records if "alone_weights" in r.message]
     assert full != damped  # at full share the neighbours of d#4 rise
     assert full.index("d#5") < damped.index("d#5")
-
-
-def lone_neighbour_pool(n: int = 20, chars: int = 0) -> list[Candidate]:
-    """The retriever's best chunk and, ranked last, the chunk after it; every other candidate
-    is the only chunk of its document. Every text is ``chars`` characters long (0: no text)."""
-    text = "x" * chars
-    pool = [Candidate("d#1", text, metadata={"doc_id": "d", "chunk_index": 1})]
-    pool += [
-        Candidate(f"o{i}#0", text, metadata={"doc_id": f"o{i}", "chunk_index": 0})
-        for i in range(n - 2)
-    ]
-    return [*pool, Candidate("d#2", text, metadata={"doc_id": "d", "chunk_index": 2})]
-
-
-SENTENCE, PASSAGE = 120, 700  # median characters of the shared sentence and passage chunk sets
 
 
 @pytest.mark.parametrize(
