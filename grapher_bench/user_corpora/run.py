@@ -12,7 +12,7 @@ For every corpus, what a user would build: the packaged offline MiniLM
   ``GraphERReranker(ranker="gat", top_n=10)``;
 * LlamaIndex: a ``VectorStoreIndex`` over ``GraphERLlamaEmbedding`` (documentation chunks carry
   the ``SOURCE`` / ``PREVIOUS`` / ``NEXT`` relationships a node parser would set), its retriever
-  with ``similarity_top_k = --fetch-k`` alone, and followed by ``GraphERPostprocessor(top_n=10)``
+  with ``similarity_top_k = --fetch-k`` alone, and followed by ``GraphERPostprocessor(top_n=10)``,
   ``GraphERPostprocessor(ranker="ppr", top_n=10)`` and ``ranker="gat"``.
 
 Objects carry their corpus metadata unchanged (``foreign_keys``/``fk_pairs`` for tables,
