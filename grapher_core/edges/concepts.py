@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
+from grapher_core.edges.checks import check_weight
 from grapher_core.enrich.concepts import (
     DEFAULT_MAX_PAIRS,
     ConceptGraph,
@@ -55,6 +56,7 @@ class SharedConcepts:
     max_pairs: int | None = DEFAULT_MAX_PAIRS
 
     def __post_init__(self) -> None:
+        check_weight("SharedConcepts", self.weight)
         if self.max_pairs is not None and (
             not isinstance(self.max_pairs, int)
             or isinstance(self.max_pairs, bool)

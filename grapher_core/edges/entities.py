@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from grapher_core.edges.checks import check_weight
 from grapher_core.errors import ConfigError, InputTypeError
 from grapher_core.utils.callsite import warn
 
@@ -276,6 +277,7 @@ class SharedEntities:
     edge_budget: float | None = 8.0
 
     def __post_init__(self) -> None:
+        check_weight("SharedEntities", self.weight)
         for name in ("max_share", "edge_budget"):
             value = getattr(self, name)
             if value is None:

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import LinkKey, index_by, links_to_matrix
+from grapher_core.edges.checks import check_weight
 from grapher_core.metadata import read_int, read_list
 
 
@@ -29,6 +30,9 @@ class ForeignKeys:
     weight: float = 1.0
     symmetric: bool = True
     target_field: str | None = None
+
+    def __post_init__(self) -> None:
+        check_weight("ForeignKeys", self.weight)
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         n = len(candidates)
@@ -84,6 +88,9 @@ class AdjacentChunks:
     index_field: str = "chunk_index"
     kind: str = "contextual"
     weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_weight("AdjacentChunks", self.weight)
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         keys: list[tuple[int, tuple[str, int]]] = []

@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import LinkKey, links_to_matrix
+from grapher_core.edges.checks import check_weight
 from grapher_core.errors import ConfigError
 from grapher_core.metadata import read_int, read_list
 
@@ -172,6 +173,7 @@ class ChunkLinks:
     embed: bool = False
 
     def __post_init__(self) -> None:
+        check_weight("ChunkLinks", self.weight)
         headings = self.heading_fields
         if isinstance(headings, str):
             headings = (headings,)

@@ -3,16 +3,19 @@ candidates."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import index_by, links_to_matrix
-from grapher_core.errors import InputError
+from grapher_core.edges.checks import check_weight
+from grapher_core.errors import ConfigError, InputError, InputTypeError
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 
@@ -29,8 +32,14 @@ class SemanticKNN:
     cosine either way). ``scope_field`` limits edges to candidates that share that metadata
     value (``"doc_id"``: the paper's per-document graphs); candidates without it get none.
 
-    Candidates without an embedding get no semantic edges; an embedding holding NaN or inf
-    raises :class:`~grapher_core.errors.InputError` naming the candidate. Similarities are
+    ``k`` is an integer >= 1, ``threshold`` a finite cosine in [-1, 1] and ``weight`` a
+    finite number > 0, all checked when the proximity is made (a NaN threshold would compare
+    false with every similarity and silently make no edges).
+
+    Candidates without an embedding get no semantic edges; an embedding holding NaN or inf, one
+    that is not a vector of numbers (a string, say) or one whose dimension differs from the
+    other candidates' raises :class:`~grapher_core.errors.InputError` naming the candidate.
+    Similarities are
     computed in row blocks so memory stays bounded for large candidate sets; this is the one
     proximity whose cost is inherently O(n^2 d).
     """
@@ -44,6 +53,22 @@ class SemanticKNN:
     block_size: int = 2048
     weighted: bool = False
     scope_field: str | None = None
+
+    def __post_init__(self) -> None:
+        check_weight("SemanticKNN", self.weight)
+        _check_count("k", self.k)
+        _check_count("block_size", self.block_size)
+        threshold = self.threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, Real):
+            raise InputTypeError(
+                f"SemanticKNN.threshold must be a number in [-1, 1], got {threshold!r} "
+                f"({type(threshold).__name__})"
+            )
+        if not math.isfinite(float(threshold)) or not -1.0 <= float(threshold) <= 1.0:
+            raise ConfigError(
+                f"SemanticKNN.threshold is a cosine similarity: a finite number in [-1, 1], "
+                f"got {threshold!r}"
+            )
 
     @classmethod
     def paper(
@@ -67,7 +92,7 @@ class SemanticKNN:
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         n = len(candidates)
         present = [i for i, c in enumerate(candidates) if c.embedding is not None]
-        if len(present) < 2 or self.k < 1:
+        if len(present) < 2:
             return sp.csr_matrix((n, n))
         groups: list[list[int]]
         if self.scope_field is None:
@@ -98,9 +123,7 @@ class SemanticKNN:
         self, candidates: Sequence[Candidate], members: Sequence[int]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Directed top-k edges (rows, cols, cosines) among ``members`` (candidate positions)."""
-        vectors = np.vstack(
-            [np.asarray(candidates[i].embedding, dtype=np.float64).ravel() for i in members]
-        )
+        vectors = _stacked(candidates, members)
         finite = np.isfinite(vectors).all(axis=1)
         if not finite.all():  # NaN compares false with every threshold: no edge, no warning
             bad = [candidates[members[i]].id for i in np.flatnonzero(~finite)[:5]]
@@ -126,3 +149,47 @@ class SemanticKNN:
             cols.append(index[top[keep]])
             sims.append(similarity[keep])
         return np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
+
+
+def _check_count(name: str, value: object) -> None:
+    """``k`` and ``block_size``: a strict integer >= 1 (``True`` is not a count)."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or int(value) < 1:
+        raise ConfigError(f"SemanticKNN.{name} must be an integer >= 1, got {value!r}")
+
+
+def _as_vector(candidate: Candidate) -> np.ndarray:
+    """One candidate's embedding as a flat float vector, or an error naming the candidate.
+
+    A string is refused outright: numpy would read ``"0.5"`` as a one-number vector.
+    """
+    value: Any = candidate.embedding
+    if isinstance(value, (str, bytes)):
+        raise InputError(
+            f"SemanticKNN: candidate {candidate.id!r} has a {type(value).__name__} as its "
+            f"embedding ({value[:40]!r}), not a vector of numbers"
+        )
+    try:
+        vector = np.asarray(value, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as error:
+        raise InputError(
+            f"SemanticKNN: candidate {candidate.id!r} has an embedding that is not a vector "
+            f"of numbers ({type(value).__name__}: {error})"
+        ) from error
+    if vector.size == 0:
+        raise InputError(f"SemanticKNN: candidate {candidate.id!r} has an empty embedding")
+    return vector
+
+
+def _stacked(candidates: Sequence[Candidate], members: Sequence[int]) -> np.ndarray:
+    """The members' vectors as one matrix; a dimension that differs from the first member's
+    names both candidates (vectors from two embedding models cannot be compared)."""
+    vectors = [_as_vector(candidates[i]) for i in members]
+    dim = vectors[0].size
+    for i, vector in zip(members, vectors, strict=True):
+        if vector.size != dim:
+            raise InputError(
+                f"SemanticKNN: candidate {candidates[i].id!r} has an embedding of dimension "
+                f"{vector.size}, candidate {candidates[members[0]].id!r} one of dimension "
+                f"{dim}; all candidates' vectors must come from the same embedding model"
+            )
+    return np.vstack(vectors)
