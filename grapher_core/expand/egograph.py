@@ -40,7 +40,7 @@ from grapher_core.expand.expansion import (
 from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import unit_rows
 from grapher_core.expand.relations import relations_between
-from grapher_core.expand.source import NeighbourSource
+from grapher_core.expand.source import NeighbourSource, check_fetched
 from grapher_core.ranking.seeds import original_scores
 from grapher_core.rerank import GraphReranker, validate_candidates
 from grapher_core.utils.npz import DEFAULT_MAX_NPZ_BYTES, ArraySpec, read_npz
@@ -518,7 +518,7 @@ class EgoGraphReranker:
                     wanted[member] = None
         if not wanted:
             return ExpansionResult(tuple(items), (), 0, 0)
-        fetched = self.source.fetch([((None, i),) for i in wanted])
+        fetched = check_fetched(self.source, self.source.fetch([((None, i),) for i in wanted]))
         fresh = {c.id: c for c in fetched if c.id in wanted}
         if not fresh:
             self._diagnostics.report(

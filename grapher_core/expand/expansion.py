@@ -58,7 +58,7 @@ from grapher_core.edges.base import LinkKey, Proximity
 from grapher_core.errors import ConfigError, InputError, InputTypeError, StateError
 from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import SoftPruner
-from grapher_core.expand.source import NeighbourSource, field_values
+from grapher_core.expand.source import NeighbourSource, check_fetched, field_values
 from grapher_core.ranking.seeds import original_scores, rank_seeds
 from grapher_core.rerank import GraphReranker, Reranking, RerankingEngine, validate_candidates
 from grapher_core.utils.callsite import warn_once
@@ -389,7 +389,7 @@ class GraphExpander:
             options["limit"] = limit
         if not full:
             options["full"] = False
-        return [c for c in self.source.fetch(keys, **options) if isinstance(c, Candidate)]
+        return check_fetched(self.source, self.source.fetch(keys, **options))
 
     def _read_full(self, kept: list[Candidate]) -> tuple[list[Candidate], int]:
         """The kept objects a partial fetch returned without text, read by id in one call (one

@@ -32,6 +32,7 @@ from grapher_core.metadata import read_list
 __all__ = [
     "InMemorySource",
     "NeighbourSource",
+    "check_fetched",
     "check_keys",
     "check_limit",
     "field_values",
@@ -80,6 +81,58 @@ def check_limit(limit: object) -> int | None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise InputError(f"fetch limit must be an integer >= 0 or None, got {limit!r}")
     return limit
+
+
+def check_fetched(source: object, returned: object) -> list[Candidate]:
+    """What a source's ``fetch`` returned, as a list of candidates, or an error naming the source.
+
+    A list of dicts or ``None`` would otherwise be dropped without a word or fail deep inside
+    expansion; the message says which source, what it returned and what was expected.
+    """
+    name = _source_name(source)
+    expected = "a list of grapher_core.Candidate (possibly empty)"
+    if (
+        returned is None
+        or isinstance(returned, (str, bytes, Mapping))
+        or not isinstance(returned, Iterable)
+    ):
+        raise InputTypeError(
+            f"neighbour source {name}: fetch returned {_shown_value(returned)}; expected {expected}"
+        )
+    items = list(returned)
+    for position, item in enumerate(items):
+        if not isinstance(item, Candidate):
+            hint = (
+                " (wrap each object as Candidate(id, text, None, metadata, embedding))"
+                if isinstance(item, (Mapping, CorpusObject))
+                else ""
+            )
+            raise InputTypeError(
+                f"neighbour source {name}: fetch returned a {type(returned).__name__} whose "
+                f"item {position} (of {len(items)}) is {_shown_value(item)}; expected "
+                f"{expected}{hint}"
+            )
+    return items
+
+
+def _source_name(source: object) -> str:
+    """The source's class and a short repr (a long repr would bury the message)."""
+    shown = repr(source)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    kind = type(source).__name__
+    return shown if shown.startswith(kind) else f"{kind} {shown}"
+
+
+def _shown_value(value: object) -> str:
+    """A returned value as ``type (short repr)`` for an error message."""
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} ({shown})"
 
 
 def field_values(object_id: str, metadata: Mapping[str, Any], field: str | None) -> list[str]:
