@@ -105,20 +105,32 @@ def ascending(scores: np.ndarray) -> bool:
     by a distance (smaller = better), so the scores must be read the other way."""
     if scores.size < 2:
         return False
-    steps = np.diff(scores)
-    return bool(np.all(steps >= 0) and np.any(steps > 0))
+    before, after = scores[:-1], scores[1:]  # compared, not subtracted: 1e308 - -1e308 is inf
+    return bool(np.all(after >= before) and np.any(after > before))
 
 
 def minmax(scores: np.ndarray, *, constant: float = 1.0) -> np.ndarray:
     """Scale to [0, 1] -- the one min-max of the library. A constant vector becomes
     ``constant`` everywhere: 1 for seeds and features (every candidate equally good), 0 for a
-    score that should then add nothing (the bench's hybrid BM25 part)."""
+    score that should then add nothing (the bench's hybrid BM25 part).
+
+    Finite scores whose range itself overflows (``1e308`` beside ``-1e308``: the span is inf)
+    are divided by their largest magnitude first, so every finite input gives finite output.
+    """
     if scores.size == 0:
         return scores.copy()
     low, high = float(scores.min()), float(scores.max())
     if high == low:
         return np.full_like(scores, constant)
-    return (scores - low) / (high - low)
+    span = high - low
+    if math.isfinite(span):  # each scores - low is then at most span: no overflow below
+        return (scores - low) / span
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise InputError(f"min-max scaling needs finite scores, got a range of [{low}, {high}]")
+    magnitude = max(abs(low), abs(high))
+    scaled_low, scaled_high = low / magnitude, high / magnitude
+    out = (scores / magnitude - scaled_low) / (scaled_high - scaled_low)
+    return np.clip(out, 0.0, 1.0, out=out)
 
 
 def _is_finite_number(value: object) -> bool:
