@@ -9,9 +9,13 @@
 * ``reader start`` runs ``python -m llama_cpp.server --model ... --host 127.0.0.1 --port P
   --n_threads T`` in the background under a watchdog (this module run as a script) that stops
   it after ``--max-minutes`` whatever happens -- a forgotten server cannot hold a shared
-  machine's cores for days -- and writes the watchdog's pid file.
-* ``reader stop`` ends it by that pid (and the server's, should the watchdog be gone);
-  ``reader status`` says whether it runs and answers.
+  machine's cores for days -- and writes the watchdog's pid file; the watchdog writes the
+  server's.
+* ``reader stop`` ends it by those pid files; ``reader status`` says whether it runs and
+  answers. Each pid file records the process's identity (pid, start time, boot id, command
+  line: :mod:`grapher_bench.processes`), checked right before every signal: a file left by a
+  crash or a reboot, whose pid now belongs to another program, is reported and removed, never
+  signalled -- and so is a bare pid in the format of older versions, which cannot be checked.
 
 The model states no licence; GraphER never depends on it (see docs/qa_eval.md).
 """
@@ -24,7 +28,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import os
+import logging
 import shlex
 import signal
 import socket
@@ -33,10 +37,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from grapher_bench import processes
 from grapher_core.errors import ConfigError, InputError, InputFileNotFoundError, StateError
 
 __all__ = [
@@ -77,6 +82,9 @@ CHILD_PID_FILE = "server.pid"
 LOG_FILE = "server.log"
 _NOT_DATA = (".py", ".pyc", ".pyi", ".typed", ".pth")
 _WATCHDOG = "grapher_bench.qa_eval.reader"  # this module, as the watchdog's command line names it
+_log = logging.getLogger(__name__)
+Report = Callable[[str], None]
+"""Where the lines about stale pid files go (the CLI prints them; by default they are logged)."""
 
 
 def reader_dir() -> Path:
@@ -213,34 +221,32 @@ def server_command(
     ]  # fmt: skip
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie (exited, not yet reaped) is not alive
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-        return fields[0] != "Z"
-    return True
-
-
-def _ours(pid: int, needle: str) -> bool:
-    """The process ``pid`` runs ``needle`` (Linux: its command line; elsewhere assumed), so a
-    pid reused by another program is never signalled."""
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if not cmdline.parent.is_dir():
-        return True
-    with contextlib.suppress(OSError):
-        return needle in cmdline.read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-    return False
-
-
-def _read_pid(path: Path) -> int | None:
-    with contextlib.suppress(OSError, ValueError):
-        return int(path.read_text().strip())
+def _verified(
+    path: Path, report: Report, quiet_if_gone: bool = False
+) -> processes.ProcessIdentity | None:
+    """The process recorded in the pid file ``path`` if it still runs and is the one recorded;
+    otherwise the file is removed and ``report`` told why, in one line (a process that merely
+    exited is not worth a line where ``quiet_if_gone``: the normal end of a server)."""
+    verdict = processes.check_pid_file(path)
+    if verdict is None:
+        return None
+    if verdict.ours:
+        return verdict.recorded
+    line = processes.drop_pid_file(path, verdict)
+    if not (quiet_if_gone and verdict.standing is processes.Standing.GONE):
+        report(line)
     return None
+
+
+def _record(pid: int, argv: Sequence[str]) -> processes.ProcessIdentity:
+    """The identity of a process just started with ``argv`` (on a system without /proc: the
+    pid and ``argv`` only, which is never signalled by record)."""
+    identity = processes.identity_of(pid) or processes.ProcessIdentity(pid)
+    if not identity.cmdline:
+        identity = processes.ProcessIdentity(
+            pid, identity.start_time, identity.boot_id, tuple(argv)
+        )
+    return identity
 
 
 def _answers(url: str, timeout: float = 2.0) -> bool:
@@ -272,19 +278,26 @@ def start_server(
     max_minutes: float,
     wait: float = 300.0,
     info: dict[str, Any] | None = None,
+    report: Report = _log.warning,
 ) -> dict[str, Any]:
     """Start ``command`` under the watchdog, wait until ``/v1/models`` answers, return the
     state written to ``folder``. Refused when a reader already runs there or the port is
     taken; a server that dies or does not answer within ``wait`` seconds is stopped and its
-    log's tail raised."""
+    log's tail raised. Stale pid files left there are removed (``report`` says which)."""
     if max_minutes <= 0 or wait <= 0:
         raise ConfigError(f"--max-minutes and --wait must be > 0, got {max_minutes}, {wait}")
     folder.mkdir(parents=True, exist_ok=True)
-    running = _read_pid(folder / PID_FILE)
-    if running is not None and _alive(running) and _ours(running, _WATCHDOG):
+    running = _verified(folder / PID_FILE, report)
+    if running is not None:
         raise StateError(
-            f"a reader already runs (pid {running}, {folder / STATE_FILE}); "
+            f"a reader already runs (pid {running.pid}, {folder / PID_FILE}); "
             "`grapher-bench reader stop` first"
+        )
+    server = _verified(folder / CHILD_PID_FILE, report)
+    if server is not None:
+        raise StateError(
+            f"a reader's server still runs without its watchdog (pid {server.pid}, "
+            f"{folder / CHILD_PID_FILE}); `grapher-bench reader stop` first"
         )
     if _port_taken(port):
         raise StateError(f"port {port} on 127.0.0.1 is taken: choose another with --port")
@@ -303,10 +316,12 @@ def start_server(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # not ended by the shell's Ctrl-C; ended by its deadline
         )
-    (folder / PID_FILE).write_text(f"{process.pid}\n")
+    identity = _record(process.pid, watchdog)
+    processes.write_pid_file(folder / PID_FILE, identity)
     base_url = f"http://127.0.0.1:{port}/v1"
     state = {
         "pid": process.pid,
+        "identity": identity.to_json(),
         "base_url": base_url,
         "port": port,
         "command": shlex.join(command),
@@ -324,7 +339,7 @@ def start_server(
         if _answers(base_url + "/models"):
             return state
         time.sleep(0.25)
-    stop_server(folder)
+    stop_server(folder, report=report)
     raise StateError(f"the server did not answer within {wait:g} s: {_tail(log_path)}")
 
 
@@ -339,28 +354,20 @@ def _cleanup(folder: Path) -> None:
         (folder / name).unlink(missing_ok=True)
 
 
-def _end(pid: int, grace: float) -> None:
-    """SIGTERM, then SIGKILL after ``grace`` seconds."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    until = time.monotonic() + grace
-    while time.monotonic() < until and _alive(pid):
-        time.sleep(0.1)
-    if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+def stop_server(folder: Path, grace: float = 15.0, report: Report = _log.warning) -> bool:
+    """Stop the reader of ``folder`` by its pid files; False when none was running.
 
-
-def stop_server(folder: Path, grace: float = 15.0) -> bool:
-    """Stop the reader of ``folder`` by its pid files; False when none was running."""
-    pid = _read_pid(folder / PID_FILE)
-    child = _read_pid(folder / CHILD_PID_FILE)
+    Each process is signalled only if it is still the one its file records (checked again
+    before every signal); a file naming a process that exited, another process, or a bare pid
+    that cannot be checked is removed and ``report`` told so, and nothing is sent to it."""
+    watchdog = _verified(folder / PID_FILE, report)
     stopped = False
-    if pid is not None and _alive(pid) and _ours(pid, _WATCHDOG):
-        _end(pid, grace)  # the watchdog ends the server, then itself
-        stopped = True
-    if child is not None and _alive(child):  # the watchdog was gone or too slow
-        _end(child, grace)
+    if watchdog is not None:  # the watchdog ends the server, then itself
+        stopped = processes.terminate(watchdog, grace)
+    # the server's own record: it normally went with the watchdog; if the watchdog was gone or
+    # too slow, it is ended here -- only if it is still the recorded process
+    server = _verified(folder / CHILD_PID_FILE, report, quiet_if_gone=stopped)
+    if server is not None and processes.terminate(server, grace):
         stopped = True
     _cleanup(folder)
     return stopped
@@ -381,8 +388,8 @@ def watch(command: Sequence[str], seconds: float, child_pid_file: Path | None) -
     """Run ``command``; end it after ``seconds`` or on SIGTERM/SIGINT/SIGHUP, then exit."""
     preexec = _die_with_parent if sys.platform.startswith("linux") else None
     child = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, preexec_fn=preexec)
-    if child_pid_file is not None:
-        child_pid_file.write_text(f"{child.pid}\n")
+    if child_pid_file is not None:  # Popen returns after the exec: the command line is the server's
+        processes.write_pid_file(child_pid_file, _record(child.pid, command))
 
     def finish(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)
@@ -395,13 +402,7 @@ def watch(command: Sequence[str], seconds: float, child_pid_file: Path | None) -
         print(f"reader watchdog: {seconds:g} s are up, stopping the server", flush=True)
         return 0
     finally:
-        if child.poll() is None:
-            child.terminate()
-            try:
-                child.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+        processes.end_child(child, grace=15)  # held, not yet reaped: its pid is still its own
 
 
 def _watch_main(argv: Sequence[str] | None = None) -> int:
@@ -514,23 +515,40 @@ def _start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def _stop(args: argparse.Namespace) -> int:
     folder = args.dir or reader_dir()
-    _say("reader stopped" if stop_server(folder) else "no reader was running")
+    _say("reader stopped" if stop_server(folder, report=_warn) else "no reader was running")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
+    """Say whether the reader runs and answers; stale pid files are reported and removed
+    (nothing is signalled)."""
     folder = args.dir or reader_dir()
+    watchdog = _verified(folder / PID_FILE, _warn)
+    server = _verified(folder / CHILD_PID_FILE, _warn)
     state = _state(folder)
-    pid = _read_pid(folder / PID_FILE)
-    if state is None or pid is None or not _alive(pid):
+    if watchdog is None:
+        if server is not None:
+            _say(
+                f"the reader's server (pid {server.pid}) runs without its watchdog: "
+                "`grapher-bench reader stop` ends it"
+            )
+            return 1
+        _cleanup(folder)  # what is left there describes no running process
         _say("no reader running")
+        return 1
+    if state is None or not {"base_url", "deadline", "log"} <= state.keys():
+        _say(f"reader pid {watchdog.pid} runs, but {folder / STATE_FILE} is missing or damaged")
         return 1
     up = _answers(state["base_url"] + "/models")
     left = max(0.0, (state["deadline"] - time.time()) / 60)
     _say(
-        f"reader pid {pid}: {state['base_url']} {'answers' if up else 'does NOT answer'}; "
+        f"reader pid {watchdog.pid}: {state['base_url']} {'answers' if up else 'does NOT answer'}; "
         f"model {state.get('model')}; stops by itself in {left:.0f} min; log {state['log']}"
     )
     return 0 if up else 1

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from grapher_bench import processes
 from grapher_bench.cli import main as bench_main
 from grapher_bench.qa_eval import reader
 from grapher_core.errors import InputError, InputFileNotFoundError
@@ -155,7 +156,7 @@ def _free_port() -> int:
 def _pid_gone(pid: int, within: float) -> bool:
     until = time.monotonic() + within
     while time.monotonic() < until:
-        if not reader._alive(pid):
+        if processes.identity_of(pid) is None:
             return True
         time.sleep(0.1)
     return False
@@ -171,6 +172,13 @@ def fake_server_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
     state = tmp_path / "state"
     yield state
     reader.stop_server(state, grace=5)
+
+
+def _recorded_pid(path: Path) -> int:
+    """The pid a pid file records (checked: the process there is the one recorded)."""
+    verdict = processes.check_pid_file(path)
+    assert verdict is not None and verdict.ours and verdict.pid is not None, verdict
+    return verdict.pid
 
 
 def _start(state: Path, port: int, minutes: str) -> list[str]:
@@ -189,10 +197,11 @@ def test_start_status_stop_with_a_fake_server(
     out = capsys.readouterr().out
     base_url = f"http://127.0.0.1:{port}/v1"
     assert f"reader up: {base_url}" in out and f"--base-url {base_url}" in out
-    pid = int((state / reader.PID_FILE).read_text())
-    child = int((state / reader.CHILD_PID_FILE).read_text())
+    pid = _recorded_pid(state / reader.PID_FILE)
+    child = _recorded_pid(state / reader.CHILD_PID_FILE)
     info = json.loads((state / reader.STATE_FILE).read_text())
-    assert info["pid"] == pid and "--n_threads 2 --n_threads_batch 2" in info["command"]
+    assert info["pid"] == pid and info["identity"]["pid"] == pid
+    assert "--n_threads 2 --n_threads_batch 2" in info["command"]
     assert "--host 127.0.0.1" in info["command"] and "fake_llama_server" in info["command"]
     with urllib.request.urlopen(base_url + "/models", timeout=5) as response:
         assert json.load(response)["data"][0]["id"] == "fake"
@@ -212,8 +221,8 @@ def test_start_status_stop_with_a_fake_server(
 def test_the_server_stops_itself_after_max_minutes(fake_server_env: Path) -> None:
     state, port = fake_server_env, _free_port()
     assert bench_main(_start(state, port, "0.03")) == 0  # 1.8 s
-    pid = int((state / reader.PID_FILE).read_text())
-    child = int((state / reader.CHILD_PID_FILE).read_text())
+    pid = _recorded_pid(state / reader.PID_FILE)
+    child = _recorded_pid(state / reader.CHILD_PID_FILE)
     assert _pid_gone(pid, 20) and _pid_gone(child, 5)
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing listens any more
@@ -252,7 +261,7 @@ def test_the_watchdog_ends_its_command_on_sigterm(tmp_path: Path) -> None:
         until = time.monotonic() + 10
         while not child_file.exists() and time.monotonic() < until:
             time.sleep(0.05)
-        child = int(child_file.read_text())
+        child = _recorded_pid(child_file)  # the command, as the watchdog recorded it
         watchdog.terminate()
         assert watchdog.wait(timeout=20) != 0
         assert _pid_gone(child, 5)
