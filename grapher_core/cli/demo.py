@@ -147,6 +147,10 @@ def dense_candidates(
 def run(args: argparse.Namespace) -> int:
     from grapher_core.embeddings import default_embedder
 
+    if args.question is not None:
+        from grapher_core.cli.rerank import check_question
+
+        check_question(args.question, "--question")
     question = DEFAULT_QUESTION if args.question is None else DemoQuestion(args.question, "", ())
     if args.top < 1:
         raise InputError("--top must be >= 1")

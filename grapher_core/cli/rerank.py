@@ -23,7 +23,8 @@ and printed escaped.
 
 Exit codes:
   0  reranked and printed
-  2  bad command line or input: a corpus or questions line that is not a JSON object (or is
+  2  bad command line or input: an empty or blank question (refused before any model is
+     loaded), a corpus or questions line that is not a JSON object (or is
      nested too deep), a question without ``id`` / ``text``, a database URL that does not
      parse, names an unknown dialect, a missing file or a file that is not a database (one
      line, naming the option)
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,6 +60,7 @@ from grapher_core.utils.embedding_cache import EmbeddingCache
 __all__ = [
     "GRAPHS",
     "MAX_TEXT_CHARS",
+    "check_question",
     "embedding_store",
     "load_objects",
     "proximities_for",
@@ -211,8 +214,26 @@ def retrieve(
     ]
 
 
+_INVISIBLE = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})  # controls, format marks, spaces
+
+
+def check_question(text: str, option: str = "the question") -> str:
+    """``text`` when it holds something to retrieve for; else an error naming ``option``.
+
+    An empty or blank question would embed the whole corpus (a minute) before anything else
+    can complain, and the answer to nothing is noise: it is refused before any model loads.
+    Spaces, tabs, newlines, zero-width and other invisible characters count as blank.
+    """
+    if not any(unicodedata.category(ch) not in _INVISIBLE for ch in text):
+        what = "empty" if not text else f"blank (only spaces or invisible characters: {text!r})"
+        raise InputError(f"{option} is {what}: give the words to retrieve for")
+    return text
+
+
 def _check(args: argparse.Namespace) -> None:
     """Refuse a bad command line before anything is read."""
+    if args.question is not None:
+        check_question(args.question)
     for name in ("fetch", "top", "max_chars"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1")
