@@ -3,6 +3,7 @@
 Framework-free (numpy + scipy); the LangChain and LlamaIndex packages are thin layers on top.
 """
 
+from grapher_core.allowed import register_embedding, register_proximity
 from grapher_core.candidates import Candidate, Contribution, CorpusObject, RankedCandidate
 from grapher_core.edges.base import Proximity
 from grapher_core.edges.entities import SharedEntities
@@ -46,5 +47,7 @@ __all__ = [
     "make_ranker",
     "ppr_scores",
     "read_list",
+    "register_embedding",
+    "register_proximity",
     "register_ranker",
 ]

@@ -7,16 +7,20 @@ it holds vectors the learned rankers can reuse (``GraphERPostprocessor(vector_st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.embeddings.loading import RECOGNIZED_EMBEDDINGS
 
+from grapher_core.allowed import Lazy, register, register_embedding, resolve
 from grapher_core.embeddings import Embedder, default_embedder
+from grapher_core.errors import ConfigError
 from grapher_core.utils.callsite import off_loop
 
-__all__ = ["GraphERLlamaEmbedding"]
+__all__ = ["GraphERLlamaEmbedding", "load_embed_model"]
 
 
 class GraphERLlamaEmbedding(BaseEmbedding):
@@ -71,3 +75,34 @@ class GraphERLlamaEmbedding(BaseEmbedding):
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         """One model call per batch (LlamaIndex's default makes one per text), off the loop."""
         return await off_loop(self._get_text_embeddings, list(texts))
+
+
+# The embedding classes a ``to_dict`` payload may name (the allow-list of grapher_core.allowed):
+# LlamaIndex's own recognised ones, ours, and the common integration packages, imported only
+# when a payload names them. Others: ``grapher_core.register_embedding(MyEmbedding)``.
+register_embedding(GraphERLlamaEmbedding)
+for _name, _cls in RECOGNIZED_EMBEDDINGS.items():
+    register("embedding", _name, _cls)
+for _name, _module in (
+    ("HuggingFaceEmbedding", "llama_index.embeddings.huggingface"),
+    ("OpenAIEmbedding", "llama_index.embeddings.openai"),
+    ("OllamaEmbedding", "llama_index.embeddings.ollama"),
+):
+    register("embedding", _name, Lazy(_module, _name, extra="llamaindex"))
+
+
+def load_embed_model(data: Mapping[str, Any], where: str = "payload") -> BaseEmbedding:
+    """An embedding model from its ``to_dict()``: the class is the one registered under its
+    ``class_name`` (nothing else is imported or looked up)."""
+    try:
+        kind = resolve(
+            "embedding", data.get("class_name"), where=where, key="embed_model.class_name"
+        )
+    except ConfigError as error:
+        raise ConfigError(
+            f"{error}; or pass the model itself: GraphERPostprocessor.from_dict(data, "
+            "embed_model=...)"
+        ) from None
+    if not (isinstance(kind, type) and issubclass(kind, BaseEmbedding)):
+        raise ConfigError(f"{where}: key 'embed_model.class_name': {kind!r} is not a BaseEmbedding")
+    return kind.from_dict(dict(data))

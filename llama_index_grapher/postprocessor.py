@@ -11,6 +11,7 @@ translates types.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -23,7 +24,6 @@ from llama_index.core.bridge.pydantic import (
     field_validator,
 )
 from llama_index.core.callbacks import CBEventType, EventPayload
-from llama_index.core.embeddings.loading import RECOGNIZED_EMBEDDINGS
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -36,7 +36,7 @@ from grapher_core.conventions import (
     assign_validated,
     explanation_to_metadata,
 )
-from grapher_core.edges.serialise import proximity_from_dict, proximity_to_dict
+from grapher_core.edges.serialise import proximities_from_dicts, proximity_to_dict
 from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
@@ -57,6 +57,7 @@ from llama_index_grapher.convert import (
     node_from_ranked,
     relationship_proximity,
 )
+from llama_index_grapher.embeddings import load_embed_model
 from llama_index_grapher.stores import node_vectors
 
 __all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
@@ -88,14 +89,20 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         description="Extra grapher_core proximities over node metadata (e.g. SharedEntities()).",
     )
     ranker: Any = Field(default="gcs", description='"gcs", "ppr", "gat", "mlp" or a Ranker.')
-    alpha: float | None = Field(default=None, description="Ranker alpha; None = its default.")
+    alpha: float | None = Field(
+        strict=True, default=None, description="Ranker alpha; None = its default."
+    )
     top_n: int | None = Field(
         default=None, strict=True, ge=0, description="Nodes to return; None = all."
     )
     use_relationships: bool = Field(
-        default=True, description="Add contextual edges from PREVIOUS/NEXT node relationships."
+        strict=True,
+        default=True,
+        description="Add contextual edges from PREVIOUS/NEXT node relationships.",
     )
-    relationship_weight: float = Field(default=1.0, description="Weight of those edges.")
+    relationship_weight: float = Field(
+        strict=True, default=1.0, description="Weight of those edges."
+    )
     seed_transform: str | None = Field(
         default=None,
         description="How node scores become seeds; None: the core's one rule, as in the "
@@ -103,9 +110,12 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         "(see grapher_core.ranking.seeds.seed_policy).",
     )
     keep_retrieval_score: bool = Field(
-        default=False, description="Keep the retriever's score in metadata['retrieval_score']."
+        strict=True,
+        default=False,
+        description="Keep the retriever's score in metadata['retrieval_score'].",
     )
     explain: bool = Field(
+        strict=True,
         default=False,
         description=f"Write the neighbours that lifted a node (id, edge kinds, weight, share) "
         f"to metadata['{EXPLANATION_KEY}'].",
@@ -125,28 +135,34 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         f"rest (metadata['{EXPANDED_KEY}'] = True). None: rerank the retrieved nodes only.",
     )
     expand_seeds: int = Field(
+        strict=True,
         default=DEFAULT_SEEDS,
         description="Expansion: seed nodes (this, the other expand_* fields and "
         "prune_threshold are validated by the core's Expansion).",
     )
-    expand_hops: int = Field(default=DEFAULT_HOPS, description="Expansion: link steps.")
+    expand_hops: int = Field(
+        strict=True, default=DEFAULT_HOPS, description="Expansion: link steps."
+    )
     expand_budget: int = Field(
-        default=DEFAULT_BUDGET, description="Expansion: most nodes added per query."
+        strict=True, default=DEFAULT_BUDGET, description="Expansion: most nodes added per query."
     )
     prune_threshold: float | None = Field(
-        default=None, description="Expansion: minimum query cosine of a fetched node."
+        strict=True, default=None, description="Expansion: minimum query cosine of a fetched node."
     )
     expand_max_fetched: int | None = Field(
+        strict=True,
         default=DEFAULT_MAX_FETCHED,
         description="Expansion: most nodes fetched from the store per query, over all hops "
         "(the store is asked for no more); None: no bound. Said once when reached.",
     )
     expand_max_seconds: float | None = Field(
+        strict=True,
         default=DEFAULT_MAX_SECONDS,
         description="Expansion: no hop starts this many seconds after the query's first fetch "
         "(a running fetch is not interrupted); None: no bound. Said once when reached.",
     )
     expand_max_per_key: int | None = Field(
+        strict=True,
         default=DEFAULT_MAX_PER_KEY,
         description="Expansion: a link key matching more nodes than this in one fetch is a hub "
         "(a category page) and skipped, now and in later queries; None: no cap.",
@@ -160,16 +176,19 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         "ranker's) vectors.",
     )
     auto_proximities: bool = Field(
+        strict=True,
         default=True,
         description="With no proximities given, detect metadata ones (foreign "
         "keys, links, mentions, entities, doc_id + chunk_index) beside the relationships.",
     )
     strict: bool = Field(
+        strict=True,
         default=False,
         description="Raise instead of warning once on silent no-ops (no "
         "field, no edges, no vectors, fewer nodes than top_n * 2).",
     )
     score_threshold: float | None = Field(
+        strict=True,
         default=None,
         allow_inf_nan=False,
         description="Drop output nodes whose score (the relevance score) is below it, after "
@@ -215,6 +234,33 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "GraphERPostprocessor"
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> GraphERPostprocessor:
+        """The postprocessor a ``to_dict()`` payload describes. Every class it names resolves
+        through the allow-list (:mod:`grapher_core.allowed`) before pydantic sees it: an
+        unregistered name is a ``ConfigError`` naming the payload and key, nothing imported."""
+        return cls._from_payload(data, "from_dict payload", kwargs)
+
+    @classmethod
+    def from_json(cls, data_str: str, **kwargs: Any) -> GraphERPostprocessor:
+        try:
+            data = json.loads(data_str)
+        except (TypeError, ValueError, RecursionError) as error:
+            raise ConfigError(f"from_json payload: not a JSON object ({error})") from None
+        return cls._from_payload(data, "from_json payload", kwargs)
+
+    @classmethod
+    def _from_payload(cls, data: Any, where: str, kwargs: dict[str, Any]) -> GraphERPostprocessor:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: expected an object, got {type(data).__name__}")
+        data = {**data, **kwargs}
+        data.pop("class_name", None)
+        if "proximities" in data and data["proximities"] is not None:
+            data["proximities"] = proximities_from_dicts(data["proximities"], where)
+        if isinstance(data.get("embed_model"), dict):
+            data["embed_model"] = load_embed_model(data["embed_model"], where)
+        return cls(**data)
+
     @field_serializer("proximities")
     def _serialise_proximities(self, proximities: list[Any]) -> list[Any]:
         """Each proximity with its class, so ``from_dict(to_dict())`` rebuilds it."""
@@ -224,7 +270,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     @classmethod
     def _load_proximities(cls, value: Any) -> Any:
         if isinstance(value, list):
-            return [proximity_from_dict(p) if isinstance(p, dict) else p for p in value]
+            return proximities_from_dicts(value, "GraphERPostprocessor")
         return value
 
     @field_serializer("embed_model")
@@ -236,7 +282,7 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     @field_validator("embed_model", mode="before")
     @classmethod
     def _load_embed_model(cls, value: Any) -> Any:
-        return load_embed_model(value) if isinstance(value, dict) else value
+        return load_embed_model(value, "GraphERPostprocessor") if isinstance(value, dict) else value
 
     # -- the core reranker, rebuilt if a field was reassigned after construction ----------------
     def _core(self) -> GraphReranker:
@@ -472,28 +518,6 @@ def _sync_only(model: BaseEmbedding) -> bool:
         kind._aget_text_embeddings is BaseEmbedding._aget_text_embeddings
         and kind._aget_text_embedding is BaseEmbedding._aget_text_embedding
     )
-
-
-def load_embed_model(data: Mapping[str, Any]) -> BaseEmbedding:
-    """An embedding model from its ``to_dict()``: the class is found by its ``class_name``
-    among LlamaIndex's recognised models and every ``BaseEmbedding`` subclass imported."""
-    name = data.get("class_name")
-    known: dict[str, type[BaseEmbedding]] = dict(RECOGNIZED_EMBEDDINGS)
-    if name not in known:
-        pending: list[type[BaseEmbedding]] = list(BaseEmbedding.__subclasses__())
-        while pending:
-            kind = pending.pop()
-            pending.extend(kind.__subclasses__())
-            try:
-                known.setdefault(kind.class_name(), kind)
-            except Exception:  # an abstract or odd subclass: not this one
-                continue
-    if not isinstance(name, str) or name not in known:
-        raise ConfigError(
-            f"embed_model: no embedding class named {name!r} is imported; import it first, "
-            "or pass the model itself: GraphERPostprocessor.from_dict(data, embed_model=...)"
-        )
-    return known[name].from_dict(dict(data))
 
 
 def _bundle(query: Any) -> QueryBundle | None:

@@ -41,6 +41,8 @@ FACES: dict[str, set[str]] = {
         "make_ranker",
         "ppr_scores",
         "read_list",
+        "register_embedding",
+        "register_proximity",
         "register_ranker",
     },
     "grapher_core.learned": {"GATRanker", "MLPRanker"},

@@ -1,66 +1,89 @@
 """Proximities as plain dicts and back, for framework configs (LlamaIndex ``to_dict``).
 
-``{"class": "ForeignKeys", "field": "links", ...}``: the built-in proximities of
-:mod:`grapher_core.edges` by name, any other dataclass proximity by ``"module:Class"``
-(imported only when it lives in ``grapher_core``: a config never imports arbitrary code).
+``{"class": "ForeignKeys", "field": "links", ...}``: a proximity is named by the name it is
+registered under in :mod:`grapher_core.allowed` (the built-ins by class name, a user's own after
+``register_proximity(MyProximity)``). A name that is not registered is refused naming the file
+and the key; nothing a file names is imported.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any
 
+from grapher_core.allowed import Lazy, name_of, register, register_proximity, resolve
 from grapher_core.edges.entities import SharedEntities
 from grapher_core.edges.keys import AdjacentChunks, ForeignKeys
 from grapher_core.edges.links import ChunkLinks
 from grapher_core.edges.semantic import SemanticKNN
-from grapher_core.errors import ConfigError
+from grapher_core.errors import ConfigError, GraphERError
 
-__all__ = ["proximity_from_dict", "proximity_to_dict"]
+__all__ = ["proximities_from_dicts", "proximity_from_dict", "proximity_to_dict"]
 
 CLASS_KEY = "class"
 
 BUILT_IN: dict[str, type] = {
     cls.__name__: cls
-    for cls in (ForeignKeys, AdjacentChunks, SharedEntities, SemanticKNN, ChunkLinks)
+    for cls in (
+        ForeignKeys,
+        AdjacentChunks,
+        SharedEntities,
+        SemanticKNN,
+        ChunkLinks,
+    )
 }
-"""The proximities a config names by class name alone."""
+"""The proximities a config names by class name alone, with nothing registered."""
+for _cls in BUILT_IN.values():
+    register_proximity(_cls)
+# Concept graphs pull in the enrichment package: imported when a file names them, not before.
+register("proximity", "SharedConcepts", Lazy("grapher_core.edges.concepts", "SharedConcepts"))
 
 
 def proximity_to_dict(proximity: Any) -> dict[str, Any]:
-    """The proximity's fields and its class; a non-dataclass proximity is refused by name."""
+    """The proximity's fields and its registered name; a non-dataclass proximity is refused.
+
+    An unregistered dataclass is written as ``module:qualname``: the payload can be read back
+    once the class is registered (``register_proximity``), never by importing it."""
     if not dataclasses.is_dataclass(proximity) or isinstance(proximity, type):
         raise ConfigError(
             f"{type(proximity).__name__} is not a dataclass: it cannot be "
             "serialised; build the postprocessor in code instead"
         )
     cls = type(proximity)
-    name = (
-        cls.__name__
-        if BUILT_IN.get(cls.__name__) is cls
-        else f"{cls.__module__}:{cls.__qualname__}"
-    )
+    name = name_of("proximity", cls) or f"{cls.__module__}:{cls.__qualname__}"
     fields = {f.name: getattr(proximity, f.name) for f in dataclasses.fields(proximity)}
     return {CLASS_KEY: name, **fields}
 
 
-def proximity_from_dict(data: dict[str, Any]) -> Any:
-    """The proximity a :func:`proximity_to_dict` dict describes."""
-    name = data.get(CLASS_KEY)
-    if not isinstance(name, str):
-        raise ConfigError(f"a serialised proximity needs a {CLASS_KEY!r} key, got {data!r}")
-    if ":" in name:
-        module, _, attribute = name.partition(":")
-        if not module.startswith("grapher_core."):
-            raise ConfigError(
-                f"refusing to import {module!r} from a config: only grapher_core "
-                "proximities are rebuilt from dicts"
-            )
-        cls = getattr(importlib.import_module(module), attribute, None)
-    else:
-        cls = BUILT_IN.get(name)
-    if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
-        raise ConfigError(f"unknown proximity class {name!r}")
+def proximity_from_dict(data: Any, where: str = "config", key: str = "proximities") -> Any:
+    """The proximity a :func:`proximity_to_dict` dict describes; errors name ``where`` (the
+    file or payload) and ``key``, and nothing is imported for an unknown class."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: key {key!r}: expected an object, got {type(data).__name__}")
+    cls = resolve("proximity", data.get(CLASS_KEY), where=where, key=f"{key}.{CLASS_KEY}")
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise ConfigError(f"{where}: key {key!r}: {cls!r} is not a dataclass proximity")
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(str(k) for k in data if k != CLASS_KEY and k not in fields)
+    if unknown:
+        raise ConfigError(
+            f"{where}: key {key}.{unknown[0]!r}: {cls.__name__} has no such field "
+            f"(its fields: {', '.join(sorted(fields))})"
+        )
     options = {k: v for k, v in data.items() if k != CLASS_KEY}
-    return cls(**options)
+    try:
+        return cls(**options)
+    except (GraphERError, TypeError, ValueError) as error:
+        raise ConfigError(
+            f"{where}: key {key!r}: {cls.__name__} refuses {options!r}: {error}"
+        ) from None
+
+
+def proximities_from_dicts(items: Any, where: str, key: str = "proximities") -> list[Any]:
+    """Each dict of ``items`` rebuilt (other items kept as given: live proximities)."""
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}: key {key!r}: must be a list, got {type(items).__name__}")
+    return [
+        proximity_from_dict(item, where, f"{key}[{position}]") if isinstance(item, dict) else item
+        for position, item in enumerate(items)
+    ]

@@ -40,6 +40,9 @@ __all__ = [
 CONFIG_VERSION = 1
 """The ``grapher_config`` value this library writes and reads."""
 
+MAX_CONFIG_BYTES = 1 << 20
+"""A config is a few hundred bytes; a larger file than this (1 MiB) is refused unread."""
+
 KEYS: dict[str, str] = {
     "grapher_config": f"format version (always {CONFIG_VERSION})",
     "keep_retriever_order": "true: no configuration beat the retriever's order; keep it",
@@ -91,6 +94,12 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: is a directory, expected a GraphER config (JSON)")
     if not path.is_file():
         raise InputFileNotFoundError(f"GraphER config {path} does not exist")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{path}: {size:,} bytes, more than a GraphER config may hold "
+            f"({MAX_CONFIG_BYTES:,}); is this the right file?"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -152,7 +161,7 @@ def check_config(data: dict[str, Any], where: str = "config") -> dict[str, Any]:
             raise fail("seed_transform", f"must be one of {SEED_TRANSFORMS}, got {seed!r}")
         out["seed_transform"] = seed
         out["ranker_options"] = _ranker_options(ranker, out["alpha"], data, fail)
-        out["proximities"] = _proximities(data.get("proximities"), fail)
+        out["proximities"] = _proximities(data.get("proximities"), where)
     for key in ("top_n", "fetch_k"):
         value = data.get(key)
         if value is not None and (
@@ -202,23 +211,21 @@ def _ranker_options(
     return dict(value)
 
 
-def _proximities(value: Any, fail: Callable[[str, str], ConfigError]) -> list[Any] | None:
-    """``None`` (detect) or the proximity objects the list describes."""
+def _proximities(value: Any, where: str) -> list[Any] | None:
+    """``None`` (detect) or the proximity objects the list describes, each class resolved
+    through the allow-list (:mod:`grapher_core.allowed`): nothing a file names is imported."""
     if value is None:
         return None
-    if not isinstance(value, list):
-        raise fail("proximities", f"must be null or a list, got {type(value).__name__}")
     from grapher_core.edges.serialise import proximity_from_dict
 
-    built = []
-    for position, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise fail("proximities", f"item {position} must be an object, got {item!r}")
-        try:
-            built.append(proximity_from_dict(item))
-        except (ConfigError, TypeError, ValueError) as error:
-            raise fail("proximities", f"item {position}: {error}") from None
-    return built
+    if not isinstance(value, list):
+        raise ConfigError(
+            f"{where}: key 'proximities': must be null or a list, got {type(value).__name__}"
+        )
+    return [
+        proximity_from_dict(item, where, f"proximities[{position}]")
+        for position, item in enumerate(value)
+    ]
 
 
 def core_options(config: Mapping[str, Any]) -> dict[str, Any]:

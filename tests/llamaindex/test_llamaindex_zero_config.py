@@ -14,6 +14,7 @@ import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from grapher_core.diagnostics import GraphERDiagnosticError, GraphERWarning
+from grapher_core.errors import ConfigError
 from llama_index_grapher import GraphERPostprocessor, GraphERSchemaReader
 
 SHOP = """
@@ -148,5 +149,5 @@ def test_from_dict_of_to_dict_rebuilds_the_proximities() -> None:
     assert again.proximities == post.proximities and again.top_n == 3
     data = post.to_dict()
     data["proximities"] = [{"class": "os:system"}]
-    with pytest.raises(ValueError, match="refusing to import"):  # ConfigError, via pydantic
+    with pytest.raises(ConfigError, match=r"from_dict payload: key 'proximities\[0\]\.class'"):
         GraphERPostprocessor.from_dict(data)
