@@ -266,6 +266,10 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError("--limit must be >= 1")
+    if args.api_key is not None:  # before the corpus is read: a bad key would fail every call
+        from grapher_core.enrich.llm import check_api_key
+
+        check_api_key(args.api_key, "--api-key")
     if args.input.resolve() == args.output.resolve():
         raise InputError("--output must differ from --input (the input is never overwritten)")
     check_writable(args.output, "--output")

@@ -151,6 +151,40 @@ class ExtractorConfigError(ConfigError):
     """A problem that would fail every object (bad key, unknown model): the run stops."""
 
 
+API_KEY_ENV = "OPENAI_API_KEY"
+
+
+def check_api_key(value: object, option: str = "api_key") -> str:
+    """``value`` when an HTTP header can carry it as a key; else an error naming ``option``.
+
+    An empty or blank key, or one holding a space, newline or non-ASCII character (a key
+    pasted with its line break), fails every request before it leaves -- the client reads that
+    as a connection error and retries it with backoff for half a minute. The key itself is
+    never shown in the message.
+    """
+    if not isinstance(value, str):
+        raise ConfigError(f"{option} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        what = "empty" if not value else "blank (only spaces)"
+        instead = (
+            "unset it"
+            if option.lstrip("$") == API_KEY_ENV
+            else f"leave {option} out to read ${API_KEY_ENV}"
+        )
+        raise ConfigError(
+            f"{option} is {what}: give the key, or {instead} (a local server given by its base "
+            "URL needs none)"
+        )
+    for position, char in enumerate(value):
+        if not "!" <= char <= "~":  # printable ASCII without the space
+            shown = "a space" if char == " " else f"character U+{ord(char):04X}"
+            raise ConfigError(
+                f"{option} holds {shown} at position {position} of {len(value)}: an HTTP header "
+                "cannot carry it (was a space or line break copied with the key?)"
+            )
+    return value
+
+
 def _retry_after_seconds(error: Any) -> float | None:
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None)
@@ -229,7 +263,11 @@ class OpenAIChatClient:
             raise ConfigError(
                 f"max_output_tokens must be None or an integer >= 1, got {max_output_tokens!r}"
             )
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if api_key is not None:
+            key: str | None = check_api_key(api_key, "api_key")
+        else:  # an empty variable is as good as none; a blank or garbled one is refused
+            from_env = os.environ.get(API_KEY_ENV) or None
+            key = None if from_env is None else check_api_key(from_env, f"${API_KEY_ENV}")
         if not key:
             if base_url is None:
                 raise ConfigError(
