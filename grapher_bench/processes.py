@@ -326,8 +326,8 @@ def check_pid_file(path: Path) -> Verdict | None:
         if not _valid_pid(pid):
             return Verdict(Standing.UNVERIFIABLE, None, f"holds {pid}, which is no single pid")
         why = (
-            "is a bare pid without the process's start time and command line (the format of "
-            "older versions), so it cannot be verified"
+            "has no recorded identity (a bare pid, the format of older versions: no start "
+            "time or command line to check), so it cannot be verified"
         )
         return Verdict(Standing.UNVERIFIABLE, pid, why, None, identity_of(pid))
     try:
