@@ -82,7 +82,7 @@ class GraphERReranker(BaseDocumentCompressor):
     """Edge builders of :mod:`grapher_core.edges`: ``ForeignKeys()``, ``SharedEntities()``..."""
     ranker: Any = "gcs"
     """``"gcs"`` (default), ``"ppr"``, ``"baseline"``, ``"gat"``, ``"mlp"`` or a core ``Ranker``."""
-    alpha: float | None = None
+    alpha: float | None = Field(default=None, strict=True)
     """The ranker's seed weight; ``None`` keeps the core's tuned default for the named ranker."""
     top_n: int | None = Field(default=3, ge=0, strict=True)
     """How many documents to return (LangChain rerankers' default, 3); ``None`` returns all."""
@@ -96,9 +96,9 @@ class GraphERReranker(BaseDocumentCompressor):
     """For rankers/proximities that need vectors (GAT, ``SemanticKNN``, expansion): the query is
     embedded once per call and the documents in one batch -- only when the core needs them
     (:attr:`needs_embeddings`), in the compressor and in :class:`GraphERRetriever` alike."""
-    explain: bool = False
+    explain: bool = Field(default=False, strict=True)
     """Write the top contributing neighbours into ``metadata["grapher_explanation"]``."""
-    score_threshold: float | None = Field(default=None, allow_inf_nan=False)
+    score_threshold: float | None = Field(strict=True, default=None, allow_inf_nan=False)
     """Drop outputs whose ``relevance_score`` is below it, after ranking (so fewer than
     ``top_n`` may come back); ``None`` (default): keep them all."""
     max_candidates: int | None = Field(default=DEFAULT_MAX_CANDIDATES, ge=1, strict=True)
@@ -107,7 +107,7 @@ class GraphERReranker(BaseDocumentCompressor):
     max_chars_per_doc: int | None = Field(default=DEFAULT_MAX_CHARS_PER_DOC, ge=1, strict=True)
     """Texts longer than this are cut before they are embedded or read by the ranker; the
     output keeps the full text (default 10 000; ``None``: no cut)."""
-    strict: bool = False
+    strict: bool = Field(default=False, strict=True)
     """Raise instead of warning once on silent no-ops (no field, no edges, no vectors, a pool
     smaller than ``top_n * 2``, a ``score_key`` no document has)."""
     neighbour_source: Any = None
@@ -115,23 +115,23 @@ class GraphERReranker(BaseDocumentCompressor):
     link neighbours of the top ``expand_seeds`` documents that the retriever missed are fetched
     (one batched call per hop), scored and ranked with the rest; they come back with
     ``metadata["grapher_expanded"] = True``. ``None`` (default): rerank the documents only."""
-    expand_seeds: int = DEFAULT_SEEDS
+    expand_seeds: int = Field(default=DEFAULT_SEEDS, strict=True)
     """Expansion: how many top documents to follow links from (validated by the core's
     :class:`~grapher_core.expand.Expansion`, like the other ``expand_*`` fields and
     ``prune_threshold``)."""
-    expand_hops: int = DEFAULT_HOPS
+    expand_hops: int = Field(default=DEFAULT_HOPS, strict=True)
     """Expansion: how many link steps."""
-    expand_budget: int = DEFAULT_BUDGET
+    expand_budget: int = Field(default=DEFAULT_BUDGET, strict=True)
     """Expansion: the most documents added per query (the most query-similar are kept)."""
-    prune_threshold: float | None = None
+    prune_threshold: float | None = Field(default=None, strict=True)
     """Expansion: drop fetched documents whose query cosine is below this (needs vectors)."""
-    expand_max_fetched: int | None = DEFAULT_MAX_FETCHED
+    expand_max_fetched: int | None = Field(default=DEFAULT_MAX_FETCHED, strict=True)
     """Expansion: the most documents fetched from the store per query, over all hops (the
     store is asked for no more; default 200; ``None``: no bound). Said once when reached."""
-    expand_max_seconds: float | None = DEFAULT_MAX_SECONDS
+    expand_max_seconds: float | None = Field(default=DEFAULT_MAX_SECONDS, strict=True)
     """Expansion: no hop starts this many seconds after the query's first fetch (a running
     fetch is not interrupted; default 0.2; ``None``: no bound). Said once when reached."""
-    expand_max_per_key: int | None = DEFAULT_MAX_PER_KEY
+    expand_max_per_key: int | None = Field(default=DEFAULT_MAX_PER_KEY, strict=True)
     """Expansion: a link key matching more documents than this in one fetch is a hub (a
     category page) and skipped, now and in later queries (default 50; ``None``: no cap)."""
 

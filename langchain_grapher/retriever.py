@@ -62,9 +62,9 @@ class GraphERRetriever(BaseRetriever):
     """Where candidates come from (a vector store's ``as_retriever()``, BM25, an ensemble...)."""
     reranker: GraphERReranker = Field(default_factory=GraphERReranker)
     """The GraphER compressor that reorders the candidates."""
-    k: int = Field(default=4, ge=0)
+    k: int = Field(strict=True, default=4, ge=0)
     """How many documents to return (LangChain retrievers' default, 4)."""
-    fetch_k: int = Field(default=200, ge=1)
+    fetch_k: int = Field(strict=True, default=200, ge=1)
     """How many candidates to fetch from a vector store and rerank (the paper uses 200)."""
     seeds: Literal["rank", "score"] = "rank"
     """What seeds the graph: ``"rank"`` (default: ``1 / rank`` in the store's order) or

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.documents import BaseDocumentTransformer, Document
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grapher_core.conventions import ListFormat
 from grapher_core.edges.links import ANCHOR_FIELD, HEADING_FIELDS
@@ -85,7 +85,9 @@ class EntityTransformer(BaseDocumentTransformer, BaseModel):
     raises instead.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, validate_assignment=True
+    )
 
     extractor: Any = None
     """A core entity extractor; ``None`` = ``SpacyEntityExtractor()`` (loaded on first use)."""
@@ -93,7 +95,7 @@ class EntityTransformer(BaseDocumentTransformer, BaseModel):
     """An ``EntityCache``, a path to one (created if absent), or ``None``."""
     field: str = "entities"
     list_format: ListFormat = "list"
-    strict: bool = False
+    strict: bool = Field(default=False, strict=True)
 
     def _extractor(self) -> Any:
         if self.extractor is None:
@@ -175,7 +177,9 @@ class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
     stable id ``"<doc_id>#<chunk_index>"``.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, validate_assignment=True
+    )
 
     text_splitter: Any = None
     """A LangChain ``TextSplitter`` (anything with ``split_documents``), or ``None``."""
@@ -184,7 +188,7 @@ class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
     index_field: str = "chunk_index"
     count_field: str | None = "n_chunks_in_doc"
     start_key: str = "start_index"
-    set_ids: bool = True
+    set_ids: bool = Field(default=True, strict=True)
 
     def transform_documents(
         self, documents: Sequence[Document], **kwargs: Any
@@ -268,7 +272,9 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
     ``GraphERLinkExtractor`` takes the same ``url_keys``.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, validate_assignment=True
+    )
 
     field: str = "links"
     fmt: Literal["auto", "html", "markdown"] = "auto"
@@ -346,12 +352,14 @@ class MentionTransformer(BaseDocumentTransformer, BaseModel):
     (aliases without a trailing parenthesis, word boundaries, stopword and hub titles skipped).
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, validate_assignment=True
+    )
 
     field: str = "mentions"
     title_field: str = "title"
     list_format: ListFormat = "list"
-    max_share: float | None = 0.02
+    max_share: float | None = Field(default=0.02, strict=True)
     """Titles mentioned by more than this share of the corpus (and > 10 documents) are hubs."""
 
     def transform_documents(

@@ -42,6 +42,7 @@ from urllib.parse import unquote, urldefrag
 
 import pydantic
 from llama_index.core.bridge.pydantic import (
+    ConfigDict,
     Field,
     PrivateAttr,
     field_serializer,
@@ -135,6 +136,9 @@ def exclude_from_text(node: BaseNode, keys: Sequence[str]) -> None:
 class _GraphERExtractor(BaseExtractor):
     """Shared behaviour: one edge field, excluded from text, no template rewrite, copies."""
 
+    # Our fields are strict and checked on assignment too (a string is not a boolean).
+    model_config = ConfigDict(validate_assignment=True)
+
     field: str = Field(description="Metadata key written.")
     list_format: ListFormat = Field(
         default="json",
@@ -143,10 +147,14 @@ class _GraphERExtractor(BaseExtractor):
         "flat_metadata=False, Qdrant, in-memory) or 'delimited' ('a|b').",
     )
     disable_template_rewrite: bool = Field(
-        default=True, description="GraphER fields are edges, not text: keep the node template."
+        strict=True,
+        default=True,
+        description="GraphER fields are edges, not text: keep the node template.",
     )
-    in_place: bool = Field(default=False, description="Copy nodes instead of mutating them.")
-    show_progress: bool = Field(default=False, description="Whether to show progress.")
+    in_place: bool = Field(
+        strict=True, default=False, description="Copy nodes instead of mutating them."
+    )
+    show_progress: bool = Field(strict=True, default=False, description="Whether to show progress.")
 
     async def aprocess_nodes(
         self,
@@ -443,7 +451,9 @@ class GraphERMentionExtractor(_GraphERExtractor):
     field: str = Field(default="mentions", description="Metadata key written.")
     title_field: str = Field(default="title", description="Metadata key of a node's title.")
     max_share: float | None = Field(
-        default=0.02, description="Titles mentioned by more than this share of nodes are hubs."
+        strict=True,
+        default=0.02,
+        description="Titles mentioned by more than this share of nodes are hubs.",
     )
     titles: list[str] | None = Field(
         default=None,
