@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
+from helpers_extras import extra_of, reason
 from helpers_tiktoken import bundled_tiktoken_cache
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -120,9 +122,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # -- optional extras --------------------------------------------------------------------------
 # The unit tests also run on installs with only some extras (make test-min: sql, langchain and
 # llamaindex on the lowest declared versions, no torch). A module says what it needs with
-# ``pytest.importorskip``; these hooks are the net for what a module cannot say itself: the
-# OpenAI-compatible fault server is only useful with the openai client, and a module that
-# imports an optional package at its top is skipped, naming the package, not reported as broken.
+# ``pytest.importorskip`` or ``helpers_extras.needs(extra)``; these hooks are the net for what a
+# module cannot say itself: the OpenAI-compatible fault server is only useful with the openai
+# client, a module that imports an optional package at its top is skipped, naming the package
+# and its extra, not reported as broken, and a bare importorskip's "could not import" reason
+# gets the extra's name (make test-gat-only and make test-min print them with -rs).
 # Only packages of our extras count: a missing numpy, scipy or module of ours is still an error.
 OPTIONAL_MODULES = frozenset(
     {
@@ -178,7 +182,39 @@ def pytest_make_collect_report(
         missing = _missing_optional(call.excinfo.value)
         if missing:
             report.outcome = "skipped"
-            report.longrepr = (str(collector.path), 0, f"Skipped: needs {missing} (optional)")
+            extra = extra_of(missing)
+            said = reason(extra, missing) if extra else f"needs {missing} (optional)"
+            report.longrepr = (str(collector.path), 0, f"Skipped: {said}")
+    _name_the_extra(report)
+    return report
+
+
+_COULD_NOT_IMPORT = re.compile(r"Skipped: could not import '([^']+)': (.*)", re.DOTALL)
+
+
+def _name_the_extra(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """Rewrite a bare importorskip's skip reason so that it names the extra to install."""
+    if not (report.skipped and isinstance(report.longrepr, tuple)):
+        return
+    path, line, said = report.longrepr
+    match = _COULD_NOT_IMPORT.fullmatch(said)
+    if not match:
+        return
+    module, error = match.groups()
+    missing = re.fullmatch(r"No module named '([^']+)'", error)
+    extra = extra_of(module) or (extra_of(missing.group(1)) if missing else None)
+    if extra is None:
+        return
+    detail = "" if missing and missing.group(1) == module else f" ({error})"
+    report.longrepr = (path, line, f"Skipped: {reason(extra, module)}{detail}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item,
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    _name_the_extra(report)
     return report
 
 
@@ -187,4 +223,4 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for fixture in set(getattr(item, "fixturenames", ())) & _FIXTURE_NEEDS.keys():
         module, extra = _FIXTURE_NEEDS[fixture]
         if find_spec(module) is None:
-            pytest.skip(f"{fixture} needs {module}: pip install 'grapher-rerank[{extra}]'")
+            pytest.skip(f"{fixture} {reason(extra, module)}")
