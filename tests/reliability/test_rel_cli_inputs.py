@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers_extras import needs
 
 DEEP = 100_000
 
@@ -236,6 +237,8 @@ def quick(inputs: Path) -> Iterator[dict[str, tuple[Outcome, dict[str, str]]]]:
 def test_refused_in_one_line_with_nothing_left_behind(
     case: str, quick: dict[str, tuple[Outcome, dict[str, str]]], inputs: Path
 ) -> None:
+    if case.startswith("database-"):
+        needs("sql")  # without it every --database is refused for that, not for its input
     outcome, after = quick[case]
     _refused(outcome, *QUICK[case][2])
     assert not (inputs / "run").exists(), "a refused run created run/"
@@ -264,6 +267,7 @@ def test_rerank_keeps_surrogates_and_cuts_a_60_mb_text(inputs: Path, tmp_path: P
 
 
 def test_a_sqlite_database_is_read_not_written(inputs: Path) -> None:
+    needs("sql")
     from grapher_core.cli.rerank import read_database
 
     database = inputs / "real.db"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from enrich_fault_server import FaultServer
+from helpers_extras import needs
 
 from grapher_core.candidates import CorpusObject
 from grapher_core.cli import main
@@ -58,6 +59,7 @@ def test_python_api_names_the_object_and_keys_the_original_text() -> None:
 
 
 def test_langchain_document_without_id() -> None:
+    needs("langchain")
     from langchain_core.documents import Document
 
     from langchain_grapher import GraphERReranker

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers_extras import needs
 
 pytest.importorskip("torch")
 
@@ -54,6 +55,7 @@ def test_core_name_loads_the_shipped_checkpoint_and_reranks() -> None:
 
 
 def test_langchain_reranker_with_qa_gnn() -> None:
+    needs("langchain")
     from langchain_core.documents import Document
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -79,6 +81,7 @@ def test_langchain_reranker_with_qa_gnn() -> None:
 
 
 def test_llamaindex_prev_next_and_node_embeddings_need_no_other_configuration() -> None:
+    needs("llamaindex")
     from llama_index.core.schema import (
         NodeRelationship,
         NodeWithScore,

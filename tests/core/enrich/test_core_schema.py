@@ -5,6 +5,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from helpers_extras import needs
 
 from grapher_core.enrich.schema import read_schema
 
@@ -30,6 +31,7 @@ def shop_db(tmp_path: Path) -> Path:
 
 
 def test_reads_tables_columns_and_foreign_keys_both_ways(shop_db: Path) -> None:
+    needs("sql")
     objects = {o.id: o for o in read_schema(f"sqlite:///{shop_db}")}
     assert set(objects) == {"shop.customers", "shop.stores", "shop.orders", "shop.notes"}
     orders = objects["shop.orders"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers_extras import needs
 
 torch = pytest.importorskip("torch")
 
@@ -162,6 +163,7 @@ def test_checkpoint_refuses_another_embedding_model(tmp_path: Path) -> None:
     stem = _toy_checkpoint(tmp_path)
     with pytest.raises(EmbeddingMismatchError, match="toy"):
         GRAGRanker(stem, embedder=_Toy(name="other-model"))
+    needs("ner")  # graph="documents" parses the candidates with spaCy before the check
     ranker = GRAGRanker(stem, embedder=_Toy(), text="plain", graph="documents")
     candidates = [Candidate("a", "paris france", 0.5, embedding=np.ones(5))]
     with pytest.raises(EmbeddingMismatchError, match="8-d"):
