@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
 export GRAPHER_BENCHMARKS ?= $(abspath ../shared/benchmarks)
 
-.PHONY: demo test test-fast test-min lint format bench bench-latency tune clean reliability
+.PHONY: demo test test-fast test-min test-gat-only lint format bench bench-latency tune clean reliability
 
 # One list of paths for every check, so `make lint` and `make test` agree.
 CODE := grapher_core grapher_bench langchain_grapher llama_index_grapher tests
@@ -47,6 +47,25 @@ $(MIN_STAMP): pyproject.toml constraints.txt constraints-min.txt
 test-min: $(MIN_STAMP)
 	@$(VENV_MIN)/bin/python -c 'from importlib.metadata import version as v; print("test-min:", *(f"{p}=={v(p)}" for p in ("numpy", "scipy", "sqlalchemy", "langchain-core", "llama-index-core", "pydantic")))'
 	$(VENV_MIN)/bin/pytest -q -rfEs -m "not integration"
+
+# The unit tests with torch and only the gat extra (no sql, embed, ner, langchain, llamaindex):
+# every test that needs another extra must skip, naming it. pip's cache is reused (no
+# --no-cache-dir), torch comes from constraints.txt like everywhere else.
+VENV_GAT := .venv-gat
+GAT_STAMP := $(VENV_GAT)/.installed
+
+$(GAT_STAMP): pyproject.toml constraints.txt
+	rm -rf $(VENV_GAT)
+	$(PYTHON) -m venv $(VENV_GAT)
+	$(VENV_GAT)/bin/python -m pip install --quiet -c constraints.txt \
+		-e ".[gat]" pytest pytest-asyncio hypothesis
+	echo '*' > $(VENV_GAT)/.gitignore
+	@$(VENV_GAT)/bin/python -c 'import importlib.util as u; bad = [m for m in ("sqlalchemy", "spacy", "langchain_core", "llama_index") if u.find_spec(m)]; assert not bad, f"test-gat-only: {bad} got installed"'
+	touch $(GAT_STAMP)
+
+test-gat-only: $(GAT_STAMP)
+	@$(VENV_GAT)/bin/python -c 'from importlib.metadata import version as v; print("test-gat-only:", *(f"{p}=={v(p)}" for p in ("torch", "torch-geometric", "safetensors", "numpy", "scipy")))'
+	$(VENV_GAT)/bin/pytest -q -rfEs -m "not integration"
 
 # Every case of the hardening issue, with the count printed (docs/reliability.md).
 reliability: $(STAMP)
@@ -95,4 +114,4 @@ bench: $(STAMP)
 	$(VENV)/bin/grapher-bench bench --from-results bench_out --tune-results $(TUNE_JSON) --write-doc docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_MIN) $(VENV_GAT) .pytest_cache .mypy_cache .ruff_cache
