@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers_extras import needs
 
 NAMES = [
     ("grapher_core.cli.__main__:main", "grapher_core.cli.__main__"),
@@ -30,27 +31,27 @@ LOADERS = {
     ),
     "langchain from_config": (
         "from langchain_grapher import GraphERReranker\nGraphERReranker.from_config(PATH)",
-        "langchain_core",
+        "langchain",
     ),
     "llamaindex from_config": (
         "from llama_index_grapher import GraphERPostprocessor\n"
         "GraphERPostprocessor.from_config(PATH)",
-        "llama_index.core",
+        "llamaindex",
     ),
     "llamaindex from_dict": (
         "from llama_index_grapher import GraphERPostprocessor\n"
         "GraphERPostprocessor.from_dict({'proximities': [{'class': NAME}], 'top_n': 3})",
-        "llama_index.core",
+        "llamaindex",
     ),
     "llamaindex from_json": (
         "import json\nfrom llama_index_grapher import GraphERPostprocessor\n"
         "GraphERPostprocessor.from_json(json.dumps({'proximities': [{'class': NAME}]}))",
-        "llama_index.core",
+        "llamaindex",
     ),
     "llamaindex embed_model from_dict": (
         "from llama_index_grapher import GraphERPostprocessor\n"
         "GraphERPostprocessor.from_dict({'embed_model': {'class_name': NAME}})",
-        "llama_index.core",
+        "llamaindex",
     ),
 }
 
@@ -87,9 +88,9 @@ def _run(body: str, path: Path, name: str, watch: str | None) -> dict:
 def test_a_file_naming_an_unregistered_class_imports_nothing(
     loader: str, name: str, watch: str | None, tmp_path: Path
 ) -> None:
-    body, needs = LOADERS[loader]
-    if needs:
-        pytest.importorskip(needs, reason=f"needs the {needs.split('.')[0]} extra ({needs})")
+    body, extra = LOADERS[loader]
+    if extra:
+        needs(extra)
     path = tmp_path / "untrusted.json"
     path.write_text(
         json.dumps({"grapher_config": 1, "proximities": [{"class": name}]}), encoding="utf-8"

@@ -325,7 +325,7 @@ def test_sign_test_is_exact() -> None:
         ({"grapher_config": 1, "ranker": "nope"}, "key 'ranker': unknown ranker 'nope'"),
         ({"grapher_config": 1, "seed_transform": "rnak"}, "key 'seed_transform'"),
         ({"grapher_config": 1, "top_n": True}, "key 'top_n': must be an integer"),
-        ({"grapher_config": 1, "proximities": [{"class": "Nope"}]}, "key 'proximities'"),
+        ({"grapher_config": 1, "proximities": [{"class": "Nope"}]}, "key 'proximities[0].class'"),
         ({"ranker": "gcs"}, "key 'grapher_config': must be 1"),
         (
             {"grapher_config": 1, "keep_retriever_order": True, "ranker": "gcs"},
