@@ -12,9 +12,10 @@ import argparse
 import functools
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from grapher_core.cli import build_parser, run
+from grapher_core.cli.main import EXIT_USAGE
 from grapher_core.errors import MissingDependencyError
 
 SUBCOMMANDS: tuple[str, ...] = (
@@ -60,6 +61,46 @@ NOT_IN_EXTRAS: dict[str, str] = {
 _ALWAYS_THERE = frozenset(
     {"grapher_core", "grapher_bench", "langchain_grapher", "llama_index_grapher", "numpy", "scipy"}
 )
+
+
+def int_argument(low: int = 1, high: int | None = None) -> Callable[[str], int]:
+    """argparse type for an integer option in ``[low, high]``: a count, a size, a limit.
+
+    ``int`` alone takes ``--n -3`` and the command fails later, deep in the work, without
+    naming the option; this refuses it at parse time (argparse prefixes the option's name).
+    """
+    bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer {bounds}, got {value!r}"
+            ) from None
+        if number < low or (high is not None and number > high):
+            raise argparse.ArgumentTypeError(f"must be an integer {bounds}, got {number}")
+        return number
+
+    parse.__name__ = f"integer {bounds}"
+    return parse
+
+
+positive_int = int_argument(1)
+"""argparse type of grapher-bench's counts, sizes and limits: an integer >= 1."""
+
+non_negative_int = int_argument(0)
+"""argparse type of the integers where 0 means none (a seed, retries, warm-up runs)."""
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` report a bad command line in one line (exit code 2), as every other
+    error of the command is reported, instead of argparse's usage block."""
+
+    def error(message: str) -> NoReturn:
+        parser.exit(EXIT_USAGE, f"{parser.prog}: error: {message} (see {parser.prog} --help)\n")
+
+    parser.error = error  # type: ignore[method-assign]
 
 
 def missing_module(error: BaseException) -> str | None:
@@ -109,9 +150,11 @@ def bench_parser() -> argparse.ArgumentParser:
         "latency and training of the learned rankers.",
         SUBCOMMANDS,
     )
+    one_line_errors(parser)
     for action in parser._actions:  # argparse has no public listing of subparsers
         if isinstance(action, argparse._SubParsersAction):
             for command, subparser in action.choices.items():
+                one_line_errors(subparser)
                 func = subparser.get_default("func")
                 if func is not None:
                     subparser.set_defaults(func=naming_the_extra(command, func))

@@ -33,6 +33,7 @@ from grapher_bench.peers.rankers import is_peer, peer_graph, peer_rankings
 from grapher_bench.retrievers import RETRIEVERS, BaseRetriever
 from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import build_graph
+from grapher_core.errors import InputError
 from grapher_core.rerank import GraphReranker
 from grapher_core.utils.progress import progress_bar
 
@@ -46,6 +47,7 @@ __all__ = [
     "link_graph_candidates",
     "load_run",
     "prepare_candidates",
+    "read_json",
     "run_dataset",
 ]
 
@@ -337,25 +339,98 @@ def run_dataset(
     return run
 
 
+def read_json(path: Path, what: str) -> Any:
+    """The JSON document in ``path``, or an :class:`~grapher_core.errors.InputError` naming the
+    file and ``what`` it should be (unreadable, not UTF-8, not JSON, nested too deep)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not a {what}: not UTF-8 text ({error.reason})") from None
+    except OSError as error:
+        raise InputError(f"{path} cannot be read as a {what}: {error.strerror or error}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{path} is not a {what}: not JSON (line {error.lineno}, column {error.colno}: "
+            f"{error.msg})"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{path} is not a {what}: JSON nested too deep") from None
+
+
 def load_run(path: Path) -> DatasetRun:
     """A :class:`DatasetRun` back from its results.json, with the per-query rows of the
-    per_query.json beside it when there is one (the paired tests need them)."""
-    data = json.loads(Path(path).read_text())
+    per_query.json beside it when there is one (the paired tests need them).
+
+    Every field the tables read is checked here, so a damaged or foreign file is named with
+    the field at fault instead of failing later inside the report."""
+    what = "bench results.json"
+    data = read_json(path, what)
+
+    def bad(reason: str) -> InputError:
+        return InputError(f"{path} is not a {what}: {reason}")
+
+    if not isinstance(data, dict):
+        raise bad(f"the top level is a JSON {_json_kind(data)}, expected an object")
+    for field_name in ("dataset", "retriever"):
+        if not isinstance(data.get(field_name), str) or not data[field_name]:
+            raise bad(
+                f"field {field_name!r} must be a non-empty string, got {data.get(field_name)!r}"
+            )
+    task_type = data.get("task_type", "passages")
+    if not isinstance(task_type, str):
+        raise bad(f"field 'task_type' must be a string, got {task_type!r}")
+    counts = {}
+    for field_name in ("n_queries", "n_multi", "n_candidates"):
+        value = data.get(field_name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise bad(f"field {field_name!r} must be an integer >= 0, got {value!r}")
+        counts[field_name] = value
+    results = data.get("results")
+    if not isinstance(results, dict):
+        raise bad(f"field 'results' must be an object of ranker -> metrics, got {results!r:.80}")
+    for label, metrics in results.items():
+        if not isinstance(metrics, dict):
+            raise bad(f"results[{label!r}] must be an object of metric -> number")
+        for name, value in metrics.items():
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                raise bad(f"results[{label!r}][{name!r}] must be a number, got {value!r:.80}")
+    graph_stats = data.get("graph_degrees", {})
+    notes = data.get("notes", [])
+    if not isinstance(graph_stats, dict) or not isinstance(notes, list):
+        raise bad("field 'graph_degrees' must be an object and 'notes' a list")
     beside = Path(path).with_name("per_query.json")
-    per_query = json.loads(beside.read_text()) if beside.is_file() else {}
-    try:
-        run = DatasetRun(
-            data["dataset"],
-            data.get("task_type", "passages"),
-            data["retriever"],
-            data["n_queries"],
-            data["n_multi"],
-            data["n_candidates"],
-            graph_stats=data.get("graph_degrees", {}),
-            notes=data.get("notes", []),
+    per_query = read_json(beside, "bench per_query.json") if beside.is_file() else {}
+    if not isinstance(per_query, dict):
+        raise InputError(
+            f"{beside} is not a bench per_query.json: the top level is a JSON "
+            f"{_json_kind(per_query)}, expected an object"
         )
-        for label, metrics in data["results"].items():
-            run.results[label] = RankerResult(metrics, per_query.get(label, {}))
-    except (KeyError, TypeError) as error:
-        raise ValueError(f"{path} is not a bench results.json ({error})") from None
+    run = DatasetRun(
+        data["dataset"],
+        task_type,
+        data["retriever"],
+        counts["n_queries"],
+        counts["n_multi"],
+        counts["n_candidates"],
+        graph_stats=graph_stats,
+        notes=notes,
+    )
+    for label, metrics in results.items():
+        rows = per_query.get(label, {})
+        run.results[label] = RankerResult(metrics, rows if isinstance(rows, dict) else {})
     return run
+
+
+def _json_kind(value: Any) -> str:
+    """What JSON calls ``value``'s type (for messages about a file's shape)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string", int: "number", float: "number"}.get(
+        type(value), type(value).__name__
+    )

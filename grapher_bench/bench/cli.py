@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grapher_bench.cli import positive_int
 from grapher_core.cli.arguments import alpha_argument
-from grapher_core.errors import ConfigError, InputFileNotFoundError
+from grapher_core.errors import ConfigError, InputError, InputFileNotFoundError
 
 __all__ = ["register"]
 
@@ -83,8 +84,10 @@ def register(subparsers: Any) -> None:
         help="override the detected task type",
     )
     bench.add_argument("--k", type=_ints, default=[5, 10], help="K values (default 5,10)")
-    bench.add_argument("--limit", type=int, default=None, help="first N queries per dataset")
-    bench.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
+    bench.add_argument(
+        "--limit", type=positive_int, default=None, help="first N queries per dataset"
+    )
+    bench.add_argument("--top-n", type=positive_int, default=200, help="candidates per query (200)")
     bench.add_argument("--alpha-gcs", type=alpha_argument, default=None)
     bench.add_argument("--alpha-ppr", type=alpha_argument, default=None)
     bench.add_argument("--out", type=Path, default=Path("bench_out"), help="output folder")
@@ -122,7 +125,7 @@ def register(subparsers: Any) -> None:
     )
     bench.add_argument(
         "--llm-concurrency",
-        type=int,
+        type=positive_int,
         default=1,
         help="llm-rerank requests in flight (1: a local one-thread server)",
     )
@@ -148,7 +151,7 @@ def register(subparsers: Any) -> None:
         help="training split folder (default <benchmarks root>/spider_train)",
     )
     tune.add_argument("--retriever", type=_csv, default=["hybrid", "dense", "bm25"])
-    tune.add_argument("--limit", type=int, default=None)
+    tune.add_argument("--limit", type=positive_int, default=None)
     tune.add_argument("--out", type=Path, default=Path("bench_out/tune"))
     tune.add_argument("--no-progress", action="store_true")
     tune.set_defaults(func=run_tune)
@@ -265,12 +268,32 @@ def result_files(folder: Path) -> list[Path]:
 
 def _from_results(args: argparse.Namespace) -> int:
     from grapher_bench.report import combined_table, write_section
-    from grapher_bench.runner import load_run
+    from grapher_bench.runner import load_run, read_json
 
-    files = result_files(args.from_results)
+    folder = args.from_results
+    if folder.is_file():
+        files = [folder]  # one results.json named directly
+        folder = folder.parent
+    else:
+        if not folder.is_dir():
+            raise InputFileNotFoundError(f"--from-results {folder}: no such folder")
+        files = result_files(folder)
     if not files:
-        raise InputFileNotFoundError(f"no <set>/<retriever>/results.json under {args.from_results}")
-    runs = [load_run(path) for path in files]
+        raise InputFileNotFoundError(
+            f"--from-results {folder}: no results.json or <set>/<retriever>/results.json in it"
+        )
+    try:
+        runs = [load_run(path) for path in files]
+    except InputError as error:
+        raise InputError(f"--from-results: {error}") from None
+    for path, loaded in zip(files, runs, strict=True):
+        for label, result in loaded.results.items():
+            missing = [f"PR@{k}" for k in args.k if f"PR@{k}" not in result.metrics]
+            if missing:
+                raise InputError(
+                    f"--from-results: {path} has no {', '.join(missing)} for ranker "
+                    f"{label!r} (--k {','.join(map(str, args.k))} asks for them)"
+                )
     table = combined_table(runs, args.k)
     print(table)
     if args.write_doc is not None:
@@ -278,12 +301,22 @@ def _from_results(args: argparse.Namespace) -> int:
 
         tune_data = None
         if args.tune_results is not None and args.tune_results.is_file():
-            tune_data = json.loads(args.tune_results.read_text())
-        meta = args.from_results / "bench_meta.json"
-        seconds = float(json.loads(meta.read_text())["seconds"]) if meta.is_file() else 0.0
+            tune_data = read_json(args.tune_results, "tune.json (--tune-results)")
+        meta = folder / "bench_meta.json"
+        seconds = _seconds(read_json(meta, "bench_meta.json")) if meta.is_file() else 0.0
+        if seconds is None:
+            raise InputError(f"{meta} is not a bench_meta.json: no number of 'seconds' in it")
         write_section(args.write_doc, render_section(runs, table, tune_data, seconds, args))
         print(f"updated {args.write_doc}", file=sys.stderr)
     return 0
+
+
+def _seconds(meta: object) -> float | None:
+    """``bench_meta.json``'s run time, or ``None`` when it holds no finite number of seconds."""
+    value = meta.get("seconds") if isinstance(meta, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return float(value)
 
 
 def run_tune(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_bench import sections
+from grapher_bench.cli import positive_int
 from grapher_bench.metrics import gold_in_top_k, perfect_recall_at_k
 
 __all__ = ["CONFIGS", "register", "run_default_study"]
@@ -66,8 +67,8 @@ def register(subparsers: Any) -> None:
     study.add_argument("--benchmarks", type=Path, default=None, help="$GRAPHER_BENCHMARKS")
     study.add_argument("--train-data", type=Path, default=None, help="$GRAPHER_TRAIN_DATA")
     study.add_argument("--retriever", default="hybrid,dense", help="comma list (hybrid,dense)")
-    study.add_argument("--limit", type=int, default=None, help="first N queries per set")
-    study.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
+    study.add_argument("--limit", type=positive_int, default=None, help="first N queries per set")
+    study.add_argument("--top-n", type=positive_int, default=200, help="candidates per query (200)")
     study.add_argument("--out", type=Path, default=Path("bench_out/default"))
     study.add_argument("--write-doc", type=Path, default=None, metavar="MD")
     study.add_argument(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_bench import sections
+from grapher_bench.cli import positive_int
 
 __all__ = ["register", "run_seeds"]
 
@@ -46,9 +47,12 @@ def register(subparsers: Any) -> None:
         help="comma list of retrievers (default bm25,dense,hybrid)",
     )
     seeds.add_argument(
-        "--limit", type=int, default=None, help="first N queries per dataset (default: all)"
+        "--limit",
+        type=positive_int,
+        default=None,
+        help="first N queries per dataset (default: all)",
     )
-    seeds.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
+    seeds.add_argument("--top-n", type=positive_int, default=200, help="candidates per query (200)")
     seeds.add_argument(
         "--out",
         type=Path,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grapher_bench.cli import non_negative_int, positive_int
 from grapher_bench.timing import median_p95_ms
 from grapher_core.cli.arguments import alpha_argument
 from grapher_core.errors import ConfigError
@@ -21,6 +22,13 @@ __all__ = ["register"]
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _int_or(kind: Any, flag: str) -> Any:
+    """The argparse type of a training setting: integers are checked (``patience`` may be 0)."""
+    if kind is not int:
+        return kind
+    return non_negative_int if flag == "patience" else positive_int
 
 
 def register(subparsers: Any) -> None:
@@ -53,7 +61,7 @@ def register(subparsers: Any) -> None:
     )
     train.add_argument(
         "--val-databases",
-        type=int,
+        type=positive_int,
         default=20,
         help="databases of --val-data drawn with --seed for validation (20)",
     )
@@ -82,8 +90,8 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_GCS_ALPHA,
         help=f"GCS alpha of the GCS-score feature (default {DEFAULT_GCS_ALPHA})",
     )
-    train.add_argument("--top-n", type=int, default=200, help="candidates per query (200)")
-    train.add_argument("--limit", type=int, default=None, help="first N queries only")
+    train.add_argument("--top-n", type=positive_int, default=200, help="candidates per query (200)")
+    train.add_argument("--limit", type=positive_int, default=None, help="first N queries only")
     train.add_argument(
         "--seeds",
         choices=SEED_SCHEMES,
@@ -106,13 +114,16 @@ def register(subparsers: Any) -> None:
     ):
         default = getattr(defaults, flag)
         train.add_argument(
-            "--" + flag.replace("_", "-"), type=kind, default=default, help=f"(default {default})"
+            "--" + flag.replace("_", "-"),
+            type=_int_or(kind, flag),
+            default=default,
+            help=f"(default {default})",
         )
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=non_negative_int, default=0)
     train.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
     train.add_argument(
         "--threads",
-        type=int,
+        type=non_negative_int,
         default=1,
         help="torch CPU threads (default 1: fastest on a shared 2-core CPU; 0 = torch's default)",
     )
@@ -135,7 +146,7 @@ def register(subparsers: Any) -> None:
         "--data", type=Path, action="append", required=True, help="dataset folder (repeatable)"
     )
     evaluate.add_argument("--graphs", default=None, help="graph variants (default: the task's)")
-    evaluate.add_argument("--limit", type=int, default=None, help="first N queries")
+    evaluate.add_argument("--limit", type=positive_int, default=None, help="first N queries")
     evaluate.set_defaults(func=run_eval)
 
     latency = subparsers.add_parser(
@@ -145,8 +156,8 @@ def register(subparsers: Any) -> None:
         "alone on n candidates with precomputed embeddings.",
     )
     latency.add_argument("--rankers", default="gat,mlp", help="comma list: gat, mlp, gcs")
-    latency.add_argument("--n", type=int, default=200)
-    latency.add_argument("--repeats", type=int, default=200)
+    latency.add_argument("--n", type=positive_int, default=200)
+    latency.add_argument("--repeats", type=positive_int, default=200)
     latency.add_argument(
         "--data",
         type=Path,
@@ -160,7 +171,7 @@ def register(subparsers: Any) -> None:
         help="random unit embeddings, each table linked to two others",
     )
     latency.add_argument(
-        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+        "--threads", type=positive_int, default=None, help="torch threads (default: torch's choice)"
     )
     latency.set_defaults(func=run_latency)
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from grapher_bench.cli import non_negative_int, positive_int
+
 __all__ = ["register"]
 
 SETS = ("hotpotqa", "2wikimultihopqa", "musique", "squad_chunks")
@@ -46,11 +48,11 @@ def register(subparsers: Any) -> None:
     )
     study.add_argument("--benchmarks", type=Path, default=None)
     study.add_argument("--sets", default=",".join(SETS))
-    study.add_argument("--top-n", type=int, default=20)
-    study.add_argument("--limit-squad", type=int, default=150)
+    study.add_argument("--top-n", type=positive_int, default=20)
+    study.add_argument("--limit-squad", type=positive_int, default=150)
     study.add_argument(
         "--limit-multihop",
-        type=int,
+        type=positive_int,
         default=200,
         help="questions of hotpotqa and 2wikimultihopqa (musique has 192)",
     )
@@ -69,10 +71,12 @@ def register(subparsers: Any) -> None:
         help="a_i = all concepts of the paths (the paper's) or only the "
         "document's (the question's own concepts left out)",
     )
-    study.add_argument("--limit", type=int, default=None, help="questions per set (smoke runs)")
-    study.add_argument("--epochs", type=int, default=20)
+    study.add_argument(
+        "--limit", type=positive_int, default=None, help="questions per set (smoke runs)"
+    )
+    study.add_argument("--epochs", type=positive_int, default=20)
     study.add_argument("--grid", action="store_true", help="run the hidden x lr grid first")
-    study.add_argument("--hidden", type=int, default=64)
+    study.add_argument("--hidden", type=positive_int, default=64)
     study.add_argument("--lr", type=float, default=5e-4)
     study.add_argument("--dropout", type=float, default=0.1)
     study.add_argument("--labels", default="gold,has_answer")
@@ -140,10 +144,10 @@ def register(subparsers: Any) -> None:
     latency.add_argument("--benchmarks", type=Path, default=None)
     latency.add_argument("--dataset", default="hotpotqa")
     latency.add_argument("--sizes", default="100,200")
-    latency.add_argument("--queries", type=int, default=10)
+    latency.add_argument("--queries", type=positive_int, default=10)
     latency.add_argument(
         "--queries-concepts",
-        type=int,
+        type=non_negative_int,
         default=3,
         help="questions for text=concepts (n encodings per call: slow)",
     )

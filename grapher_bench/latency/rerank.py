@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from grapher_bench import sections
+from grapher_bench.cli import positive_int
 from grapher_bench.timing import median_p95_ms
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import Proximity
@@ -387,7 +388,7 @@ def register(subparsers: Any) -> None:
         "--workloads", default="calibrated,zipf", help="comma list: calibrated, zipf"
     )
     parser.add_argument("--rankers", default="gcs", help="comma-separated ranker names")
-    parser.add_argument("--repeats", type=int, default=200, help="timed runs per size")
+    parser.add_argument("--repeats", type=positive_int, default=200, help="timed runs per size")
     parser.add_argument(
         "--clock",
         choices=sorted(CLOCKS),
@@ -403,6 +404,6 @@ def register(subparsers: Any) -> None:
     hub = subparsers.add_parser(
         "hub-memory", help="peak memory of reranking n candidates sharing one entity"
     )
-    hub.add_argument("--n", type=int, default=20_000)
+    hub.add_argument("--n", type=positive_int, default=20_000)
     hub.add_argument("--write", metavar="FILE", help="update this markdown file")
     hub.set_defaults(func=run_hub_memory)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from grapher_bench.cli import non_negative_int, positive_int
 from grapher_bench.sections import write_section
 
 __all__ = ["register", "run"]
@@ -44,11 +45,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--data", type=Path, default=None, help="dataset folder (default <benchmarks>/spider_dev)"
     )
-    parser.add_argument("--fetch-k", type=int, default=200, help="candidates per query (200)")
-    parser.add_argument("--queries", type=int, default=40, help="timed queries (40)")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed first queries (5)")
     parser.add_argument(
-        "--before", type=int, default=3, help="queries timed without stored vectors or cache (3)"
+        "--fetch-k", type=positive_int, default=200, help="candidates per query (200)"
+    )
+    parser.add_argument("--queries", type=positive_int, default=40, help="timed queries (40)")
+    parser.add_argument(
+        "--warmup", type=non_negative_int, default=5, help="untimed first queries (5)"
+    )
+    parser.add_argument(
+        "--before",
+        type=non_negative_int,
+        default=3,
+        help="queries timed without stored vectors or cache (3)",
     )
     parser.add_argument(
         "--write",

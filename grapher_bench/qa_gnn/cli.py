@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from grapher_bench.cli import int_argument, non_negative_int, positive_int
 from grapher_core.errors import ConfigError
 
 __all__ = ["register"]
@@ -60,7 +61,7 @@ def register(subparsers: Any) -> None:
         default="transfer,cv,ablations,squad,latency",
         help="comma list of transfer, cv, ablations, squad, latency",
     )
-    evaluate.add_argument("--folds", type=int, default=3)
+    evaluate.add_argument("--folds", type=int_argument(2), default=3)
     evaluate.add_argument(
         "--ablation-train",
         default="hotpotqa_sentences",
@@ -87,12 +88,12 @@ def register(subparsers: Any) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--top-n", type=int, default=50)
-    parser.add_argument("--limit", type=int, default=None, help="first N queries per set")
-    parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--stage1-epochs", type=int, default=4)
-    parser.add_argument("--patience", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--top-n", type=positive_int, default=50)
+    parser.add_argument("--limit", type=positive_int, default=None, help="first N queries per set")
+    parser.add_argument("--epochs", type=positive_int, default=8)
+    parser.add_argument("--stage1-epochs", type=non_negative_int, default=4)
+    parser.add_argument("--patience", type=non_negative_int, default=2)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
 
 
 # -- pieces -----------------------------------------------------------------------------------
