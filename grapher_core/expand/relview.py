@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate, RankedCandidate
 from grapher_core.edges.base import Proximity
@@ -63,96 +64,166 @@ def relation_view(
     if max_children is not None and max_children < 0:
         raise InputError(f"max_children must be >= 0, got {max_children}")
     items, roots, _, undirected = view_inputs(objects, proximities, seeds)
-    n = len(items)
-    name = title or _title
     similarity = _similarities(items, query_embedding)
+    forest = _grow_forest(
+        len(items),
+        roots,
+        lambda i: _neighbours_by_similarity(undirected, i, similarity),
+        max_children,
+    )
+    writer = _ViewWriter(items, proximities, title or _title, max_chars)
+    for number, root in enumerate(forest.order, start=1):
+        writer.write_tree(root, str(number), forest.children)
+    writer.write_other_connections(_edges_off_the_trees(undirected, forest.parent))
+    return writer.view(forest.order)
 
-    def neighbours(i: int) -> list[int]:
-        found = [
-            int(j)
-            for j in undirected.indices[undirected.indptr[i] : undirected.indptr[i + 1]]
-            if int(j) != i
-        ]
-        return sorted(found, key=lambda j: (-similarity[j], j))
 
-    def relation(i: int, j: int) -> str:
-        return "; ".join(relations_between(items[i], items[j], proximities)) or "linked to"
+@dataclass
+class _Forest:
+    """BFS trees over the objects: each one's parent (``None`` for roots), the children in
+    visiting order and the roots in the order they were grown."""
 
-    parent: dict[int, int | None] = {}
-    children: dict[int, list[int]] = {}
-    order: list[int] = []
+    parent: dict[int, int | None] = field(default_factory=dict)
+    children: dict[int, list[int]] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)
 
-    def grow(root: int) -> None:
-        parent[root] = None
-        order.append(root)
-        queue = deque([root])
-        while queue:
-            i = queue.popleft()
-            for j in neighbours(i):
-                if j in parent:
-                    continue
-                if max_children is not None and len(children.get(i, [])) >= max_children:
-                    break
-                parent[j] = i
-                children.setdefault(i, []).append(j)
-                queue.append(j)
 
-    for root in roots:
-        if root not in parent:
-            grow(root)
-    for i in range(n):
-        if i not in parent:
-            grow(i)
-    lines: list[str] = []
-    edges: list[tuple[str, str, str, str]] = []
+def _grow_forest(
+    n: int,
+    roots: Sequence[int],
+    neighbours: Callable[[int], list[int]],
+    max_children: int | None,
+) -> _Forest:
+    """Trees from the seeds first, then from every object still unreached, in rank order, so
+    each object is rendered exactly once."""
+    forest = _Forest()
+    for root in [*roots, *range(n)]:
+        if root not in forest.parent:
+            _grow_tree(forest, root, neighbours, max_children)
+    return forest
 
-    def text_of(i: int) -> str:
-        text = " ".join(items[i].text.split())
-        first = name(items[i])
-        if text.startswith(first):
-            text = text[len(first) :].lstrip(" .:-")
-        if max_chars is not None and len(text) > max_chars:
-            text = text[: max(max_chars - 1, 0)].rstrip() + "…"
-        return text
 
-    def visit(i: int, label: str, depth: int) -> None:
+def _grow_tree(
+    forest: _Forest,
+    root: int,
+    neighbours: Callable[[int], list[int]],
+    max_children: int | None,
+) -> None:
+    """Breadth-first from ``root`` over objects no tree holds yet, at most ``max_children``
+    children per node."""
+    forest.parent[root] = None
+    forest.order.append(root)
+    queue = deque([root])
+    while queue:
+        i = queue.popleft()
+        for j in neighbours(i):
+            if j in forest.parent:
+                continue
+            if max_children is not None and len(forest.children.get(i, [])) >= max_children:
+                break
+            forest.parent[j] = i
+            forest.children.setdefault(i, []).append(j)
+            queue.append(j)
+
+
+def _neighbours_by_similarity(
+    undirected: sp.csr_matrix, i: int, similarity: np.ndarray
+) -> list[int]:
+    """The objects linked to ``i``, most query-similar first (GRAG keeps the top ones)."""
+    found = [
+        int(j)
+        for j in undirected.indices[undirected.indptr[i] : undirected.indptr[i + 1]]
+        if int(j) != i
+    ]
+    return sorted(found, key=lambda j: (-similarity[j], j))
+
+
+def _edges_off_the_trees(
+    undirected: sp.csr_matrix, parent: dict[int, int | None]
+) -> list[tuple[int, int]]:
+    """The links the trees do not show, as sorted ``(low, high)`` pairs, so none is lost."""
+    coo = undirected.tocoo()
+    linked = {
+        (min(int(a), int(b)), max(int(a), int(b)))
+        for a, b in zip(coo.row, coo.col, strict=True)
+        if a != b
+    }
+    in_trees = {(min(i, p), max(i, p)) for i, p in parent.items() if p is not None}
+    return sorted(linked - in_trees)
+
+
+class _ViewWriter:
+    """Collects the rendered lines and the edges they show while the trees are walked."""
+
+    def __init__(
+        self,
+        items: Sequence[Candidate],
+        proximities: Sequence[Proximity],
+        name: Callable[[Candidate], str],
+        max_chars: int | None,
+    ) -> None:
+        self.items = items
+        self.proximities = proximities
+        self.name = name
+        self.max_chars = max_chars
+        self.lines: list[str] = []
+        self.edges: list[tuple[str, str, str, str]] = []
+
+    def write_tree(self, root: int, label: str, children: dict[int, list[int]]) -> None:
+        """One root: its title, its text, then its subtree."""
+        self.lines.append(f"[ROOT] {self.name(self.items[root])}.")
+        body = self._body(root)
+        if body:
+            self.lines.append(body)
+        self._write_children(root, label, 0, children)
+
+    def write_other_connections(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """The links no tree shows, each with its relation text."""
+        if not pairs:
+            return
+        self.lines.append("Other connections:")
+        for a, b in pairs:
+            rel = self._relation(a, b)
+            self.edges.append((self.items[a].id, self.items[b].id, rel, "other"))
+            self.lines.append(
+                f"  - {self.name(self.items[a])} -- {self.name(self.items[b])} via {rel}."
+            )
+
+    def view(self, order: Sequence[int]) -> RelationView:
+        return RelationView(
+            tuple(self.lines), tuple(self.edges), tuple(self.items[i].id for i in order)
+        )
+
+    def _write_children(
+        self, i: int, label: str, depth: int, children: dict[int, list[int]]
+    ) -> None:
+        """Pre-order: each child with the relation that links it, then its own children."""
         pad = "  " * depth
         if children.get(i):
-            lines.append(f"{pad}{name(items[i])} is connected to:")
+            self.lines.append(f"{pad}{self.name(self.items[i])} is connected to:")
         for number, j in enumerate(children.get(i, []), start=1):
             child = f"{label}.{number}"
-            rel = relation(i, j)
-            edges.append((items[i].id, items[j].id, rel, "tree"))
-            lines.append(f"{pad}  {child} {name(items[j])} via {rel}.")
-            body = text_of(j)
+            rel = self._relation(i, j)
+            self.edges.append((self.items[i].id, self.items[j].id, rel, "tree"))
+            self.lines.append(f"{pad}  {child} {self.name(self.items[j])} via {rel}.")
+            body = self._body(j)
             if body:
-                lines.append(f"{pad}  {body}")
-            visit(j, child, depth + 1)
+                self.lines.append(f"{pad}  {body}")
+            self._write_children(j, child, depth + 1, children)
 
-    root_ids: list[str] = []
-    for number, root in enumerate(order, start=1):
-        root_ids.append(items[root].id)
-        lines.append(f"[ROOT] {name(items[root])}.")
-        body = text_of(root)
-        if body:
-            lines.append(body)
-        visit(root, str(number), 0)
-    coo = undirected.tocoo()
-    other = sorted(
-        {
-            (min(int(a), int(b)), max(int(a), int(b)))
-            for a, b in zip(coo.row, coo.col, strict=True)
-            if a != b
-        }
-        - {(min(i, p), max(i, p)) for i, p in parent.items() if p is not None}
-    )
-    if other:
-        lines.append("Other connections:")
-        for a, b in other:
-            rel = relation(a, b)
-            edges.append((items[a].id, items[b].id, rel, "other"))
-            lines.append(f"  - {name(items[a])} -- {name(items[b])} via {rel}.")
-    return RelationView(tuple(lines), tuple(edges), tuple(root_ids))
+    def _relation(self, i: int, j: int) -> str:
+        found = relations_between(self.items[i], self.items[j], self.proximities)
+        return "; ".join(found) or "linked to"
+
+    def _body(self, i: int) -> str:
+        """The object's text on one line, its title not repeated, cut to ``max_chars``."""
+        text = " ".join(self.items[i].text.split())
+        first = self.name(self.items[i])
+        if text.startswith(first):
+            text = text[len(first) :].lstrip(" .:-")
+        if self.max_chars is not None and len(text) > self.max_chars:
+            text = text[: max(self.max_chars - 1, 0)].rstrip() + "…"
+        return text
 
 
 def format_relation_context(
