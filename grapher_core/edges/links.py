@@ -189,54 +189,20 @@ class ChunkLinks:
         return bool(self.embed)
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
-        n = len(candidates)
-        ids = {c.id: i for i, c in enumerate(candidates)}
-        pages: dict[str, list[int]] = {}
-        if self.target_field is not None:
-            for i, candidate in enumerate(candidates):
-                for key in {
-                    page_key(v) for v in page_values(candidate.metadata.get(self.target_field))
-                }:
-                    if key:
-                        pages.setdefault(key, []).append(i)
-        anchors = _Anchors(self, candidates)
-        rows: list[int] = []
-        cols: list[int] = []
+        resolver = _LinkResolver(self, candidates)
+        edges: list[tuple[int, int]] = []
         open_links: list[tuple[int, tuple[int, ...]]] = []  # whole-page links to choose for
         for i, candidate in enumerate(candidates):
             for link in read_list(candidate.metadata.get(self.field)):
-                j = ids.get(link)
-                if j is not None:
-                    rows.append(i)
-                    cols.append(j)
-                    continue
-                anchor: str | None = None
-                members = pages.get(page_key(link))
-                if members is None:
-                    page, anchor = split_link(link)
-                    members = pages.get(page_key(page)) if anchor is not None else None
-                if not members:
-                    continue
-                if anchor is None:
-                    if i in members:
-                        continue  # a whole-page link to its own page (navigation)
-                    if len(members) == 1:
-                        rows.append(i)
-                        cols.append(members[0])
-                    else:
-                        open_links.append((i, tuple(members)))
-                    continue
-                target = anchors.holder(members, anchor)
-                if target is None:
-                    if i not in members and not any(anchors.listed(m) for m in members):
-                        open_links.append((i, tuple(members)))
-                elif target != i:
-                    rows.append(i)
-                    cols.append(target)
-        for i, j in self._choose(candidates, open_links):
-            rows.append(i)
-            cols.append(j)
-        return links_to_matrix(rows, cols, n, symmetric=self.symmetric)
+                target = resolver.resolve(i, link)
+                if isinstance(target, int):
+                    edges.append((i, target))
+                elif target:
+                    open_links.append((i, target))
+        edges.extend(self._choose(candidates, open_links))
+        rows = [i for i, _ in edges]
+        cols = [j for _, j in edges]
+        return links_to_matrix(rows, cols, len(candidates), symmetric=self.symmetric)
 
     # -- whole-page links ------------------------------------------------------------------
 
@@ -313,6 +279,65 @@ class ChunkLinks:
                     for a in read_list(candidate.metadata.get(self.anchor_field))
                 )
         return keys
+
+
+class _LinkResolver:
+    """One call's link resolution: a link of chunk ``i`` -> one target position, the chunks
+    of a page still to choose among (a tuple), or ``None`` (no edge)."""
+
+    def __init__(self, proximity: ChunkLinks, candidates: Sequence[Candidate]) -> None:
+        self.ids = {c.id: i for i, c in enumerate(candidates)}
+        self.pages = _page_members(candidates, proximity.target_field)
+        self.anchors = _Anchors(proximity, candidates)
+
+    def resolve(self, i: int, link: str) -> int | tuple[int, ...] | None:
+        """A candidate id first, then the page as written, then ``page#anchor``."""
+        j = self.ids.get(link)
+        if j is not None:
+            return j
+        anchor: str | None = None
+        members = self.pages.get(page_key(link))
+        if members is None:
+            page, anchor = split_link(link)
+            members = self.pages.get(page_key(page)) if anchor is not None else None
+        if not members:
+            return None
+        if anchor is None:
+            return _whole_page_target(i, members)
+        return self._anchored_target(i, members, anchor)
+
+    def _anchored_target(
+        self, i: int, members: list[int], anchor: str
+    ) -> int | tuple[int, ...] | None:
+        """The chunk holding the anchor; a page that lists no anchors at all is read as a
+        whole-page link; a link to the chunk itself is none."""
+        target = self.anchors.holder(members, anchor)
+        if target is not None:
+            return None if target == i else target
+        if i not in members and not any(self.anchors.listed(m) for m in members):
+            return tuple(members)
+        return None
+
+
+def _page_members(candidates: Sequence[Candidate], field: str | None) -> dict[str, list[int]]:
+    """Each page key (the page ``field``) -> the positions of the chunks on that page."""
+    pages: dict[str, list[int]] = {}
+    if field is None:
+        return pages
+    for i, candidate in enumerate(candidates):
+        for key in {page_key(v) for v in page_values(candidate.metadata.get(field))}:
+            if key:
+                pages.setdefault(key, []).append(i)
+    return pages
+
+
+def _whole_page_target(i: int, members: list[int]) -> int | tuple[int, ...] | None:
+    """A page of one chunk is that chunk; a link to its own page is navigation, no edge."""
+    if i in members:
+        return None
+    if len(members) == 1:
+        return members[0]
+    return tuple(members)
 
 
 class _Anchors:
