@@ -120,6 +120,10 @@ def check_options(args: argparse.Namespace) -> tuple[list[str], dict[str, Any], 
         raise InputError(f"--top-n ({args.top_n}) must be at least --k ({args.k})")
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise InputError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
+    if args.api_key is not None:  # a key no header can carry fails every request, retried
+        from grapher_core.enrich.llm import check_api_key
+
+        check_api_key(args.api_key, "--api-key")
     for option, value in (("--model", args.model), ("--judge-model", args.judge_model)):
         if value is not None and not value.strip():
             raise InputError(f"{option} must not be empty")

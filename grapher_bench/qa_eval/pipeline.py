@@ -32,9 +32,41 @@ from grapher_core.enrich.completion import OpenAITextCompleter, completion_text
 from grapher_core.enrich.runner import run_extraction
 from grapher_core.errors import ConfigError, InputError
 
-__all__ = ["QARecord", "QARun", "ground_truths", "run_qa"]
+__all__ = ["MAX_STORED_CHARS", "QARecord", "QARun", "ground_truths", "run_qa", "stored_text"]
 
 logger = logging.getLogger(__name__)
+
+MAX_STORED_CHARS = 20_000
+"""Most characters of an answer, final answer or judge reply written to ``per_query.jsonl``.
+
+A model that never stops (or a server that echoes its input) can answer with megabytes; the
+row would hold them twice (``answer`` and ``final_answer``). The measures are computed on the
+whole text before it is cut; the row says ``answer_truncated`` / ``judge_reply_truncated``."""
+
+_said_cut = False  # the cut is said once per process, not once per row
+
+
+def stored_text(text: str | None, limit: int = MAX_STORED_CHARS) -> tuple[str | None, bool]:
+    """``text`` as a row stores it: its first ``limit`` characters, and whether it was cut."""
+    if text is None or len(text) <= limit:
+        return text, False
+    return text[:limit], True
+
+
+def _say_cut(query_id: str, system: str) -> None:
+    """Warn, the first time only, that rows hold cut texts (so a reader knows the flags)."""
+    global _said_cut
+    if _said_cut:
+        return
+    _said_cut = True
+    message = (
+        f"qa-eval: the answer or judge reply of question {query_id!r} ({system}) is longer "
+        f"than {MAX_STORED_CHARS:,} characters; per_query.jsonl keeps the first "
+        f"{MAX_STORED_CHARS:,} and marks such rows answer_truncated / judge_reply_truncated "
+        "(the measures read the whole text); said once"
+    )
+    logger.warning(message)
+    warnings.warn(message, stacklevel=3)
 
 
 @dataclass
@@ -59,7 +91,18 @@ class QARecord:
     final_answer: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row written to ``per_query.jsonl``: texts cut to :data:`MAX_STORED_CHARS`, with
+        ``answer_truncated`` and ``judge_reply_truncated`` saying whether they were."""
+        row = asdict(self)
+        row["answer"], answer_cut = stored_text(self.answer)
+        row["final_answer"], final_cut = stored_text(self.final_answer)
+        row["judge_reply"], judge_cut = stored_text(self.judge_reply)
+        row["answer_error"], error_cut = stored_text(self.answer_error)
+        row["answer_truncated"] = answer_cut or final_cut or error_cut
+        row["judge_reply_truncated"] = judge_cut
+        if answer_cut or final_cut or judge_cut or error_cut:
+            _say_cut(self.query_id, self.system)
+        return row
 
 
 @dataclass
