@@ -315,8 +315,6 @@ def fit(
     ``config.loss`` for objectives the named losses do not cover (the query-aware GNN's
     triplet + BCE on hard negatives, its link reconstruction).
     """
-    import torch
-
     started = time.perf_counter()
     device = resolve_device(config.device)
     set_threads(device, config.threads)
@@ -324,88 +322,39 @@ def fit(
     train_idx, val_idx = split or split_examples(examples, config.val_fraction, config.seed)
     if not train_idx or not val_idx:
         raise InputError("split needs at least one training and one validation query")
-    metric = metric or pr_at_k
-    model = build().to(device)
-    optimiser = torch.optim.AdamW(
-        model.parameters(), lr=config.lr, weight_decay=config.weight_decay
-    )
-    generator = torch.Generator().manual_seed(config.seed)
+    trainer = _Trainer.start(build, adapter, config, device, loss_fn)
     key = config.metric or _default_key(examples, val_idx)
     reference = reference or {}
     if log:
-        log(
-            f"{len(train_idx)} training / {len(val_idx)} validation queries"
-            + ("; on validation " if reference else "")
-            + "; ".join(
-                f"{name} " + "  ".join(f"{k} {v:.3f}" for k, v in m.items() if k in (key, "PR@10"))
-                for name, m in reference.items()
-            )
-        )
+        log(_split_line(len(train_idx), len(val_idx), reference, key))
     val_examples = [examples[i] for i in val_idx]
-    # Epoch 0 is the model before any step (a residual identity starts at the retriever's
-    # order): the incumbent a trained epoch must beat, so training never ships something worse
-    # than where it started.
-    untrained = metric(val_examples, predict(model, adapter, val_examples, device))
-    if key not in untrained:
-        raise InputError(f"validation metric {key!r} not among {sorted(untrained)}")
-    history: list[dict[str, float]] = [
-        {"epoch": 0.0, "loss": float("nan"), "seconds": 0.0, **untrained}
-    ]
-    best: tuple[float, int, dict[str, float], dict[str, Any]] | None = None
-    if math.isfinite(untrained[key]):
-        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        best = (untrained[key], 0, untrained, state)
-    if log:
-        log(f"epoch   0  (untrained)  val {key} {untrained[key]:.3f}")
-    stale = 0
+    measure = metric or pr_at_k
+
+    def validate() -> dict[str, float]:
+        return measure(val_examples, predict(trainer.model, adapter, val_examples, device))
+
+    keeper = _BestEpoch(key, config.patience)
+    history = [_untrained_row(validate(), keeper, trainer.model, log)]
     for epoch in range(1, config.epochs + 1):
         tick = time.perf_counter()
-        model.train()
-        order = [train_idx[i] for i in torch.randperm(len(train_idx), generator=generator)]
-        total = 0.0
-        for start in range(0, len(order), config.batch_size):
-            items = [examples[i] for i in order[start : start + config.batch_size]]
-            logits = adapter.forward(model, adapter.collate(items, device))
-            loss = (
-                loss_fn(logits, items, device)
-                if loss_fn is not None
-                else ranking_loss(config.loss, logits, targets_for(items, device))
-            )
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            total += float(loss.detach()) * len(items)
-        metrics = metric(val_examples, predict(model, adapter, val_examples, device))
+        loss = trainer.epoch(examples, train_idx)
+        metrics = validate()
         row = {
             "epoch": float(epoch),
-            "loss": total / len(order),
+            "loss": loss,
             "seconds": time.perf_counter() - tick,
             **metrics,
         }
         history.append(row)
         if log:
-            shown = "  ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != key)
-            log(
-                f"epoch {epoch:3d}  loss {row['loss']:.4f}  val {key} {metrics[key]:.3f}  "
-                f"{shown}  ({row['seconds']:.1f}s)"
-            )
-        score = metrics[key]
-        if best is None or score > best[0] + 1e-9:
-            state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            best = (score, epoch, metrics, state)
-            stale = 0
-        else:
-            stale += 1
-            if stale >= config.patience:
-                break
-    if best is None:  # epochs >= 1 is checked by LoopConfig; NaN scores never compare better
-        raise StateError("training produced no epoch to keep")
-    model.load_state_dict(best[3])
-    model.eval()
+            log(_epoch_line(epoch, row, metrics, key))
+        if keeper.stop_after(trainer.model, epoch, metrics):
+            break
+    best = keeper.restore(trainer.model)
     return FitResult(
-        model,
-        best[1],
-        best[2],
+        trainer.model,
+        best.epoch,
+        best.metrics,
         history,
         time.perf_counter() - started,
         len(train_idx),
@@ -414,4 +363,138 @@ def fit(
         reference,
         list(train_idx),
         list(val_idx),
+    )
+
+
+@dataclass
+class _Trainer:
+    """The model with its optimiser and the generator that shuffles the training queries (one
+    ``randperm`` per epoch, so runs with the same seed draw the same orders)."""
+
+    model: Any
+    adapter: Adapter
+    config: LoopConfig
+    device: str
+    loss_fn: LossFn | None
+    optimiser: Any
+    generator: Any
+
+    @classmethod
+    def start(
+        cls,
+        build: Callable[[], Any],
+        adapter: Adapter,
+        config: LoopConfig,
+        device: str,
+        loss_fn: LossFn | None,
+    ) -> _Trainer:
+        """``build()`` after seeding, then AdamW and the shuffling generator, in that order."""
+        import torch
+
+        model = build().to(device)
+        optimiser = torch.optim.AdamW(
+            model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+        )
+        generator = torch.Generator().manual_seed(config.seed)
+        return cls(model, adapter, config, device, loss_fn, optimiser, generator)
+
+    def epoch(self, examples: Sequence[GraphExample], train_idx: Sequence[int]) -> float:
+        """One pass over the training queries in a fresh order; the mean loss per query."""
+        import torch
+
+        self.model.train()
+        order = [train_idx[i] for i in torch.randperm(len(train_idx), generator=self.generator)]
+        total = 0.0
+        for start in range(0, len(order), self.config.batch_size):
+            items = [examples[i] for i in order[start : start + self.config.batch_size]]
+            loss = self._loss(items)
+            self.optimiser.zero_grad()
+            loss.backward()
+            self.optimiser.step()
+            total += float(loss.detach()) * len(items)
+        return total / len(order)
+
+    def _loss(self, items: Sequence[GraphExample]) -> Any:
+        """The batch's loss: the caller's ``loss_fn`` when given, else ``config.loss``."""
+        logits = self.adapter.forward(self.model, self.adapter.collate(items, self.device))
+        if self.loss_fn is not None:
+            return self.loss_fn(logits, items, self.device)
+        return ranking_loss(self.config.loss, logits, targets_for(items, self.device))
+
+
+@dataclass
+class _Kept:
+    """The best epoch so far: its score, number, metrics and a copy of its weights."""
+
+    score: float
+    epoch: int
+    metrics: dict[str, float]
+    state: dict[str, Any]
+
+
+class _BestEpoch:
+    """Early stopping: keeps the best epoch's weights and counts epochs without progress."""
+
+    def __init__(self, key: str, patience: int) -> None:
+        self.key = key
+        self.patience = patience
+        self.kept: _Kept | None = None
+        self.stale = 0
+
+    def keep(self, model: Any, epoch: int, metrics: dict[str, float]) -> None:
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.kept = _Kept(metrics[self.key], epoch, metrics, state)
+
+    def stop_after(self, model: Any, epoch: int, metrics: dict[str, float]) -> bool:
+        """Keep the epoch when it beats the best (NaN never does); ``True`` once
+        ``patience`` epochs in a row have not."""
+        if self.kept is None or metrics[self.key] > self.kept.score + 1e-9:
+            self.keep(model, epoch, metrics)
+            self.stale = 0
+            return False
+        self.stale += 1
+        return self.stale >= self.patience
+
+    def restore(self, model: Any) -> _Kept:
+        """Load the best epoch's weights into ``model`` and leave it in eval mode."""
+        if self.kept is None:  # epochs >= 1 is checked by LoopConfig; NaN never compares better
+            raise StateError("training produced no epoch to keep")
+        model.load_state_dict(self.kept.state)
+        model.eval()
+        return self.kept
+
+
+def _untrained_row(
+    untrained: dict[str, float], keeper: _BestEpoch, model: Any, log: Log | None
+) -> dict[str, float]:
+    """Epoch 0 is the model before any step (a residual identity starts at the retriever's
+    order): the incumbent a trained epoch must beat, so training never ships something worse
+    than where it started."""
+    key = keeper.key
+    if key not in untrained:
+        raise InputError(f"validation metric {key!r} not among {sorted(untrained)}")
+    if math.isfinite(untrained[key]):
+        keeper.keep(model, 0, untrained)
+    if log:
+        log(f"epoch   0  (untrained)  val {key} {untrained[key]:.3f}")
+    return {"epoch": 0.0, "loss": float("nan"), "seconds": 0.0, **untrained}
+
+
+def _split_line(n_train: int, n_val: int, reference: dict[str, dict[str, float]], key: str) -> str:
+    """The split's sizes, with the reference rankers' validation scores when given."""
+    return (
+        f"{n_train} training / {n_val} validation queries"
+        + ("; on validation " if reference else "")
+        + "; ".join(
+            f"{name} " + "  ".join(f"{k} {v:.3f}" for k, v in m.items() if k in (key, "PR@10"))
+            for name, m in reference.items()
+        )
+    )
+
+
+def _epoch_line(epoch: int, row: dict[str, float], metrics: dict[str, float], key: str) -> str:
+    shown = "  ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != key)
+    return (
+        f"epoch {epoch:3d}  loss {row['loss']:.4f}  val {key} {metrics[key]:.3f}  "
+        f"{shown}  ({row['seconds']:.1f}s)"
     )
