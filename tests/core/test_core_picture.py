@@ -108,6 +108,8 @@ def test_draw_writes_a_png(tmp_path: Path) -> None:
     reranking().draw(second)  # the method, same picture
     assert second.read_bytes()[:8] == data[:8] and second.stat().st_size > 5_000
     assert draw(GraphReranker([ForeignKeys()]).run([])) is not None  # nothing to draw: no error
+    nothing = draw(reranking(), top_k=0)  # no ranked candidate asked for: said, no error
+    assert [t.get_text() for t in nothing.axes[0].texts] == ["top_k=0: no ranked candidate to draw"]
 
 
 def test_missing_networkx_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
