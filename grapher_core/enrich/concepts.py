@@ -306,12 +306,12 @@ def _from_penman(amr: Any) -> ConceptGraph:
     edges: dict[tuple[str, str, str], None] = {}
     for source, role, target in amr.edges():
         if source in concept and target in concept:
-            edges[(concept[source], role.lstrip(":"), concept[target])] = None
+            edges[(concept[source], _role_read(role), concept[target])] = None
     for source, role, value in amr.attributes():
         constant = normalise_concept(_unquoted(str(value)))
         if source in concept and constant:
             nodes.setdefault(constant, None)
-            edges[(concept[source], role.lstrip(":"), constant)] = None
+            edges[(concept[source], _role_read(role), constant)] = None
     root = concept.get(amr.top)
     return ConceptGraph(tuple(nodes), tuple(edges), (root,) if root else ())
 
@@ -330,11 +330,33 @@ def graph_to_penman(graph: ConceptGraph) -> str:
     """Write a concept graph as PENMAN: one AMR per connected component (PENMAN graphs are
     connected), blank-line separated, one variable per concept, each component's top its first
     root (else its first node). :func:`penman_to_graph` reads back the same nodes and edges;
-    the roots come back as the components' tops."""
+    the roots come back as the components' tops.
+
+    What could not come back is refused here, naming it: a concept the reader would read as
+    another (it normalises: upper case, a line break, doubled or edge spaces, a list
+    delimiter -- pass it through :func:`normalise_concept` first), an empty concept or role,
+    an edge or root naming a concept that is not a node. Roles are escaped where PENMAN would
+    split or turn them (a space, ``:``, ``(``, a quote, a trailing ``-of`` that PENMAN reads as
+    the inverse role) as ``%XX``, which :func:`penman_to_graph` decodes.
+    """
     import penman
 
     if not graph.nodes:
         raise InputError("an empty concept graph has no PENMAN form")
+    for node in graph.nodes:
+        _check_penman_concept(node)
+    known = set(graph.nodes)
+    for edge in graph.edges:
+        for end in (edge[0], edge[2]):
+            if end not in known:
+                raise InputError(
+                    f"cannot write PENMAN: edge {edge!r} names concept {end!r}, which is not "
+                    "among the graph's nodes"
+                )
+    for root in graph.roots:
+        if root not in known:
+            raise InputError(f"cannot write PENMAN: root {root!r} is not among the graph's nodes")
+    roles = {edge[1]: _role_written(edge[1], edge) for edge in graph.edges}
     variable = {node: f"c{i}" for i, node in enumerate(graph.nodes)}
     component = _components(graph)
     roots = set(graph.roots)
@@ -346,10 +368,58 @@ def graph_to_penman(graph: ConceptGraph) -> str:
             (variable[n], ":instance", _quoted(n)) for n in members
         ]
         triples += [
-            (variable[s], f":{r}", variable[t]) for s, r, t in graph.edges if s in member_set
+            (variable[s], f":{roles[r]}", variable[t]) for s, r, t in graph.edges if s in member_set
         ]
         out.append(penman.encode(penman.Graph(triples, top=variable[top]), indent=None))
     return "\n\n".join(out)
+
+
+def _check_penman_concept(concept: object) -> None:
+    """Refuse a concept :func:`penman_to_graph` would not read back as itself."""
+    if not isinstance(concept, str) or not concept:
+        raise InputError(
+            f"cannot write PENMAN: concepts must be non-empty strings, got {concept!r}"
+        )
+    normal = normalise_concept(concept)
+    if normal != concept:
+        raise InputError(
+            f"cannot write PENMAN: concept {concept!r} would be read back as {normal!r} (the "
+            "reader lower-cases, collapses whitespace and line breaks, drops list delimiters); "
+            "write normalise_concept(concept) instead"
+        )
+
+
+#: Characters a PENMAN role cannot hold as they are (the lexer's role pattern, the comment
+#: sign, this escape's ``%``); any whitespace or line break is escaped too.
+_ROLE_UNSAFE = frozenset(' \t\r\n\v\f"()/:~#%')
+#: Roles PENMAN itself reads as something else than an edge label.
+_ROLE_RESERVED = frozenset({"instance"})
+
+
+def _role_written(role: object, edge: tuple[str, str, str]) -> str:
+    """``role`` as a PENMAN role token reads it back exactly (without the colon)."""
+    if not isinstance(role, str) or not role:
+        raise InputError(
+            f"cannot write PENMAN: edge {edge!r} has an empty role; roles must be non-empty strings"
+        )
+    out = "".join(
+        _code(ch) if ch in _ROLE_UNSAFE or ch.isspace() or ch in _LINE_BREAKS else ch for ch in role
+    )
+    if out.endswith("-of"):  # PENMAN reads ":x-of" as ":x" with the edge turned round
+        out = out[: -len("-of")] + _code("-") + "of"
+    if out in _ROLE_RESERVED:
+        out = _code(out[0]) + out[1:]
+    return out
+
+
+#: What ``str.splitlines`` breaks on: the PENMAN reader reads line by line.
+_LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def _role_read(role: str) -> str:
+    """A role as read from PENMAN: the colon off, this module's ``%XX`` escapes decoded (real
+    AMR roles hold no ``%``)."""
+    return _unescape(role[1:] if role.startswith(":") else role)
 
 
 def _quoted(concept: str) -> str:
