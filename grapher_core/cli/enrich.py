@@ -52,6 +52,18 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_corpus_options(parser)
+    _add_run_options(parser)
+    _add_spacy_options(parser.add_argument_group("spaCy extractor"))
+    llm = parser.add_argument_group("OpenAI-compatible extractor")
+    _add_llm_server_options(llm)
+    _add_llm_request_options(llm)
+    _add_llm_cost_options(llm)
+    parser.set_defaults(func=run)
+
+
+def _add_corpus_options(parser: argparse.ArgumentParser) -> None:
+    """What is read and written: the files, the extractor, the key and the JSON fields."""
     parser.add_argument("--input", required=True, type=Path, help="corpus JSONL to read")
     parser.add_argument("--output", required=True, type=Path, help="enriched JSONL to write")
     parser.add_argument(
@@ -78,6 +90,10 @@ def register(subparsers: Any) -> None:
         help="mentions: metadata key of an object's title (default: title; "
         "absent = the text's first line)",
     )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The cache that makes a run resumable, failures, limit and progress."""
     parser.add_argument(
         "--cache", type=Path, default=None, help=f"SQLite cache (default: {default_cache_path()})"
     )
@@ -90,21 +106,27 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--failed", type=Path, help="write the ids that failed here, one a line")
     parser.add_argument("--limit", type=int, help="only the first N objects")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    spacy_group = parser.add_argument_group("spaCy extractor")
-    spacy_group.add_argument(
+
+
+def _add_spacy_options(group: argparse._ArgumentGroup) -> None:
+    """The offline spaCy extractor: pipeline, labels kept, batch size."""
+    group.add_argument(
         "--spacy-model",
         default=DEFAULT_SPACY_MODEL,
         help="spaCy pipeline name (default: %(default)s)",
     )
-    spacy_group.add_argument(
+    group.add_argument(
         "--labels",
         default=",".join(DEFAULT_SPACY_LABELS),
         help="comma-separated entity labels to keep (default: %(default)s)",
     )
-    spacy_group.add_argument(
+    group.add_argument(
         "--batch-size", type=int, default=256, help="texts per spaCy batch (default: %(default)s)"
     )
-    llm = parser.add_argument_group("OpenAI-compatible extractor")
+
+
+def _add_llm_server_options(llm: argparse._ArgumentGroup) -> None:
+    """Which OpenAI-compatible server and model, and how it is prompted."""
     llm.add_argument("--model", help="chat model name (required with --extractor openai)")
     llm.add_argument("--base-url", help="server URL, e.g. http://127.0.0.1:8080/v1")
     llm.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
@@ -115,6 +137,10 @@ def register(subparsers: Any) -> None:
         default="none",
         help="structured output the server supports (default: none, parse the text)",
     )
+
+
+def _add_llm_request_options(llm: argparse._ArgumentGroup) -> None:
+    """Limits on the LLM's requests: concurrency, retries, deadline, tokens per object."""
     llm.add_argument(
         "--concurrency", type=int, default=8, help="requests in flight (default: %(default)s)"
     )
@@ -137,6 +163,10 @@ def register(subparsers: Any) -> None:
         default=2000,
         help="longer texts are truncated to this many tokens (default: %(default)s)",
     )
+
+
+def _add_llm_cost_options(llm: argparse._ArgumentGroup) -> None:
+    """The cost estimate that can be printed before paying for a run."""
     llm.add_argument(
         "--estimate-only",
         action="store_true",
@@ -144,7 +174,6 @@ def register(subparsers: Any) -> None:
     )
     llm.add_argument("--price-input", type=float, help="$ per million input tokens")
     llm.add_argument("--price-output", type=float, help="$ per million output tokens")
-    parser.set_defaults(func=run)
 
 
 def read_corpus_lines(
