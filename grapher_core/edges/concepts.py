@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from grapher_core.candidates import Candidate
 from grapher_core.edges.checks import check_weight
 from grapher_core.enrich.concepts import (
+    CONCEPT_FORMATS,
     DEFAULT_MAX_PAIRS,
     ConceptGraph,
     concept_overlaps,
@@ -67,8 +68,10 @@ class SharedConcepts:
             )
         if self.count not in ("nodes", "edges"):
             raise ConfigError(f"count must be 'nodes' or 'edges', got {self.count!r}")
-        if self.fmt not in ("concepts", "penman"):
-            raise ConfigError(f"fmt must be 'concepts' or 'penman', got {self.fmt!r}")
+        if self.fmt not in CONCEPT_FORMATS:
+            raise ConfigError(
+                f"SharedConcepts.fmt must be one of {CONCEPT_FORMATS}, got {self.fmt!r}"
+            )
 
     @property
     def kind(self) -> str:

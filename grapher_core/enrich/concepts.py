@@ -40,6 +40,7 @@ from grapher_core.metadata import read_list
 from grapher_core.utils import callsite
 
 __all__ = [
+    "CONCEPT_FORMATS",
     "DEFAULT_CHUNK_CHARS",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_MAX_PAIRS",
@@ -65,6 +66,9 @@ __all__ = [
 _log = logging.getLogger("grapher_core.enrich.concepts")
 
 QUESTION_NODE = "question"
+
+CONCEPT_FORMATS: tuple[str, ...] = ("concepts", "penman")
+"""How a concept graph can be stored in metadata: this module's list form, or AMR in PENMAN."""
 _EDGE = re.compile(r"^(.+?) :(\S+) (.+)$")
 _DELIMITERS = re.compile(r"[|;,\n\t]+")
 #: Parts of speech whose words become concepts; the rest (determiners, auxiliaries, adpositions,
@@ -234,7 +238,7 @@ def read_graph(value: Any, fmt: str = "concepts") -> ConceptGraph:
             raise InputError(f"a PENMAN field must be a string, got {type(value).__name__}")
         return penman_to_graph(value)
     if fmt != "concepts":
-        raise InputError(f"concept graph format must be 'concepts' or 'penman', got {fmt!r}")
+        raise InputError(f"concept graph format must be one of {CONCEPT_FORMATS}, got {fmt!r}")
     return decode_graph(read_list(value, delimiters="|;\n"))
 
 

@@ -23,6 +23,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.embeddings import Embedder
 from grapher_core.enrich.concepts import (
+    CONCEPT_FORMATS,
     ConceptGraph,
     SpacyConceptParser,
     read_graph,
@@ -63,6 +64,46 @@ NOT_EXPECTED_TO_HELP = (
 )
 """Said once when the shipped checkpoint is loaded: a user who picks g-rag from the README must
 not lose to the retriever without being told."""
+
+
+def _check_options(
+    *,
+    threads: object,
+    concept_format: object,
+    concept_field: object,
+    text: object,
+    graph: object,
+    paths: object,
+    strict: object,
+) -> None:
+    """Refuse a bad option before the checkpoint is loaded, naming it and what it may be
+    (``threads=True`` would otherwise pass as 1, ``concept_format="xml"`` fail per query)."""
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ConfigError(
+            f"GRAGRanker: threads must be a positive integer or None, got {threads!r}"
+        )
+    if concept_format not in CONCEPT_FORMATS:
+        raise ConfigError(
+            f"GRAGRanker: concept_format must be one of {CONCEPT_FORMATS}, got {concept_format!r}"
+        )
+    if not isinstance(concept_field, str) or not concept_field:
+        raise ConfigError(
+            f"GRAGRanker: concept_field must be a metadata field name, got {concept_field!r}"
+        )
+    for option, value, allowed in (
+        ("text", text, TEXT_MODES),
+        ("graph", graph, GRAPH_MODES),
+        ("paths", paths, PATH_MODES),
+    ):
+        if value is not None and value not in allowed:
+            raise ConfigError(
+                f"GRAGRanker: {option} must be one of {allowed} or None (the checkpoint's), "
+                f"got {value!r}"
+            )
+    if not isinstance(strict, bool):
+        raise ConfigError(f"GRAGRanker: strict must be True or False, got {strict!r}")
 
 
 class GRAGRanker:
@@ -107,6 +148,15 @@ class GRAGRanker:
         concept_cache_size: int = 100_000,
         max_pairs: int | None = DEFAULT_MAX_SCAN,
     ) -> None:
+        _check_options(
+            threads=threads,
+            concept_format=concept_format,
+            concept_field=concept_field,
+            text=text,
+            graph=graph,
+            paths=paths,
+            strict=strict,
+        )
         if max_pairs is not None and (
             not isinstance(max_pairs, int) or isinstance(max_pairs, bool) or max_pairs < 1
         ):
@@ -136,8 +186,6 @@ class GRAGRanker:
             check_grag_embeddings(
                 self.config, self.config.embedding_dim, getattr(embedder, "name", None)
             )
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ConfigError(f"threads must be a positive integer or None, got {threads!r}")
         self.concept_field = concept_field
         self.concept_format = concept_format
         self._embedder = embedder
