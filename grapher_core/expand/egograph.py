@@ -42,12 +42,14 @@ from grapher_core.expand.pruning import unit_rows
 from grapher_core.expand.relations import relations_between
 from grapher_core.expand.source import NeighbourSource, check_fetched
 from grapher_core.ranking.seeds import original_scores
-from grapher_core.rerank import GraphReranker, validate_candidates
-from grapher_core.utils.npz import DEFAULT_MAX_NPZ_BYTES, ArraySpec, read_npz
+from grapher_core.rerank import GraphReranker
+from grapher_core.utils.npz import DEFAULT_MAX_NPZ_BYTES, MAX_WIDTH, ArraySpec, read_npz
+from grapher_core.validation import validate_candidates
 
 __all__ = [
     "DEFAULT_MAX_MEMBERS",
     "DEFAULT_MAX_SIDECAR_BYTES",
+    "MAX_VECTOR_DIM",
     "EgoGraphIndex",
     "EgoGraphReranker",
     "corpus_fingerprint",
@@ -58,16 +60,26 @@ DEFAULT_MAX_MEMBERS = 30
 """Most objects per ego-graph (the centre, then neighbours hop by hop): hubs stay bounded."""
 
 DEFAULT_MAX_SIDECAR_BYTES = DEFAULT_MAX_NPZ_BYTES
-"""Most bytes a sidecar's arrays may hold once inflated (checked from the zip directory and the
-array headers before anything is read); ``EgoGraphIndex.load(path, max_bytes=...)`` changes it."""
+"""Most bytes loading a sidecar may hold, every working copy counted (checked from the zip
+directory and the array headers before anything is read); ``EgoGraphIndex.load(path,
+max_bytes=...)`` changes it."""
 
-#: The fields of a sidecar ``.npz`` (``fingerprint`` is absent from files of older versions).
+MAX_VECTOR_DIM = MAX_WIDTH
+"""Widest ego-graph vector a sidecar may declare (65,536; MiniLM's are 384)."""
+
+#: The fields of a sidecar ``.npz`` (``fingerprint`` is absent from files of older versions),
+#: what each is returned as and what checking it costs: vectors come back as finite float64
+#: (converted and checked while read), members are sorted once to find repeats (a few int64
+#: copies), the ids are one JSON text parsed into Python strings (about ten times its bytes).
+#: Real vectors compress about 1.1:1 (binary ones 30:1): a large member past 64:1 is a bomb.
 _SIDECAR_FIELDS = {
-    "vectors": ArraySpec("f", 2),
-    "indptr": ArraySpec("iu", 1),
-    "members": ArraySpec("iu", 1),
-    "hops": ArraySpec("iu", 1),
-    "ids": ArraySpec("U", 1),
+    "vectors": ArraySpec(
+        "f", 2, max_width=MAX_VECTOR_DIM, max_ratio=64, dtype="float64", finite=True
+    ),
+    "indptr": ArraySpec("iu", 1, max_ratio=256, dtype="int64", cost=2),
+    "members": ArraySpec("iu", 1, max_ratio=256, dtype="int64", cost=5),
+    "hops": ArraySpec("iu", 1, dtype="int64"),
+    "ids": ArraySpec("U", 1, max_ratio=256, cost=10),
     "fingerprint": ArraySpec("U", 1),
 }
 _NORM_TOLERANCE = 1e-3  # float32 rows saved from unit float64 rows
@@ -242,8 +254,9 @@ class EgoGraphIndex:
     ) -> EgoGraphIndex:
         """Read a :meth:`save` file, checking everything before trusting it.
 
-        Sizes first (the zip directory and each array header against ``max_bytes``, so
-        nothing is inflated or allocated past it), then dtypes, shapes, finite unit vectors,
+        Sizes first (the zip directory, each member's compression ratio, each array header
+        and every working copy against ``max_bytes``, so nothing is inflated or allocated past
+        it; vectors at most :data:`MAX_VECTOR_DIM` wide), then dtypes, shapes, finite unit vectors,
         monotone ``indptr``, members in range with each centre first, ``hops >= 1`` and the
         ids against their fingerprint. With ``corpus`` (ids or objects) the index is checked
         against it too (:meth:`check_corpus`). Problems raise
@@ -368,9 +381,11 @@ def _check_shapes(
         raise fail("vectors", f"shape {shapes['vectors']}, expected ({n}, d >= 1) for {n} ids")
     if shapes["indptr"] != (n + 1,):
         raise fail("indptr", f"shape {shapes['indptr']}, expected ({n + 1},) for {n} ids")
-    if shapes["members"][0] < n:
+    if not n <= shapes["members"][0] <= n * n:
         raise fail(
-            "members", f"{shapes['members'][0]} members for {n} ego-graphs (one each at least)"
+            "members",
+            f"{shapes['members'][0]} members for {n} ego-graphs (one each at least, each "
+            "object at most once per ego-graph)",
         )
     return ids
 
@@ -402,20 +417,16 @@ def _validated(path: Path, arrays: dict[str, np.ndarray], ids: list[str]) -> Ego
     hops = int(arrays["hops"][0])
     if hops < 1:
         raise fail("hops", f"must be >= 1, got {hops}")
-    vectors = arrays["vectors"].astype(np.float64)  # shapes checked by _check_shapes
-    finite = np.isfinite(vectors).all(axis=1)
-    if not finite.all():
-        raise fail("vectors", f"row {int(np.argmin(finite))} holds NaN or infinite values")
-    norms = np.linalg.norm(vectors, axis=1)
+    vectors = arrays["vectors"]  # finite float64, shapes checked by _check_shapes
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))  # no (n, d) temporary
     odd = (norms != 0) & (np.abs(norms - 1.0) > _NORM_TOLERANCE)
     if odd.any():
         row = int(np.argmax(odd))
         raise fail("vectors", f"row {row} has norm {norms[row]:.4g}, expected 1 (unit rows)")
     indptr, members = arrays["indptr"], arrays["members"]
     total = members.shape[0]
-    if int(indptr.min()) < 0 or int(indptr.max()) > total:  # before any cast can wrap
+    if int(indptr.min()) < 0 or int(indptr.max()) > total:
         raise fail("indptr", f"pointers must lie in [0, {total}] ({total} members)")
-    indptr = indptr.astype(np.int64)
     if indptr[0] != 0 or indptr[-1] != total or (np.diff(indptr) < 1).any():
         raise fail(
             "indptr",
@@ -425,7 +436,6 @@ def _validated(path: Path, arrays: dict[str, np.ndarray], ids: list[str]) -> Ego
     if total and (int(members.min()) < 0 or int(members.max()) >= n):
         bad = int(members.min()) if int(members.min()) < 0 else int(members.max())
         raise fail("members", f"positions must lie in [0, {n}) ({n} ids), found {bad}")
-    members = members.astype(np.int64)
     if n and not np.array_equal(members[indptr[:-1]], np.arange(n)):
         raise fail("members", "each ego-graph must start with its centre")
     groups = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
