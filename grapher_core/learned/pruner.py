@@ -28,6 +28,7 @@ from grapher_core.errors import (
     InputFileNotFoundError,
     InputTypeError,
 )
+from grapher_core.learned.weights import MAX_SIZE, Rule
 
 __all__ = [
     "LearnedPruner",
@@ -150,6 +151,11 @@ def train_pruner(
 
 
 PRUNER_FORMAT = "grapher-pruner/1"
+#: What every config field the pruner reads must be (the rest is free-form training info).
+RULES: dict[str, Rule] = {
+    **dict.fromkeys(("dim", "hidden"), Rule("int", 1, MAX_SIZE)),
+    **dict.fromkeys(("format", "embedding_model"), Rule("str")),
+}
 
 
 class LearnedPruner:
@@ -192,9 +198,8 @@ class LearnedPruner:
 
     def _load(self, stem: Path) -> None:
         from grapher_core.learned.weights import (
-            MAX_SIZE,
+            check_config,
             check_sizes,
-            check_value,
             load_state,
             load_tensors,
             open_checkpoint,
@@ -210,8 +215,8 @@ class LearnedPruner:
         for name in ("dim", "hidden"):
             if name not in meta:
                 raise CheckpointError(f"{where}: malformed pruner config (no {name!r})")
-        dim = check_value(where, "dim", meta["dim"], integer=True, low=1, high=MAX_SIZE)
-        hidden = check_value(where, "hidden", meta["hidden"], integer=True, low=1, high=MAX_SIZE)
+        check_config(where, meta, RULES)
+        dim, hidden = int(meta["dim"]), int(meta["hidden"])
         check_sizes(
             checkpoint.shapes,
             {"0.weight": ((hidden, dim), "hidden, dim"), "2.weight": ((1, hidden), "hidden")},

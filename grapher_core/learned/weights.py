@@ -4,10 +4,13 @@
 holds the config that says what they mean. A model family keeps its own config schema and calls
 :func:`write_weights` to save. Loading goes in this order, so a tampered config allocates
 nothing: :func:`open_checkpoint` reads the JSON and only the safetensors *header* (names and
-shapes); the family validates every config field (:func:`check_value`, :func:`check_spec_sizes`)
-and compares the sizes it declares with the header's shapes (:func:`check_sizes`); only then
-:func:`load_tensors` reads the tensors and :func:`load_state` puts them into the freshly built
-model, every name and shape checked again. Every refusal is a
+shapes, each tensor's bytes checked against its span of the file, and the working memory of
+loading counted against :data:`MAX_CHECKPOINT_BYTES`); the family checks every config field
+against its table of kinds (:func:`check_config`: a float finite and in range, a boolean a
+JSON boolean, a string a string, an integer an int, never a bool) and its sizes
+(:func:`check_spec_sizes`), then compares them with the header's shapes (:func:`check_sizes`);
+only then :func:`load_tensors` reads the tensors and :func:`load_state` puts them into the
+freshly built model, every name and shape checked again. Every refusal is a
 :class:`~grapher_core.errors.CheckpointError` naming the file and the field.
 """
 
@@ -19,14 +22,17 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from grapher_core.errors import CheckpointError, InputFileNotFoundError
 
 __all__ = [
+    "MAX_CHECKPOINT_BYTES",
     "MAX_LAYERS",
     "MAX_SIZE",
     "Checkpoint",
+    "Rule",
+    "check_config",
     "check_sizes",
     "check_spec_sizes",
     "check_value",
@@ -46,6 +52,17 @@ MAX_SIZE = 1 << 16
 MAX_LAYERS = 64
 #: Largest safetensors header read (names, dtypes, shapes, offsets: kilobytes in practice).
 MAX_HEADER_BYTES = 64 << 20
+#: Most bytes loading one checkpoint may hold: the tensors as read, the model built from the
+#: config in float32 and one float32 copy of each tensor (fp16 weights are converted). The
+#: shipped checkpoints need under 20 MB.
+MAX_CHECKPOINT_BYTES = 4 << 30
+#: Bytes per element of each safetensors dtype (any other dtype is refused).
+_ITEMSIZE = {
+    **dict.fromkeys(("BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2"), 1),
+    **dict.fromkeys(("U16", "I16", "F16", "BF16"), 2),
+    **dict.fromkeys(("U32", "I32", "F32"), 4),
+    **dict.fromkeys(("U64", "I64", "F64"), 8),
+}
 
 
 def checkpoint_paths(path: str | Path) -> tuple[Path, Path]:
@@ -84,8 +101,9 @@ class Checkpoint:
     shapes: dict[str, tuple[int, ...]]
 
 
-def open_checkpoint(path: str | Path) -> Checkpoint:
-    """Both files checked and read, the tensors' shapes from the safetensors header only."""
+def open_checkpoint(path: str | Path, *, max_bytes: int = MAX_CHECKPOINT_BYTES) -> Checkpoint:
+    """Both files checked and read, the tensors' shapes from the safetensors header only, and
+    what loading them will hold counted against ``max_bytes`` before anything is built."""
     weights, meta = checkpoint_paths(path)
     for file in (weights, meta):
         if not file.is_file():
@@ -98,12 +116,29 @@ def open_checkpoint(path: str | Path) -> Checkpoint:
         raise CheckpointError(f"{meta}: not a JSON config ({type(error).__name__})") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{meta}: expected a JSON object")
-    return Checkpoint(weights, meta, config, read_shapes(weights))
+    shapes, dtypes = _read_header(weights)
+    sizes = {name: math.prod(shape) for name, shape in shapes.items()}
+    read = sum(n * _ITEMSIZE[dtypes[name]] for name, n in sizes.items())
+    needed = read + 2 * 4 * sum(sizes.values())  # + the model's float32 copy + one conversion
+    if needed > max_bytes:
+        largest = max(sizes, key=lambda name: sizes[name])
+        raise CheckpointError(
+            f"{weights}: loading needs about {needed:,} bytes (the tensors read, built and "
+            f"converted to float32; the largest, {largest!r}, of shape {shapes[largest]}), more "
+            f"than the cap of {max_bytes:,} (MAX_CHECKPOINT_BYTES)"
+        )
+    return Checkpoint(weights, meta, config, shapes)
 
 
 def read_shapes(weights: Path) -> dict[str, tuple[int, ...]]:
     """Tensor name -> shape from a safetensors header (8-byte length, JSON), no tensor read;
     refuses a header that is not one, or whose tensors would not fit in the file."""
+    return _read_header(weights)[0]
+
+
+def _read_header(weights: Path) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+    """Shapes and dtypes of a safetensors header; each tensor's bytes (shape x dtype) must
+    equal its span of the file, so a shape can never declare more than the file holds."""
     try:
         size = weights.stat().st_size
         with weights.open("rb") as handle:
@@ -126,25 +161,35 @@ def read_shapes(weights: Path) -> dict[str, tuple[int, ...]]:
     if not isinstance(header, dict):
         raise CheckpointError(f"{weights}: not a readable safetensors file (header not an object)")
     shapes: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, str] = {}
     data_size = size - 8 - length
     for name, entry in header.items():
         if name == "__metadata__":
             continue
         shape = entry.get("shape") if isinstance(entry, dict) else None
         offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        dtype = entry.get("dtype") if isinstance(entry, dict) else None
         if (
             not isinstance(shape, list)
             or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
             or not isinstance(offsets, list)
             or len(offsets) != 2
             or not all(isinstance(o, int) and 0 <= o <= data_size for o in offsets)
+            or not isinstance(dtype, str)
+            or dtype not in _ITEMSIZE
         ):
             raise CheckpointError(
-                f"{weights}: not a readable safetensors file (tensor {name!r}: bad shape or "
-                "offsets)"
+                f"{weights}: not a readable safetensors file (tensor {name!r}: bad shape, "
+                "dtype or offsets)"
             )
-        shapes[name] = tuple(shape)
-    return shapes
+        span = offsets[1] - offsets[0]
+        if math.prod(shape) * _ITEMSIZE[dtype] != span:
+            raise CheckpointError(
+                f"{weights}: tensor {name!r} declares shape {tuple(shape)} of {dtype} "
+                f"({math.prod(shape) * _ITEMSIZE[dtype]:,} bytes) but spans {span:,} bytes"
+            )
+        shapes[name], dtypes[name] = tuple(shape), dtype
+    return shapes, dtypes
 
 
 def load_tensors(checkpoint: Checkpoint, device: str = "cpu") -> dict[str, Any]:
@@ -167,22 +212,78 @@ def read_weights(path: str | Path, device: str = "cpu") -> tuple[dict[str, Any],
     return load_tensors(checkpoint, device), checkpoint.config
 
 
+Kind = Literal["bool", "int", "float", "str", "object", "[int]", "[float]", "[str]"]
+"""A JSON kind a config field must be: ``"[int]"`` is a list of ints, and so on."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one config field must be (:func:`check_config`): its kind, numbers' bounds, and
+    whether JSON ``null`` is accepted."""
+
+    kind: Kind
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
+    optional: bool = False
+
+
+def check_config(where: str, data: Mapping[str, Any], rules: Mapping[str, Rule]) -> None:
+    """Every field of ``rules`` present in ``data`` checked by :func:`check_value`; a dotted
+    name (``"model.prior_init"``) is a field of a nested object. Absent fields are left to
+    the family's defaults and required-field checks."""
+    for name, rule in rules.items():
+        *parents, key = name.split(".")
+        holder: Any = data
+        for parent in parents:
+            holder = holder.get(parent) if isinstance(holder, Mapping) else None
+        if isinstance(holder, Mapping) and key in holder:
+            check_value(
+                where, name, holder[key], kind=rule.kind, low=rule.low, high=rule.high,
+                open_low=rule.open_low, open_high=rule.open_high, optional=rule.optional,
+            )  # fmt: skip
+
+
+_KIND_NAMES = {"bool": "a JSON boolean (true or false)", "str": "a string",
+               "object": "a JSON object"}  # fmt: skip
+_KIND_TYPES: dict[str, type] = {"bool": bool, "str": str, "object": dict}
+
+
 def check_value(
     where: str,
     name: str,
     value: Any,
     *,
-    integer: bool = False,
+    kind: Kind = "float",
     low: float | None = None,
     high: float | None = None,
     open_low: bool = False,
     open_high: bool = False,
+    optional: bool = False,
 ) -> Any:
-    """``value`` as an ``int`` (``integer``) or a finite ``float`` within the bounds, else a
-    :class:`~grapher_core.errors.CheckpointError` naming ``where`` and the field ``name``."""
+    """``value`` checked to be of ``kind`` -- an ``int`` (never a bool), a finite number
+    (``float``) within the bounds, a real JSON boolean, string or object, or a list of one of
+    these -- else a :class:`~grapher_core.errors.CheckpointError` naming ``where`` and the
+    field ``name``. ``optional`` accepts ``None``. Numbers come back as ``int`` / ``float``."""
+    if value is None and optional:
+        return None
+    if kind.startswith("["):
+        if not isinstance(value, list):
+            raise CheckpointError(f"{where}: {name} must be a list, got {value!r:.80}")
+        item = cast(Kind, kind[1:-1])
+        return [
+            check_value(where, f"{name}[{i}]", v, kind=item, low=low, high=high,
+                        open_low=open_low, open_high=open_high)
+            for i, v in enumerate(value)
+        ]  # fmt: skip
+    if kind in _KIND_TYPES:
+        if not isinstance(value, _KIND_TYPES[kind]):
+            raise CheckpointError(f"{where}: {name} must be {_KIND_NAMES[kind]}, got {value!r:.80}")
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise CheckpointError(f"{where}: {name} must be a number, got {value!r}")
-    if integer and not (isinstance(value, int) or float(value).is_integer()):
+        raise CheckpointError(f"{where}: {name} must be a number, got {value!r:.80}")
+    if kind == "int" and not isinstance(value, int):
         raise CheckpointError(f"{where}: {name} must be an integer, got {value!r}")
     if not math.isfinite(value):
         raise CheckpointError(f"{where}: {name} must be finite, got {value!r}")
@@ -193,7 +294,7 @@ def check_value(
         right = ")" if open_high else "]"
         span = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
         raise CheckpointError(f"{where}: {name} = {value!r} is outside {span}")
-    return int(value) if integer else float(value)
+    return int(value) if kind == "int" else float(value)
 
 
 def check_spec_sizes(
@@ -219,9 +320,9 @@ def check_spec_sizes(
                     f"{where}: {prefix}.{name} must list 1 to {MAX_LAYERS} sizes, got {value!r}"
                 )
             for i, item in enumerate(value):
-                check_value(where, f"{prefix}.{name}[{i}]", item, integer=True, low=1, high=top)
+                check_value(where, f"{prefix}.{name}[{i}]", item, kind="int", low=1, high=top)
         else:
-            check_value(where, f"{prefix}.{name}", value, integer=True, low=1, high=top)
+            check_value(where, f"{prefix}.{name}", value, kind="int", low=1, high=top)
 
 
 def check_sizes(

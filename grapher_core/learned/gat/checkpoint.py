@@ -18,9 +18,11 @@ from grapher_core.errors import CheckpointError, ConfigError, EmbeddingMismatchE
 from grapher_core.learned.gat.features import EDGE_KINDS, FEATURE_BLOCKS, SEED_SCHEMES
 from grapher_core.learned.gat.model import N_SCALARS, GraphERNet, ModelSpec
 from grapher_core.learned.weights import (
+    MAX_SIZE,
+    Rule,
+    check_config,
     check_sizes,
     check_spec_sizes,
-    check_value,
     checkpoint_paths,
     load_state,
     load_tensors,
@@ -41,6 +43,18 @@ __all__ = [
 
 FORMAT_VERSION = 1
 DEFAULT_CHECKPOINTS: dict[str, str] = {"gat": "gat_minilm", "mlp": "mlp_minilm"}
+#: What every config field must be, sizes aside (:func:`check_spec_sizes`).
+RULES: dict[str, Rule] = {
+    **dict.fromkeys(("embedding_model", "graph", "retriever", "seeds", "model.architecture"),
+                    Rule("str")),
+    **dict.fromkeys(("feature_blocks", "edge_kinds"), Rule("[str]")),
+    **dict.fromkeys(("training", "metrics"), Rule("object")),
+    "format_version": Rule("int"),
+    "embedding_dim": Rule("int", 1, MAX_SIZE),
+    "alpha": Rule("float", 0.0, 1.0, open_low=True, open_high=True),
+    "model.dropout": Rule("float", 0.0, 1.0, open_high=True),
+    "model.prior_init": Rule("float"),
+}  # fmt: skip
 
 
 @dataclass
@@ -81,8 +95,7 @@ class CheckpointConfig:
         for name in ("embedding_dim", "alpha"):
             if name not in data:
                 raise CheckpointError(f"{where}: malformed checkpoint config (no {name!r})")
-        check_value(where, "embedding_dim", data["embedding_dim"], integer=True, low=1)
-        check_value(where, "alpha", data["alpha"], low=0.0, high=1.0, open_low=True, open_high=True)
+        check_config(where, data, RULES)
         seeds = data.get("seeds", "score")  # checkpoints older than the field: scores
         if seeds not in SEED_SCHEMES:
             raise CheckpointError(f"{where}: seeds must be one of {SEED_SCHEMES}, got {seeds!r}")

@@ -20,9 +20,11 @@ from grapher_core.learned.grag.features import (
 from grapher_core.learned.grag.model import GRAGNet, GRAGSpec
 from grapher_core.learned.loop import LOSSES
 from grapher_core.learned.weights import (
+    MAX_SIZE,
+    Rule,
+    check_config,
     check_sizes,
     check_spec_sizes,
-    check_value,
     load_state,
     load_tensors,
     open_checkpoint,
@@ -33,6 +35,15 @@ GRAG_FORMAT = 1
 
 
 DEFAULT_STEM = "grag_minilm"
+#: What every config field must be, sizes aside (:func:`check_spec_sizes`).
+RULES: dict[str, Rule] = {
+    **dict.fromkeys(("embedding_model", "text", "graph", "loss", "paths", "concept_parser",
+                     "spec.variant"), Rule("str")),
+    **dict.fromkeys(("training", "metrics"), Rule("object")),
+    "embedding_dim": Rule("int", 1, MAX_SIZE),
+    "spec.dropout": Rule("float", 0.0, 1.0, open_high=True),
+    "spec.residual": Rule("bool"),
+}  # fmt: skip
 
 
 @dataclass
@@ -93,8 +104,7 @@ class GRAGConfig:
             layers=(),
             prefix="spec",
         )
-        if "embedding_dim" in data:
-            check_value(where, "embedding_dim", data["embedding_dim"], integer=True, low=1)
+        check_config(where, data, RULES)
         try:
             return cls(
                 spec=GRAGSpec(**data["spec"]),

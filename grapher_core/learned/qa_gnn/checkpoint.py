@@ -22,9 +22,11 @@ import numpy as np
 from grapher_core.errors import CheckpointError, EmbeddingMismatchError
 from grapher_core.learned.qa_gnn.model import QAGNNNet, QAGNNSpec
 from grapher_core.learned.weights import (
+    MAX_SIZE,
+    Rule,
+    check_config,
     check_sizes,
     check_spec_sizes,
-    check_value,
     load_state,
     load_tensors,
     open_checkpoint,
@@ -126,7 +128,7 @@ class QAGNNConfig:
             data.get("model"),
             ("embedding_dim", "hidden", "heads", "edge_types", "edge_type_dim", "fusion"),
         )
-        check_fields(data, where)
+        check_config(where, data, RULES)
         try:
             model = dict(data["model"])
             model["fusion"] = tuple(model.get("fusion", (512, 256, 128)))
@@ -172,29 +174,22 @@ class QAGNNConfig:
 MAX_EGO_DEPTH = 8
 
 
-def check_fields(data: dict[str, Any], where: str) -> None:
-    """Range of every setting a checkpoint config carries besides the network's sizes."""
-    rules: dict[str, dict[str, Any]] = {
-        "embedding_dim": {"integer": True, "low": 1},
-        "adjust_alpha": {"low": 0.0, "high": 1.0},
-        "knn_k": {"integer": True, "low": 1, "high": 1 << 16},
-        "knn_threshold": {"low": -1.0, "high": 1.0},
-        "ego_depth": {"integer": True, "low": 0, "high": MAX_EGO_DEPTH},
-        "ego_query_threshold": {"low": -1.0, "high": 1.0},
-    }
-    for name, bounds in rules.items():
-        if data.get(name) is not None:
-            check_value(where, name, data[name], **bounds)
-    fusion = data.get("fusion", {})
-    if not isinstance(fusion, dict):
-        raise CheckpointError(f"{where}: fusion must be a JSON object, got {fusion!r}")
-    coef = fusion.get("coef", [])
-    if not isinstance(coef, list):
-        raise CheckpointError(f"{where}: fusion.coef must be a list, got {coef!r}")
-    for i, value in enumerate(coef):
-        check_value(where, f"fusion.coef[{i}]", value)
-    if "intercept" in fusion:
-        check_value(where, "fusion.intercept", fusion["intercept"])
+#: What every config field must be and its range, sizes aside (:func:`check_spec_sizes`).
+RULES: dict[str, Rule] = {
+    **dict.fromkeys(("embedding_model", "model.pooling"), Rule("str")),
+    **dict.fromkeys(("training", "metrics", "fusion"), Rule("object")),
+    "embedding_dim": Rule("int", 1, MAX_SIZE),
+    "adjust_alpha": Rule("float", 0.0, 1.0),
+    "knn_k": Rule("int", 1, MAX_SIZE),
+    "knn_threshold": Rule("float", -1.0, 1.0),
+    "ego_depth": Rule("int", 0, MAX_EGO_DEPTH),
+    "ego_query_threshold": Rule("float", -1.0, 1.0, optional=True),
+    "fusion.coef": Rule("[float]"),
+    "fusion.intercept": Rule("float"),
+    "fusion.features": Rule("[str]"),
+    "model.dropout": Rule("float", 0.0, 1.0, open_high=True),
+    "model.centre": Rule("bool"),
+}
 
 
 def qa_gnn_shapes(spec: QAGNNSpec) -> dict[str, tuple[tuple[int, ...] | None, str]]:
