@@ -12,6 +12,11 @@ missing, so the text is extracted again and the row rewritten, and that is said 
 A file that is not a GraphER cache (another program's SQLite file, another schema version,
 damaged pages) raises ``CacheError`` naming the file; ``grapher enrich`` turns it into exit
 code 3, distinct from "some objects failed, re-run" (1).
+
+A cell is bounded before it is read: SQLite refuses any value past :data:`MAX_CELL_BYTES`
+(``SQLITE_LIMIT_LENGTH``, Python 3.11+) before allocating it, and a row holding one is invalid
+like any other (found row by row, extracted again, rewritten): a tampered 1 GB row costs
+nothing, never its size in text and again in its parse.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from grapher_core.errors import CacheError, ConfigError
 __all__ = ["CacheError", "CacheKey", "CacheStats", "EntityCache", "content_hash"]
 
 SCHEMA_VERSION = 1
+MAX_CELL_BYTES = 16 << 20
+"""Longest value a cache cell may hold (16 MiB; an entity list is kilobytes)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entity_results (
@@ -107,6 +114,9 @@ class EntityCache:
             self._conn = sqlite3.connect(
                 str(self.path), timeout=timeout, check_same_thread=False, isolation_level=None
             )
+            setlimit = getattr(self._conn, "setlimit", None)  # Python 3.11+
+            if setlimit is not None:
+                setlimit(getattr(sqlite3, "SQLITE_LIMIT_LENGTH", 0), MAX_CELL_BYTES)
             self._check_existing()
             self._conn.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode survives any process crash (SIGKILL included); only a power
@@ -182,28 +192,47 @@ class EntityCache:
 
     def get_many(self, key: CacheKey, hashes: Iterable[str]) -> dict[str, ExtractionResult]:
         """Stored results for the given content hashes (absent hashes are simply missing)."""
-        wanted = list(dict.fromkeys(hashes))
         found: dict[str, ExtractionResult] = {}
-        invalid: list[str] = []
         with self._lock, self._guard("read"):
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
-                    "SELECT content_hash, entities, error, flags FROM entity_results "
-                    "WHERE extractor=? AND model=? AND version=? "
-                    f"AND content_hash IN ({marks})",
-                    (key.extractor, key.model, key.version, *chunk),
-                ).fetchall()
-                for digest, entities, error, flags in rows:
-                    result = _row_to_result(entities, error, flags)
-                    if result is None:
-                        invalid.append(digest)
-                    else:
-                        found[digest] = result
+            rows, invalid = self._rows(key, list(dict.fromkeys(hashes)))
+        for digest, entities, error, flags in rows:
+            result = _row_to_result(entities, error, flags)
+            if result is None:
+                invalid.append(digest)
+            else:
+                found[digest] = result
         if invalid:
             self._say_invalid(invalid)
         return found
+
+    def _rows(self, key: CacheKey, hashes: list[str] | None) -> tuple[list[tuple], list[str]]:
+        """``(content_hash, entities, error, flags)`` of ``hashes`` (all of ``key`` when
+        ``None``), and the hashes of rows holding a cell SQLite refused to read (too big)."""
+        where = "WHERE extractor=? AND model=? AND version=?"
+        if hashes is None:
+            hashes = [digest for (digest,) in self._conn.execute(
+                f"SELECT content_hash FROM entity_results {where}", _key(key))]  # fmt: skip
+
+        def select(part: list[str]) -> list[tuple]:
+            return self._conn.execute(
+                "SELECT content_hash, entities, error, flags FROM entity_results "
+                f"{where} AND content_hash IN ({','.join('?' * len(part))})",
+                (*_key(key), *part),
+            ).fetchall()
+
+        rows: list[tuple] = []
+        oversized: list[str] = []
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            try:
+                rows += select(chunk)
+            except sqlite3.DataError:  # a cell past MAX_CELL_BYTES: find it row by row
+                for digest in chunk:
+                    try:
+                        rows += select([digest])
+                    except sqlite3.DataError:
+                        oversized.append(digest)
+        return rows, oversized
 
     def _say_invalid(self, digests: list[str]) -> None:
         message = (
@@ -256,23 +285,15 @@ class EntityCache:
     def failed(self, key: CacheKey) -> dict[str, str]:
         """content hash -> error message of every failed row of this configuration."""
         with self._lock, self._guard("read"):
-            rows = self._conn.execute(
-                "SELECT content_hash, error FROM entity_results WHERE extractor=? AND model=? "
-                "AND version=? AND entities IS NULL",
-                (key.extractor, key.model, key.version),
-            ).fetchall()
-        return {digest: error for digest, error in rows}
+            rows, _ = self._rows(key, None)
+        return {digest: error for digest, entities, error, _ in rows if entities is None}
 
     def stats(self, key: CacheKey) -> CacheStats:
         """How many rows of this configuration succeeded, failed, or are unreadable."""
         with self._lock, self._guard("read"):
-            rows = self._conn.execute(
-                "SELECT entities, error, flags FROM entity_results "
-                "WHERE extractor=? AND model=? AND version=?",
-                (key.extractor, key.model, key.version),
-            ).fetchall()
-        ok = bad = invalid = 0
-        for entities, error, flags in rows:
+            rows, oversized = self._rows(key, None)
+        ok, bad, invalid = 0, 0, len(oversized)
+        for _, entities, error, flags in rows:
             result = _row_to_result(entities, error, flags)
             if result is None:
                 invalid += 1
@@ -286,6 +307,10 @@ class EntityCache:
         with self._lock, self._guard("read"):
             (count,) = self._conn.execute("SELECT COUNT(*) FROM entity_results").fetchone()
         return int(count)
+
+
+def _key(key: CacheKey) -> tuple[str, str, str]:
+    return key.extractor, key.model, key.version
 
 
 def _row_to_result(entities: object, error: object, flags: object) -> ExtractionResult | None:

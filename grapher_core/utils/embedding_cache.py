@@ -7,6 +7,11 @@ between calls (safe to share between processes). A file that cannot be used (not
 schema, read-only, a full disk) is said once on ``notes`` and then left alone: vectors are
 computed, never lost over a cache. SQLite because it is in the standard library, safe under
 concurrent readers, and a lookup of 35k keys takes well under a second.
+
+Sizes are checked before a vector is read: a row is only fetched when its blob is exactly
+``4 * dim`` bytes with ``1 <= dim <= MAX_DIM`` (SQLite answers ``length`` of a blob without
+reading it), and SQLite itself refuses any value past ``4 * MAX_DIM`` bytes before allocating
+it (``SQLITE_LIMIT_LENGTH``, Python 3.11+): a tampered row costs nothing, never gigabytes.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ __all__ = ["EmbeddingCache", "text_key"]
 
 _T = TypeVar("_T")
 _BOUND = 900  # SQLite's bound-parameter limit, with room
+MAX_DIM = 1 << 16
+"""Widest vector read back (65,536; MiniLM's are 384): a row declaring more is not read."""
 
 
 def text_key(model: str, text: str) -> str:
@@ -48,6 +55,9 @@ class EmbeddingCache:
         """One transaction on a fresh connection: committed (or rolled back), then closed
         (``with sqlite3.connect(...)`` alone leaves the connection to the garbage collector)."""
         with closing(sqlite3.connect(self.path, timeout=60)) as db, db:
+            setlimit = getattr(db, "setlimit", None)  # Python 3.11+
+            if setlimit is not None:
+                setlimit(getattr(sqlite3, "SQLITE_LIMIT_LENGTH", 0), 4 * MAX_DIM + 4096)
             yield db
 
     def _create(self) -> None:
@@ -79,11 +89,13 @@ class EmbeddingCache:
                 for start in range(0, len(keys), _BOUND):
                     chunk = list(keys[start : start + _BOUND])
                     marks = ",".join("?" * len(chunk))
-                    for key, dim, data in db.execute(
-                        f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})", chunk
+                    for key, data in db.execute(
+                        "SELECT key, data FROM vectors WHERE typeof(data) = 'blob' AND "
+                        "typeof(dim) = 'integer' AND dim BETWEEN 1 AND ? AND "
+                        f"length(data) = 4 * dim AND key IN ({marks})",
+                        [MAX_DIM, *chunk],
                     ):
-                        if isinstance(data, bytes) and len(data) == 4 * int(dim):
-                            found[key] = np.frombuffer(data, dtype=np.float32)
+                        found[key] = np.frombuffer(data, dtype=np.float32)
             return found
 
         return self._guard(read) or {}
