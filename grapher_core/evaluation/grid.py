@@ -1,0 +1,111 @@
+"""The configurations an evaluation tries: each ranker at its alphas and both seed policies over
+the graph detected in the metadata, plus the variants worth a row (chunk order at full share,
+each detected graph alone), capped so an evaluation stays short."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grapher_core.errors import GraphERError
+
+__all__ = [
+    "ALPHAS",
+    "FULL_CHUNK_ORDER",
+    "MAX_CONFIGS",
+    "SEEDS",
+    "Setting",
+    "build_grid",
+    "rankers_available",
+]
+
+ALPHAS: dict[str, tuple[float | None, ...]] = {"gcs": (0.1, 0.3, 0.5), "ppr": (0.3, 0.8)}
+"""Alphas tried per ranker (the first of each is its tuned default); other rankers: theirs."""
+SEEDS = {"rank": "rank", "score": "auto"}
+"""Seed policies tried: the table's name -> ``seed_transform``."""
+MAX_CONFIGS = 16
+FULL_CHUNK_ORDER: tuple[tuple[str, Any], ...] = (("alone_weights", {}),)
+"""GCS options that let chunk order pass its whole share where it is a pool's only evidence."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration of the grid: what a written config would save for it."""
+
+    ranker: str
+    alpha: float | None
+    seeds: str  # "rank" or "score"
+    graph: str  # "detected" or a description of the one proximity used
+    proximities: tuple[Any, ...] | None = field(default=None, compare=False)  # None: detect
+    # the ranker's keyword options beyond alpha (values may be dicts: kept out of hash and ==)
+    options: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
+
+    @property
+    def seed_transform(self) -> str:
+        return SEEDS[self.seeds]
+
+    @property
+    def alpha_text(self) -> str:
+        """The alpha as the table and the label print it."""
+        return "default" if self.alpha is None else f"{self.alpha:g}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.ranker} alpha={self.alpha_text} seeds={self.seeds} graph={self.graph}"
+
+
+def build_grid(
+    rankers: Sequence[str], detected: Sequence[Any], available: dict[str, str | None]
+) -> list[Setting]:
+    """The configurations tried: each ranker at its alphas x both seed policies over the
+    detected graph, GCS with chunk order at full share when chunk order is detected, then (with
+    several detected) GCS over each graph alone; at most :data:`MAX_CONFIGS`. ``available``:
+    ranker -> ``None``, or why it is skipped."""
+    from grapher_core.edges.detect import describe
+
+    grid = [
+        Setting(ranker, alpha, seeds, "detected")
+        for ranker in rankers
+        if available.get(ranker) is None
+        for alpha in ALPHAS.get(ranker, (None,))
+        for seeds in SEEDS
+    ]
+    if "gcs" in rankers and any(getattr(p, "kind", None) == "contextual" for p in detected):
+        full_label = "detected, chunk order full"
+        grid.append(Setting("gcs", ALPHAS["gcs"][0], "rank", full_label, None, FULL_CHUNK_ORDER))
+    if len(detected) > 1 and "gcs" in rankers:
+        grid += [Setting("gcs", ALPHAS["gcs"][0], "rank", describe([p]), (p,)) for p in detected]
+    return grid[:MAX_CONFIGS]
+
+
+def rankers_available(
+    rankers: Sequence[str], embedder: Any
+) -> tuple[dict[str, str | None], dict[str, Any]]:
+    """Per ranker: ``None`` (usable) or the reason it is skipped; and the learned rankers
+    built once (their checkpoint loads once, not per configuration)."""
+    reasons: dict[str, str | None] = {}
+    built: dict[str, Any] = {}
+    for name in rankers:
+        if name in ALPHAS or name == "baseline":
+            reasons[name] = None
+            continue
+        try:
+            built[name] = _build_ranker(name, embedder)
+        except (GraphERError, ImportError, OSError, TypeError) as error:
+            reasons[name] = " ".join(str(error).split()) or type(error).__name__
+            continue
+        reasons[name] = None
+    return reasons, built
+
+
+def _build_ranker(name: str, embedder: Any) -> Any:
+    from grapher_core.ranking.registry import make_ranker
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch-geometric's import-time deprecations
+        try:  # a learned ranker checks that the vectors are those it was trained on
+            return make_ranker(name, embedder=embedder)
+        except TypeError:  # a ranker that takes no embedder
+            return make_ranker(name)
