@@ -7,8 +7,11 @@ The usual "1 / rank of the first gold" is ``FirstRR`` (its mean is what many pap
 on single-gold queries the two agree).
 
 All functions take the ranked ids best first (and, for the tie-aware ones, their scores) and
-the gold ids; a gold object missing from the ranking counts as not retrieved. Framework-free so
-the LangChain and LlamaIndex notebooks can import them.
+the gold ids; a gold object missing from the ranking counts as not retrieved. PR@K, gold@K and
+FirstRR are the core's (:mod:`grapher_core.evaluation.metrics`), the definitions ``grapher
+eval`` reports, so the benchmark and the command can never disagree; this module adds G-RAG's
+metrics and the per-query rows of a bench run. Framework-free so the LangChain and LlamaIndex
+notebooks can import them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+
+from grapher_core.errors import InputError
+from grapher_core.evaluation.metrics import (
+    check_cutoff,
+    first_reciprocal_rank,
+    gold_in_top_k,
+    gold_ranks,
+    perfect_recall_at_k,
+)
 
 __all__ = [
     "aggregate",
@@ -31,67 +43,23 @@ __all__ = [
 ]
 
 
-def _gold_set(gold: Iterable[str]) -> set[str]:
-    gold_set = set(gold)
-    if not gold_set:
-        raise ValueError("gold must name at least one object")
-    return gold_set
-
-
-def _check_k(k: int) -> None:
-    if not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-
-
-def perfect_recall_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """1.0 when *every* gold id is in the top ``k``, else 0.0 (the paper's PR@K)."""
-    _check_k(k)
-    return 1.0 if _gold_set(gold) <= set(ranked_ids[:k]) else 0.0
-
-
-def gold_in_top_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) -> int:
-    """How many gold ids are in the top ``k`` (summed over queries and divided by all gold ids:
-    gold@K, the user-facing count of the default study and the user-like corpora)."""
-    _check_k(k)
-    return len(_gold_set(gold) & set(ranked_ids[:k]))
-
-
 def recall_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int) -> float:
     """Fraction of the gold ids found in the top ``k``."""
-    _check_k(k)
-    gold_set = _gold_set(gold)
-    return len(gold_set & set(ranked_ids[:k])) / len(gold_set)
-
-
-def first_reciprocal_rank(ranked_ids: Sequence[str], gold: Iterable[str]) -> float:
-    """1 / rank of the first gold id (0.0 when none is ranked): the usual "MRR" term, called
-    ``FirstRR`` here so it is not confused with G-RAG's MRR."""
-    gold_set = _gold_set(gold)
-    for position, object_id in enumerate(ranked_ids, start=1):
-        if object_id in gold_set:
-            return 1.0 / position
-    return 0.0
-
-
-def _gold_ranks(ranked_ids: Sequence[str], gold: Iterable[str]) -> list[int | None]:
-    position = {object_id: i for i, object_id in enumerate(ranked_ids, start=1)}
-    ranks = [position.get(object_id) for object_id in dict.fromkeys(gold)]
-    if not ranks:
-        raise ValueError("gold must name at least one object")
-    return ranks
+    wanted = list(dict.fromkeys(gold))
+    return gold_in_top_k(ranked_ids, wanted, k) / len(wanted)
 
 
 def mean_reciprocal_rank(ranked_ids: Sequence[str], gold: Iterable[str]) -> float:
     """G-RAG's MRR term of one query: the mean over the gold ids of 1/rank (0 when unranked);
     ranks are positions in ``ranked_ids`` (ties broken by that order; see :func:`mtrr`)."""
-    return float(np.mean([0.0 if r is None else 1.0 / r for r in _gold_ranks(ranked_ids, gold)]))
+    return float(np.mean([0.0 if r is None else 1.0 / r for r in gold_ranks(ranked_ids, gold)]))
 
 
 def mhits_at_k(ranked_ids: Sequence[str], gold: Iterable[str], k: int = 10) -> float:
     """G-RAG's MHits@K term of one query: the fraction of the gold ids ranked in the top ``k``
     (differs from :func:`recall_at_k` only for gold ids listed twice)."""
-    _check_k(k)
-    return float(np.mean([r is not None and r <= k for r in _gold_ranks(ranked_ids, gold)]))
+    check_cutoff(k)
+    return float(np.mean([r is not None and r <= k for r in gold_ranks(ranked_ids, gold)]))
 
 
 def _tie_ranks(
@@ -101,7 +69,7 @@ def _tie_ranks(
     or None when the gold id is not among the candidates."""
     values = np.asarray(scores, dtype=np.float64).ravel()
     if values.size != len(ranked_ids):
-        raise ValueError(f"{len(ranked_ids)} ids but {values.size} scores")
+        raise InputError(f"{len(ranked_ids)} ids but {values.size} scores")
     position = {object_id: i for i, object_id in enumerate(ranked_ids)}
     out: list[tuple[int, int] | None] = []
     for object_id in dict.fromkeys(gold):
@@ -112,7 +80,7 @@ def _tie_ranks(
         score = values[i]
         out.append((int(np.sum(values > score)), int(np.sum(values == score))))
     if not out:
-        raise ValueError("gold must name at least one object")
+        raise InputError("gold must name at least one object")
     return out
 
 
@@ -149,7 +117,7 @@ def tmhits_at_k(
     broken at random. This is eq. 12's four cases, with the (10 - h) / tau case capped at 1
     and h = k counted as a miss (the equation leaves both boundaries ambiguous).
     """
-    _check_k(k)
+    check_cutoff(k)
     terms = []
     for tie in _tie_ranks(ranked_ids, scores, gold):
         if tie is None:
@@ -191,12 +159,12 @@ def aggregate(
     """Mean of each metric over queries; with ``multi`` (one flag per row: more than one gold)
     also ``PR@K>1`` over the multi-gold queries only (NaN when there are none)."""
     if not rows:
-        raise ValueError("no per-query rows to aggregate")
+        raise InputError("no per-query rows to aggregate")
     keys = list(rows[0])
     out = {key: float(np.mean([row[key] for row in rows])) for key in keys}
     if multi is not None:
         if len(multi) != len(rows):
-            raise ValueError(f"{len(rows)} rows but {len(multi)} multi flags")
+            raise InputError(f"{len(rows)} rows but {len(multi)} multi flags")
         chosen = [row for row, flag in zip(rows, multi, strict=True) if flag]
         for k in ks:
             key = f"PR@{k}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from grapher_bench.peers.llm_rerank import LLM_RERANK, stack_prefix
 from grapher_bench.runner import DatasetRun
-from grapher_core.utils.stats import mcnemar_exact
+from grapher_core.evaluation.paired import compare_paired
 
 __all__ = ["PairedTest", "paired_json", "paired_pairs", "paired_table", "paired_tests"]
 
@@ -47,22 +47,22 @@ def paired_pairs(labels: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def paired_tests(run: DatasetRun, ks: Sequence[int] = (5, 10)) -> list[PairedTest]:
-    """Exact McNemar (sign) tests on per-question PR@k for :func:`paired_pairs` of ``run``;
-    questions missing from either row are left out, ties are not counted."""
+    """Exact McNemar (sign) tests on per-question PR@k for :func:`paired_pairs` of ``run`` (the
+    core's paired comparison, the one ``grapher eval`` reports); questions missing from either
+    row are left out, ties are not counted."""
     tests: list[PairedTest] = []
     for row, against in paired_pairs(list(run.results)):
         mine, theirs = run.results[row].per_query, run.results[against].per_query
         shared = [q for q in mine if q in theirs]
         for k in ks:
             key = f"PR@{k}"
-            diffs = [float(mine[q][key]) - float(theirs[q][key]) for q in shared]
-            wins = sum(1 for d in diffs if d > 0)
-            losses = sum(1 for d in diffs if d < 0)
+            ours = [float(mine[q][key]) for q in shared]
+            others = [float(theirs[q][key]) for q in shared]
+            diffs = [a - b for a, b in zip(ours, others, strict=True)]
             delta = 100.0 * sum(diffs) / len(diffs) if diffs else 0.0
+            result = compare_paired(ours, others)
             tests.append(
-                PairedTest(
-                    row, against, k, len(diffs), delta, wins, losses, mcnemar_exact(wins, losses)
-                )
+                PairedTest(row, against, k, len(diffs), delta, result.wins, result.losses, result.p)
             )
     return tests
 

@@ -102,3 +102,22 @@ def test_evaluate_and_aggregate_split_multi_gold() -> None:
     assert math.isnan(aggregate([single], [False])["PR@10>1"])
     with pytest.raises(ValueError, match="rows"):
         aggregate([], None)
+
+
+def test_pr_at_k_gold_at_k_and_first_rr_are_the_cores() -> None:
+    """One definition: the bench reports what ``grapher eval`` reports."""
+    from grapher_bench import metrics
+    from grapher_core.evaluation import metrics as core
+
+    assert metrics.perfect_recall_at_k is core.perfect_recall_at_k
+    assert metrics.gold_in_top_k is core.gold_in_top_k
+    assert metrics.first_reciprocal_rank is core.first_reciprocal_rank
+    # recall@K is gold@K over the distinct gold ids
+    assert recall_at_k(IDS, ["a", "a", "d", "zz"], 4) == pytest.approx(2 / 3)
+
+
+def test_the_docs_tables_print_fractions_one_way() -> None:
+    from grapher_bench.sections import pct
+
+    assert pct(0.4567) == "45.7" and pct(1) == "100.0"
+    assert pct(None) == "–" and pct(float("nan")) == "–"
