@@ -8,17 +8,13 @@ numbers move.
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from grapher_bench.runner import DatasetRun
+from grapher_bench.sections import pct
 
 __all__ = ["render_section"]
-
-
-def _pct(value: float) -> str:
-    return "–" if math.isnan(value) else f"{100 * value:.1f}"
 
 
 def _tune_section(tune: dict[str, Any] | None) -> str:
@@ -45,12 +41,12 @@ def _tune_section(tune: dict[str, Any] | None) -> str:
                 if m is None:
                     cells.append("")
                     continue
-                cell = f"{_pct(m['PR@10>1'])} ({_pct(m['PR@10'])})"
+                cell = f"{pct(m['PR@10>1'])} ({pct(m['PR@10'])})"
                 chosen = tune["chosen"].get(retriever, {}).get(name)
                 cells.append(f"**{cell}**" if chosen == a else cell)
             lines.append(
-                f"| {retriever} | {name} | {_pct(base['PR@10>1'])} "
-                f"({_pct(base['PR@10'])}) | " + " | ".join(cells) + " |"
+                f"| {retriever} | {name} | {pct(base['PR@10>1'])} "
+                f"({pct(base['PR@10'])}) | " + " | ".join(cells) + " |"
             )
     lines.append("")
     lines.append(
@@ -85,8 +81,8 @@ def _diagnostics(runs: Sequence[DatasetRun]) -> str:
             delta = (100 * (m[key] - base.metrics[key])) if base else float("nan")
             fb = f"{int(m['fixes@10'])} / {int(m['breaks@10'])}" if "fixes@10" in m else ""
             lines.append(
-                f"| {run.dataset} | {run.retriever} | {label} | {_pct(m[key])} | "
-                f"{delta:+.1f} | {fb} | {_pct(m['top5_from_below_20'])} | "
+                f"| {run.dataset} | {run.retriever} | {label} | {pct(m[key])} | "
+                f"{delta:+.1f} | {fb} | {pct(m['top5_from_below_20'])} | "
                 f"{m['rerank_ms_median']:.1f} |"
             )
     return "\n".join(lines) + "\n"

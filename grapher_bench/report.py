@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from grapher_bench import sections
 from grapher_bench.paired import paired_json, paired_table, paired_tests
 from grapher_bench.runner import DatasetRun
+from grapher_bench.sections import pct
 
 __all__ = ["combined_table", "plot_pr_curve", "run_table", "write_run", "write_section"]
 
@@ -20,20 +20,14 @@ TASK_TITLES = {
 }
 
 
-def _pct(value: float | None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{100 * value:.1f}"
-
-
 def _cell(run: DatasetRun, label: str, k: int) -> str:
     result = run.results.get(label)
     if result is None:
         return ""
     m = result.metrics
     if run.n_multi == run.n_queries:
-        return _pct(m[f"PR@{k}"])
-    return f"{_pct(m.get(f'PR@{k}>1'))} ({_pct(m[f'PR@{k}'])})"
+        return pct(m[f"PR@{k}"])
+    return f"{pct(m.get(f'PR@{k}>1'))} ({pct(m[f'PR@{k}'])})"
 
 
 def _bold_best(cells: list[str]) -> list[str]:
@@ -120,16 +114,16 @@ def run_table(run: DatasetRun, ks: Sequence[int] = (5, 10)) -> str:
     for label, result in run.results.items():
         m = result.metrics
         fixes = f"{int(m['fixes@10'])}/{int(m['breaks@10'])}" if "fixes@10" in m else ""
-        cells = [label] + [f"{_pct(m.get(f'PR@{k}>1'))} ({_pct(m[f'PR@{k}'])})" for k in ks]
+        cells = [label] + [f"{pct(m.get(f'PR@{k}>1'))} ({pct(m[f'PR@{k}'])})" for k in ks]
         cells += [
-            _pct(m["recall@10"]),
-            _pct(m.get("FirstRR")),
-            _pct(m.get("MRR")),
-            _pct(m.get("MHits@10")),
-            _pct(m["MTRR"]),
-            _pct(m["TMHits@10"]),
+            pct(m["recall@10"]),
+            pct(m.get("FirstRR")),
+            pct(m.get("MRR")),
+            pct(m.get("MHits@10")),
+            pct(m["MTRR"]),
+            pct(m["TMHits@10"]),
             fixes,
-            _pct(m["top5_from_below_20"]),
+            pct(m["top5_from_below_20"]),
             f"{m['rerank_ms_median']:.2f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")

@@ -1,11 +1,21 @@
-"""The one markdown section writer of the tooling: each command owns the text between its pair of
-markers in a doc (``<!-- bench:start -->`` ... ``<!-- bench:end -->``) and touches nothing else."""
+"""The generated sections of the docs: the one writer (each command owns the text between its
+pair of markers in a doc, ``<!-- bench:start -->`` ... ``<!-- bench:end -->``, and touches
+nothing else) and the one way their tables print a fraction."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-__all__ = ["write_section"]
+__all__ = ["pct", "write_section"]
+
+
+def pct(value: float | None) -> str:
+    """A fraction as the docs' tables print it: percent with one decimal; "–" when there is no
+    number (``None``, or NaN: a metric over no queries)."""
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{100 * value:.1f}"
 
 
 def write_section(path: Path, start: str, end: str, body: str) -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from grapher_bench import sections
+from grapher_bench.sections import pct
 
-__all__ = ["load_runs", "main", "markdown"]
+__all__ = ["END", "START", "load_runs", "main", "markdown", "section"]
 
 START, END = "<!-- expand:start -->", "<!-- expand:end -->"
 MAIN_ROWS = (
@@ -84,7 +85,7 @@ def _cell(run: dict[str, Any], label: str | None, ref: str | None) -> str:
     if label is None or label not in run["results"]:
         return ""
     m = run["results"][label]
-    text = f"{100 * m['PR@10']:.1f} ({100 * m['PR@5']:.1f})"
+    text = f"{pct(m['PR@10'])} ({pct(m['PR@5'])})"
     per_query = run.get("per_query", {})
     if ref and label != ref and label in per_query and ref in per_query:
         mine, theirs = per_query[label], per_query[ref]
@@ -165,19 +166,16 @@ def markdown(runs: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, body: str) -> None:
-    """Replace (or append) the marked section of ``path``."""
-    sections.write_section(
-        path,
-        START,
-        END,
+def section(body: str) -> str:
+    """The doc section around the tables of :func:`markdown`: its title and how to rerun it."""
+    return (
         "## Expansion, ego-graphs and soft pruning\n\n"
         "Written by `python -m grapher_bench.expansion.report`; method and reading in "
         "[expansion.md](expansion.md). Every row label is a bench ranker name: `grapher-bench "
         "bench --data <set> --retriever hybrid --graphs <graph> --rankers <label>` (graphs: "
         "passages `mentions,entities-capped,mentions+entities-capped`, tables `fk`, chunks "
         "`adjacent,adjacent+mentions`; `prune=learned` reads `$GRAPHER_PRUNER`, see "
-        f"expansion.md).\n\n{body}",
+        f"expansion.md).\n\n{body}"
     )
 
 
@@ -188,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     body = markdown(load_runs(args.runs))
     if args.write:
-        write_section(args.write, body)
+        sections.write_section(args.write, START, END, section(body))
     print(body, end="")
     return 0
 

@@ -14,6 +14,7 @@ from grapher_bench.qa_eval.pipeline import QARecord, QARun
 from grapher_bench.qa_eval.prompts import judge_version
 from grapher_bench.qa_eval.scoring import normalize_answer
 from grapher_bench.qa_eval.stats import PairedResult, paired_compare
+from grapher_bench.sections import pct
 
 __all__ = [
     "END",
@@ -113,10 +114,6 @@ def pooled(runs: Sequence[QARun]) -> QARun | None:
     )
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def _p(value: float) -> str:
     return f"{value:.3f}" if value >= 0.001 else "<0.001"
 
@@ -143,10 +140,10 @@ def markdown(
         for system in run.systems:
             s = summary(run.records[system.label])
             out.append(
-                f"| {system.label} | {_pct(s['perfect_recall'])} | {_pct(s['answer_in_context'])} "
-                f"| {_pct(s['judge_accuracy'])} | {s['judge_unparsed']} | {s['answer_failed']} "
-                f"| {_pct(s['exact_match'])} | {_pct(s['f1'])} | {_pct(s['gold_in_answer'])} "
-                f"| {_pct(s['refused'])} |"
+                f"| {system.label} | {pct(s['perfect_recall'])} | {pct(s['answer_in_context'])} "
+                f"| {pct(s['judge_accuracy'])} | {s['judge_unparsed']} | {s['answer_failed']} "
+                f"| {pct(s['exact_match'])} | {pct(s['f1'])} | {pct(s['gold_in_answer'])} "
+                f"| {pct(s['refused'])} |"
             )
         out.append("")
         for note in run.notes:

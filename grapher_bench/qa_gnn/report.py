@@ -10,15 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from grapher_bench import sections
+from grapher_bench.sections import pct
+
 __all__ = ["prior_table", "render", "write_section"]
 
 START, END = "<!-- qagnn:start -->", "<!-- qagnn:end -->"
 PRIOR = "position-prior"
 MAIN_ROWS = ("dense", "qa-adjust", "gcs", "gat (shipped)", PRIOR, "qa-gnn (gnn only)", "qa-gnn")
-
-
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}"
 
 
 def _rel(new: float, base: float) -> str:
@@ -55,10 +54,10 @@ def _main_table(runs: dict[str, Any]) -> list[str]:
             bold = "**" if name in ("qa-gnn", PRIOR) else ""
             rel_prior, p_prior = _vs_prior(run, name)
             lines.append(
-                f"| {label} (n={run['n']}) | {bold}{name}{bold} | {_pct(m['R@5'])} | "
+                f"| {label} (n={run['n']}) | {bold}{name}{bold} | {pct(m['R@5'])} | "
                 f"{'' if name == 'dense' else _rel(m['R@5'], base)} | "
-                f"{_p(run['tests'].get(name))} | {_pct(m['PR@5'])} | "
-                f"{_pct(m['PR@10'])} | {rel_prior} | {p_prior} |"
+                f"{_p(run['tests'].get(name))} | {pct(m['PR@5'])} | "
+                f"{pct(m['PR@10'])} | {rel_prior} | {p_prior} |"
             )
     return lines
 
@@ -78,10 +77,10 @@ def prior_table(runs: dict[str, Any]) -> list[str]:
         prior, gnn = metrics[PRIOR], metrics["qa-gnn"]
         lines.append(
             f"| {label} | {run['n']} | "
-            + " / ".join(_pct(prior[k]) for k in ("R@5", "PR@5", "PR@10"))
+            + " / ".join(pct(prior[k]) for k in ("R@5", "PR@5", "PR@10"))
             + " | "
-            + " / ".join(_pct(gnn[k]) for k in ("R@5", "PR@5", "PR@10"))
-            + f" | {_pct(metrics['dense']['R@5'])} | "
+            + " / ".join(pct(gnn[k]) for k in ("R@5", "PR@5", "PR@10"))
+            + f" | {pct(metrics['dense']['R@5'])} | "
             f"{100 * (gnn['R@5'] - prior['R@5']):+.1f} | {_p(test)} |"
         )
     return lines if len(lines) > 2 else []
@@ -95,10 +94,10 @@ def _bucket_table(runs: dict[str, Any]) -> list[str]:
     ]
     for label, run in runs.items():
         for bucket, row in run.get("buckets", {}).items():
-            prior = _pct(row[PRIOR]) if PRIOR in row else ""
+            prior = pct(row[PRIOR]) if PRIOR in row else ""
             lines.append(
-                f"| {label} | {bucket} | {row['n']} | {_pct(row['dense'])} | "
-                f"{_pct(row['qa-adjust'])} | {prior} | {_pct(row['qa-gnn'])} | "
+                f"| {label} | {bucket} | {row['n']} | {pct(row['dense'])} | "
+                f"{pct(row['qa-adjust'])} | {prior} | {pct(row['qa-gnn'])} | "
                 f"{_rel(row['qa-gnn'], row['dense'])} | {_p(row['test'])} | "
                 f"{_p(row.get('test_vs_prior'))} |"
             )
@@ -114,13 +113,13 @@ def _ablation_table(data: dict[str, Any]) -> list[str]:
     for setting, variants in data.items():
         for label, run in variants.items():
             m = run["metrics"]
-            prior = _pct(m[PRIOR]["R@5"]) if PRIOR in m else ""
+            prior = pct(m[PRIOR]["R@5"]) if PRIOR in m else ""
             lines.append(
-                f"| {setting} | {label} | {_pct(m['qa-gnn (gnn only)']['R@5'])} | "
-                f"{_pct(m['qa-gnn']['R@5'])} | "
+                f"| {setting} | {label} | {pct(m['qa-gnn (gnn only)']['R@5'])} | "
+                f"{pct(m['qa-gnn']['R@5'])} | "
                 f"{_rel(m['qa-gnn']['R@5'], m['dense']['R@5'])} | "
                 f"{_p(run['tests'].get('qa-gnn'))} | "
-                f"{_pct(m['qa-gnn']['PR@5'])} | {prior} | "
+                f"{pct(m['qa-gnn']['PR@5'])} | {prior} | "
                 f"{_p(run.get('tests_vs_prior', {}).get('qa-gnn'))} | "
                 f"{run['training']['seconds']} |"
             )
@@ -156,7 +155,12 @@ def _training_table(sources: dict[str, Any]) -> list[str]:
 
 
 def render(out_dir: Path) -> str:
-    """The whole section from the JSON files present in ``out_dir``."""
+    """The whole section, markers included, from the JSON files present in ``out_dir``."""
+    return f"{START}\n\n{_body(out_dir)}{END}\n"
+
+
+def _body(out_dir: Path) -> str:
+    """The section's text between its markers."""
 
     def read(name: str) -> dict[str, Any]:
         path = out_dir / f"{name}.json"
@@ -164,7 +168,7 @@ def render(out_dir: Path) -> str:
 
     transfer, cv, squad = read("transfer"), read("cv"), read("squad")
     ablations, latency = read("ablations"), read("latency")
-    lines = [START, "", "_Written by `grapher-bench qagnn-eval --write-doc docs/qa_gnn.md`._", ""]
+    lines = ["_Written by `grapher-bench qagnn-eval --write-doc docs/qa_gnn.md`._", ""]
     runs = {**transfer, **cv, **squad}
     if runs:
         headline = prior_table(runs)
@@ -210,17 +214,10 @@ def render(out_dir: Path) -> str:
             name, n = label.split(" n=")
             lines.append(f"| {name} | {n} | {row['median_ms']:.1f} | {row['p90_ms']:.1f} |")
         lines.append("")
-    lines.append(END)
     return "\n".join(lines) + "\n"
 
 
 def write_section(out_dir: Path, doc: Path) -> None:
-    """Replace (or append) the marked section of ``doc``."""
-    section = render(out_dir)
-    text = doc.read_text() if doc.is_file() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    doc.write_text(text)
+    """Render the results in ``out_dir`` into the marked section of ``doc`` (replaced, or
+    appended when the markers are missing)."""
+    sections.write_section(doc, START, END, _body(out_dir))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grapher_bench.expansion.report import load_runs, markdown, write_section
+from grapher_bench.expansion.report import END, START, load_runs, markdown, section
+from grapher_bench.sections import write_section
 
 
 def _run(folder: Path, name: str, rows: dict[str, list[float]]) -> None:
@@ -49,7 +50,7 @@ def test_report_compares_with_best_gcs_graph(tmp_path: Path) -> None:
     assert ego == ["| K=1, N=5 | 100.0 (0.0) +1/−0 |", "| K=2, N=10 | 0.0 (0.0) +0/−3 |"]
     doc = tmp_path / "bench.md"
     doc.write_text("# B\n\nkept\n")
-    write_section(doc, text)
-    write_section(doc, text)  # idempotent: replaced, not appended twice
+    write_section(doc, START, END, section(text))
+    write_section(doc, START, END, section(text))  # idempotent: replaced, not appended twice
     written = doc.read_text()
     assert written.count("<!-- expand:start -->") == 1 and "kept" in written
