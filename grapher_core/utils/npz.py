@@ -194,7 +194,7 @@ def _check_working_memory(
         name: math.prod(shape) * _out_dtype(fields[name], dtype).itemsize * fields[name].cost
         for name, (shape, _, dtype) in headers.items()
     }
-    needed = int(sum(parts.values())) + 4 * _CHUNK
+    needed = int(sum(parts.values())) + 2 * _CHUNK  # a chunk read, and its check's temporary
     if needed > max_bytes:
         largest = max(parts, key=lambda name: parts[name])
         returned = _out_dtype(fields[largest], headers[largest][2])
