@@ -40,6 +40,7 @@ RULES: dict[str, Rule] = {
     **dict.fromkeys(("embedding_model", "text", "graph", "loss", "paths", "concept_parser",
                      "spec.variant"), Rule("str")),
     **dict.fromkeys(("training", "metrics"), Rule("object")),
+    "format_version": Rule("int"),
     "embedding_dim": Rule("int", 1, MAX_SIZE),
     "spec.dropout": Rule("float", 0.0, 1.0, open_high=True),
     "spec.residual": Rule("bool"),
