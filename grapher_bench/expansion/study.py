@@ -15,7 +15,8 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,19 @@ def peer_edges(graph: str) -> list[tuple[str, str]]:
     }[graph]
 
 
+@dataclass
+class _Prepared:
+    """One dataset ready to rank: its link graph, enriched metadata, vectors and each query's
+    hybrid top-200 candidates."""
+
+    dataset: Any
+    graph: str
+    metadata: list[dict[str, Any]]
+    corpus_vectors: Any
+    query_vectors: Any
+    candidates: list[list[Candidate]]
+
+
 def run(
     name: str,
     data: Path,
@@ -63,9 +77,58 @@ def run(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Evaluate one dataset; returns the JSON-able result."""
+    prepared = _prepare(name, data, limit)
+    dataset, graph = prepared.dataset, prepared.graph
+    out: dict[str, Any] = {
+        "dataset": name,
+        "task_type": dataset.task_type,
+        "graph": graph,
+        "n_queries": len(dataset.queries),
+        "retriever": "hybrid",
+        "expand": {"seeds": seeds, "hops": hops, "budget": budget},
+        "results": {},
+        "per_query": {},
+    }
+
+    def record(label: str, ranked_ids: list[list[str]], timings: list[float]) -> None:
+        metrics = _metrics(dataset.queries, ranked_ids, timings)
+        out["results"][label] = metrics
+        out["per_query"][label] = {
+            q.id: ids[:10] for q, ids in zip(dataset.queries, ranked_ids, strict=True)
+        }
+        log(
+            f"{name:28s} {label:18s} PR@5 {metrics['PR@5']:.3f} PR@10 {metrics['PR@10']:.3f} "
+            f"{metrics['ms_median']:.1f} ms"
+        )
+
+    for label, reranker in _rankers(prepared, seeds, hops, budget, expand_grid).items():
+        record(label, *_rerank_all(reranker, prepared))
+    if peer and graph == "adjacent":
+        record("prev-next", *_prev_next(prepared))
+    if peer:
+        for label, ranked in _graph_retriever_runs(prepared, peer_grid):
+            record(label, *ranked)
+    if chroma:
+        out["chroma"] = _chroma_latency(
+            dataset,
+            prepared.metadata,
+            prepared.corpus_vectors,
+            prepared.candidates,
+            prepared.query_vectors,
+            chroma,
+            log,
+            "expand-gcs-v1",
+        )
+    out["gold"] = {q.id: q.gold for q in dataset.queries}
+    return out
+
+
+def _prepare(name: str, data: Path, limit: int | None) -> _Prepared:
+    """Load the dataset, add mentions where its graph follows them, embed (cached) and
+    retrieve each query's candidates."""
     from grapher_bench.cache import CachedEmbedder, EmbeddingCache
     from grapher_bench.data import load_dataset
-    from grapher_bench.enrichment import add_mentions, proximities_for
+    from grapher_bench.enrichment import add_mentions
     from grapher_bench.retrievers import BaseRetriever
     from grapher_core.embeddings import default_embedder
 
@@ -82,107 +145,128 @@ def run(
         base.candidates(base.retrieve(q.text, v), metadata)
         for q, v in zip(dataset.queries, query_vectors, strict=True)
     ]
-    proximities = proximities_for(graph)
-    source = InMemorySource(dataset.corpus, embeddings=corpus_vectors, metadata=metadata)
-    rankers: dict[str, Any] = {
-        "baseline": GraphReranker([], "baseline", explain=0),
-        "gcs": GraphReranker(proximities, "gcs", explain=0),
-        "expand-gcs": ExpandingReranker(
-            GraphReranker(proximities, "gcs", explain=0),
-            source,
-            Expansion(seeds=seeds, hops=hops, budget=budget, max_seconds=None),
-        ),
-    }
-    for m, k, b in expand_grid:
-        rankers[f"expand-gcs[{m},{k},{b}]"] = ExpandingReranker(
+    return _Prepared(dataset, graph, metadata, corpus_vectors, query_vectors, candidates)
+
+
+def _rankers(
+    prepared: _Prepared,
+    seeds: int,
+    hops: int,
+    budget: int,
+    expand_grid: Sequence[Sequence[int]],
+) -> dict[str, Any]:
+    """Baseline, candidate-only GCS and GCS with expansion (the defaults, then each
+    ``[seeds, hops, budget]`` of the grid), over the in-memory corpus."""
+    from grapher_bench.enrichment import proximities_for
+
+    proximities = proximities_for(prepared.graph)
+    source = InMemorySource(
+        prepared.dataset.corpus, embeddings=prepared.corpus_vectors, metadata=prepared.metadata
+    )
+
+    def expanding(m: int, k: int, b: int) -> ExpandingReranker:
+        return ExpandingReranker(
             GraphReranker(proximities, "gcs", explain=0),
             source,
             Expansion(seeds=m, hops=k, budget=b, max_seconds=None),
         )
-    out: dict[str, Any] = {
-        "dataset": name,
-        "task_type": dataset.task_type,
-        "graph": graph,
-        "n_queries": len(dataset.queries),
-        "retriever": "hybrid",
-        "expand": {"seeds": seeds, "hops": hops, "budget": budget},
-        "results": {},
-        "per_query": {},
+
+    rankers: dict[str, Any] = {
+        "baseline": GraphReranker([], "baseline", explain=0),
+        "gcs": GraphReranker(proximities, "gcs", explain=0),
+        "expand-gcs": expanding(seeds, hops, budget),
     }
-    multi = [len(q.gold) > 1 for q in dataset.queries]
+    for m, k, b in expand_grid:
+        rankers[f"expand-gcs[{m},{k},{b}]"] = expanding(m, k, b)
+    return rankers
 
-    def record(label: str, ranked_ids: list[list[str]], timings: list[float]) -> None:
-        pairs = list(zip(ranked_ids, dataset.queries, strict=True))
-        rows = {k: [perfect_recall_at_k(ids, q.gold, k) for ids, q in pairs] for k in (5, 10)}
-        metrics = {f"PR@{k}": float(np.mean(v)) for k, v in rows.items()}
-        for k, values in rows.items():
-            chosen = [x for x, m in zip(values, multi, strict=True) if m]
-            if chosen:
-                metrics[f"PR@{k}>1"] = float(np.mean(chosen))
-        metrics["ms_median"] = float(statistics.median(timings))
-        out["results"][label] = metrics
-        out["per_query"][label] = {
-            q.id: ids[:10] for q, ids in zip(dataset.queries, ranked_ids, strict=True)
-        }
-        log(
-            f"{name:28s} {label:18s} PR@5 {metrics['PR@5']:.3f} PR@10 {metrics['PR@10']:.3f} "
-            f"{metrics['ms_median']:.1f} ms"
+
+def _metrics(
+    queries: Sequence[Any], ranked_ids: list[list[str]], timings: list[float]
+) -> dict[str, float]:
+    """PR@5 and PR@10, over all queries and over multi-object ones, and the median ms."""
+    pairs = list(zip(ranked_ids, queries, strict=True))
+    multi = [len(q.gold) > 1 for q in queries]
+    rows = {k: [perfect_recall_at_k(ids, q.gold, k) for ids, q in pairs] for k in (5, 10)}
+    metrics = {f"PR@{k}": float(np.mean(v)) for k, v in rows.items()}
+    for k, values in rows.items():
+        chosen = [x for x, m in zip(values, multi, strict=True) if m]
+        if chosen:
+            metrics[f"PR@{k}>1"] = float(np.mean(chosen))
+    metrics["ms_median"] = float(statistics.median(timings))
+    return metrics
+
+
+def _rerank_all(reranker: Any, prepared: _Prepared) -> tuple[list[list[str]], list[float]]:
+    """Each query's top 10 ids through ``reranker`` and its milliseconds."""
+    ranked_ids: list[list[str]] = []
+    timings: list[float] = []
+    queries = prepared.dataset.queries
+    for query, cands, vector in zip(
+        queries, prepared.candidates, prepared.query_vectors, strict=True
+    ):
+        tick = time.perf_counter()
+        ranked = reranker.rerank(cands, query=query.text, query_embedding=vector, top_n=10)
+        timings.append((time.perf_counter() - tick) * 1000)
+        ranked_ids.append([r.id for r in ranked])
+    return ranked_ids, timings
+
+
+def _prev_next(prepared: _Prepared) -> tuple[list[list[str]], list[float]]:
+    """LlamaIndex's previous/next-chunk postprocessor on the same candidates."""
+    from grapher_bench.peers.llamaindex import PrevNextPeer
+
+    prev_next = PrevNextPeer(prepared.dataset.corpus, prepared.metadata)
+    ranked_ids: list[list[str]] = []
+    timings: list[float] = []
+    for cands in prepared.candidates:
+        tick = time.perf_counter()
+        ranked_ids.append(
+            prev_next.rerank([c.id for c in cands], [float(c.score or 0.0) for c in cands])
         )
+        timings.append((time.perf_counter() - tick) * 1000)
+    return ranked_ids, timings
 
-    for label, reranker in rankers.items():
-        ranked_ids, timings = [], []
-        for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
-            tick = time.perf_counter()
-            ranked = reranker.rerank(cands, query=query.text, query_embedding=vector, top_n=10)
-            timings.append((time.perf_counter() - tick) * 1000)
-            ranked_ids.append([r.id for r in ranked])
-        record(label, ranked_ids, timings)
-    if peer and graph == "adjacent":
-        from grapher_bench.peers.llamaindex import PrevNextPeer
 
-        prev_next = PrevNextPeer(dataset.corpus, metadata)
-        ranked_ids, timings = [], []
-        for cands in candidates:
-            tick = time.perf_counter()
-            ranked_ids.append(
-                prev_next.rerank([c.id for c in cands], [float(c.score or 0.0) for c in cands])
-            )
-            timings.append((time.perf_counter() - tick) * 1000)
-        record("prev-next", ranked_ids, timings)
-    if peer:
-        from grapher_bench.peers.langchain import GraphRetrieverPeer, adjacent_ids
+def _graph_retriever_runs(
+    prepared: _Prepared, peer_grid: Sequence[dict[str, Any]]
+) -> Iterator[tuple[str, tuple[list[list[str]], list[float]]]]:
+    """``langchain-graph-retriever`` with its defaults, then each setting of ``peer_grid``;
+    on chunks the metadata first gains the ``adjacent`` ids its edges follow."""
+    from grapher_bench.peers.langchain import GraphRetrieverPeer, adjacent_ids
 
-        if graph == "adjacent":
-            for meta, ids in zip(metadata, adjacent_ids(dataset.corpus, metadata), strict=True):
-                meta["adjacent"] = ids
-        for settings in [{}, *peer_grid]:
-            label = (
-                "graph-retriever"
-                if not settings
-                else "graph-retriever" + json.dumps(settings, separators=(",", ":"))
-            )
-            retriever = GraphRetrieverPeer(
-                dataset.corpus, metadata, corpus_vectors, peer_edges(graph), select_k=10, **settings
-            )
-            ranked_ids, timings = [], []
-            for query, vector in zip(dataset.queries, query_vectors, strict=True):
-                tick = time.perf_counter()
-                ranked_ids.append(retriever.retrieve(query.text, vector))
-                timings.append((time.perf_counter() - tick) * 1000)
-            record(label, ranked_ids, timings)
-    if chroma:
-        out["chroma"] = _chroma_latency(
-            dataset,
+    dataset, metadata = prepared.dataset, prepared.metadata
+    if prepared.graph == "adjacent":
+        for meta, ids in zip(metadata, adjacent_ids(dataset.corpus, metadata), strict=True):
+            meta["adjacent"] = ids
+    for settings in [{}, *peer_grid]:
+        retriever = GraphRetrieverPeer(
+            dataset.corpus,
             metadata,
-            corpus_vectors,
-            candidates,
-            query_vectors,
-            chroma,
-            log,
-            "expand-gcs-v1",
+            prepared.corpus_vectors,
+            peer_edges(prepared.graph),
+            select_k=10,
+            **settings,
         )
-    out["gold"] = {q.id: q.gold for q in dataset.queries}
-    return out
+        yield _peer_label(settings), _retrieve_all(retriever, prepared)
+
+
+def _peer_label(settings: dict[str, Any]) -> str:
+    """``graph-retriever`` for the defaults, with the settings as compact JSON otherwise."""
+    if not settings:
+        return "graph-retriever"
+    return "graph-retriever" + json.dumps(settings, separators=(",", ":"))
+
+
+def _retrieve_all(retriever: Any, prepared: _Prepared) -> tuple[list[list[str]], list[float]]:
+    """Each query's ids from a peer that retrieves by itself, and its milliseconds."""
+    ranked_ids: list[list[str]] = []
+    timings: list[float] = []
+    for query, vector in zip(prepared.dataset.queries, prepared.query_vectors, strict=True):
+        tick = time.perf_counter()
+        ranked_ids.append(retriever.retrieve(query.text, vector))
+        timings.append((time.perf_counter() - tick) * 1000)
+    return ranked_ids, timings
 
 
 def latency(
