@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -96,22 +97,90 @@ def _writable_folder(path: Path, option: str) -> None:
         raise InputError(f"{option} {path} cannot be written: {parent} is not writable")
 
 
+_AT_LEAST: tuple[tuple[str, str, int], ...] = (
+    ("--k", "k", 1),
+    ("--limit", "limit", 1),
+    ("--top-n", "top_n", 1),
+    ("--concurrency", "concurrency", 1),
+    ("--max-retries", "max_retries", 0),
+    ("--answer-tokens", "answer_tokens", 1),
+    ("--judge-tokens", "judge_tokens", 1),
+    ("--block", "block", 1),
+)
+"""Integer options and their least value: (option, attribute, least)."""
+
+
+def _api_key(value: str, option: str) -> None:
+    """A key no header can carry fails every request, retried: refuse it now."""
+    from grapher_core.enrich.llm import check_api_key
+
+    check_api_key(value, option)
+
+
+def _not_blank(value: str, option: str) -> None:
+    if not value.strip():
+        raise InputError(f"{option} must not be empty")
+
+
+def _existing_file(value: Path, option: str) -> None:
+    if not value.is_file():
+        raise InputFileNotFoundError(f"{option} {value}: no such file")
+
+
+def _unless_none(check: Callable[[Any, str], object]) -> Callable[[Any, str], None]:
+    """``check`` for an optional option: a value left out (``None``) is not checked."""
+
+    def checked(value: Any, option: str) -> None:
+        if value is not None:
+            check(value, option)
+
+    return checked
+
+
+_ENDPOINT_CHECKS: tuple[tuple[str, str, Callable[[Any, str], object]], ...] = (
+    ("--api-key", "api_key", _unless_none(_api_key)),
+    ("--model", "model", _unless_none(_not_blank)),
+    ("--judge-model", "judge_model", _unless_none(_not_blank)),
+    ("--base-url", "base_url", _url),
+    ("--judge-base-url", "judge_base_url", _unless_none(_url)),
+    ("--llm-base-url", "llm_base_url", _unless_none(_url)),
+    ("--llm-model", "llm_model", _unless_none(_not_blank)),
+    ("--model-file", "model_file", _unless_none(_existing_file)),
+)
+"""The endpoints' options and their validators, checked in this order: (option, attribute,
+validator)."""
+
+
 def check_options(args: argparse.Namespace) -> tuple[list[str], dict[str, Any], dict[str, int]]:
     """Every option checked, nothing created: the set names, ``--systems-for`` and
     ``--limit-for``. Raises ``InputError`` naming the option."""
-    from grapher_bench.qa_eval.systems import MAX_TOP
-    from grapher_core.cli.enrich import check_writable
+    _check_numbers(args)
+    for option, attribute, check in _ENDPOINT_CHECKS:
+        check(getattr(args, attribute), option)
+    folders = _data_folders(args.data)
+    set_names = [folder.name for folder in folders]
+    per_set = {
+        name: _systems(value)
+        for name, value in _per_set(args.systems_for, "--systems-for", "SET=SYSTEMS", set_names)
+    }
+    limits = {
+        name: _positive(value, f"--limit-for {name}")
+        for name, value in _per_set(args.limit_for, "--limit-for", "SET=N", set_names)
+    }
+    _check_outside_data(_output_paths(args, set_names), folders)
+    _writable_folder(args.out, "--out")
+    if args.write_doc is not None and args.write_doc.is_file():
+        _check_doc_markers(args.write_doc)
+    return set_names, per_set, limits
 
-    for option, value, low in (
-        ("--k", args.k, 1),
-        ("--limit", args.limit, 1),
-        ("--top-n", args.top_n, 1),
-        ("--concurrency", args.concurrency, 1),
-        ("--max-retries", args.max_retries, 0),
-        ("--answer-tokens", args.answer_tokens, 1),
-        ("--judge-tokens", args.judge_tokens, 1),
-        ("--block", args.block, 1),
-    ):
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The integer bounds, ``--k`` within what is kept per question and under ``--top-n``,
+    and a finite positive ``--timeout``."""
+    from grapher_bench.qa_eval.systems import MAX_TOP
+
+    for option, attribute, low in _AT_LEAST:
+        value = getattr(args, attribute)
         if value is not None and value < low:
             raise InputError(f"{option} must be an integer >= {low}, got {value}")
     if args.k > MAX_TOP:
@@ -120,23 +189,12 @@ def check_options(args: argparse.Namespace) -> tuple[list[str], dict[str, Any], 
         raise InputError(f"--top-n ({args.top_n}) must be at least --k ({args.k})")
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise InputError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
-    if args.api_key is not None:  # a key no header can carry fails every request, retried
-        from grapher_core.enrich.llm import check_api_key
 
-        check_api_key(args.api_key, "--api-key")
-    for option, value in (("--model", args.model), ("--judge-model", args.judge_model)):
-        if value is not None and not value.strip():
-            raise InputError(f"{option} must not be empty")
-    _url(args.base_url, "--base-url")
-    if args.judge_base_url is not None:
-        _url(args.judge_base_url, "--judge-base-url")
-    if args.llm_base_url is not None:
-        _url(args.llm_base_url, "--llm-base-url")
-    if args.llm_model is not None and not args.llm_model.strip():
-        raise InputError("--llm-model must not be empty")
-    if args.model_file is not None and not args.model_file.is_file():
-        raise InputFileNotFoundError(f"--model-file {args.model_file}: no such file")
-    folders = [Path(folder) for folder in args.data]
+
+def _data_folders(data: list[str]) -> list[Path]:
+    """The ``--data`` folders, each a benchmark folder, no two of the same name (their
+    outputs would clash)."""
+    folders = [Path(folder) for folder in data]
     set_names = [folder.name for folder in folders]
     twice = sorted({name for name in set_names if set_names.count(name) > 1})
     if twice:
@@ -149,40 +207,45 @@ def check_options(args: argparse.Namespace) -> tuple[list[str], dict[str, Any], 
         for name in ("corpus.jsonl", "queries.jsonl"):
             if not (folder / name).is_file():
                 raise InputFileNotFoundError(f"--data {folder}: {name} is missing")
-    per_set = {
-        name: _systems(value)
-        for name, value in _per_set(args.systems_for, "--systems-for", "SET=SYSTEMS", set_names)
-    }
-    limits = {
-        name: _positive(value, f"--limit-for {name}")
-        for name, value in _per_set(args.limit_for, "--limit-for", "SET=N", set_names)
-    }
+    return folders
+
+
+def _output_paths(args: argparse.Namespace, set_names: list[str]) -> list[tuple[str, Path]]:
+    """Every path the run writes, with the option that names it; the files (``--cache``,
+    ``--write-doc``) checked writable."""
+    from grapher_core.cli.enrich import check_writable
+
     outputs = [("--out", args.out), *((f"--out {args.out}", args.out / n) for n in set_names)]
     for option, path in (("--cache", args.cache), ("--write-doc", args.write_doc)):
         if path is not None:
             check_writable(path, option)
             outputs.append((option, path))
+    return outputs
+
+
+def _check_outside_data(outputs: list[tuple[str, Path]], folders: list[Path]) -> None:
+    """The inputs are never written: no output may lie inside a ``--data`` folder."""
     for option, path in outputs:
         for folder in folders:
             if _inside(path, folder):
                 raise InputError(
                     f"{option} {path} lies inside --data {folder} (inputs are never written)"
                 )
-    _writable_folder(args.out, "--out")
-    if args.write_doc is not None and args.write_doc.is_file():
-        from grapher_bench.qa_eval.report import END, START
-        from grapher_bench.sections import _marker
 
-        try:
-            text = args.write_doc.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise InputError(
-                f"--write-doc {args.write_doc} cannot be read as UTF-8 ({error})"
-            ) from None
-        first = _marker(text, START)  # the test write_section makes, made before the run
-        if not (first >= 0 and _marker(text, END, first) >= 0) and START in text and END in text:
-            raise InputError(f"--write-doc {args.write_doc}: {END} comes before {START}")
-    return set_names, per_set, limits
+
+def _check_doc_markers(doc: Path) -> None:
+    """The ``--write-doc`` file is UTF-8 and its markers are not reversed, the check the
+    section writer makes, made before the run."""
+    from grapher_bench.qa_eval.report import END, START
+    from grapher_bench.sections import _marker
+
+    try:
+        text = doc.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"--write-doc {doc} cannot be read as UTF-8 ({error})") from None
+    first = _marker(text, START)
+    if not (first >= 0 and _marker(text, END, first) >= 0) and START in text and END in text:
+        raise InputError(f"--write-doc {doc}: {END} comes before {START}")
 
 
 def register(subparsers: Any) -> None:
