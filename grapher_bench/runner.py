@@ -367,62 +367,91 @@ def load_run(path: Path) -> DatasetRun:
     the field at fault instead of failing later inside the report."""
     what = "bench results.json"
     data = read_json(path, what)
+    problem = _results_file_problem(data)
+    if problem is not None:
+        raise InputError(f"{path} is not a {what}: {problem}")
+    per_query = _read_per_query(Path(path).with_name("per_query.json"))
+    run = DatasetRun(
+        data["dataset"],
+        data.get("task_type", "passages"),
+        data["retriever"],
+        data["n_queries"],
+        data["n_multi"],
+        data["n_candidates"],
+        graph_stats=data.get("graph_degrees", {}),
+        notes=data.get("notes", []),
+    )
+    for label, metrics in data["results"].items():
+        rows = per_query.get(label, {})
+        run.results[label] = RankerResult(metrics, rows if isinstance(rows, dict) else {})
+    return run
 
-    def bad(reason: str) -> InputError:
-        return InputError(f"{path} is not a {what}: {reason}")
 
+def _results_file_problem(data: Any) -> str | None:
+    """The first thing a results.json holds that the tables cannot read, or ``None``."""
     if not isinstance(data, dict):
-        raise bad(f"the top level is a JSON {_json_kind(data)}, expected an object")
+        return f"the top level is a JSON {_json_kind(data)}, expected an object"
+    for check in (_names_problem, _counts_problem, _metrics_problem, _extras_problem):
+        problem = check(data)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _names_problem(data: dict[str, Any]) -> str | None:
+    """``dataset`` and ``retriever`` non-empty strings, ``task_type`` (when given) a string."""
     for field_name in ("dataset", "retriever"):
         if not isinstance(data.get(field_name), str) or not data[field_name]:
-            raise bad(
-                f"field {field_name!r} must be a non-empty string, got {data.get(field_name)!r}"
-            )
+            return f"field {field_name!r} must be a non-empty string, got {data.get(field_name)!r}"
     task_type = data.get("task_type", "passages")
     if not isinstance(task_type, str):
-        raise bad(f"field 'task_type' must be a string, got {task_type!r}")
-    counts = {}
+        return f"field 'task_type' must be a string, got {task_type!r}"
+    return None
+
+
+def _counts_problem(data: dict[str, Any]) -> str | None:
+    """The query and candidate counts: integers >= 0 (a boolean is not one)."""
     for field_name in ("n_queries", "n_multi", "n_candidates"):
         value = data.get(field_name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise bad(f"field {field_name!r} must be an integer >= 0, got {value!r}")
-        counts[field_name] = value
+            return f"field {field_name!r} must be an integer >= 0, got {value!r}"
+    return None
+
+
+def _metrics_problem(data: dict[str, Any]) -> str | None:
+    """``results``: ranker -> metric -> number (or null, a metric over no queries)."""
     results = data.get("results")
     if not isinstance(results, dict):
-        raise bad(f"field 'results' must be an object of ranker -> metrics, got {results!r:.80}")
+        return f"field 'results' must be an object of ranker -> metrics, got {results!r:.80}"
     for label, metrics in results.items():
         if not isinstance(metrics, dict):
-            raise bad(f"results[{label!r}] must be an object of metric -> number")
+            return f"results[{label!r}] must be an object of metric -> number"
         for name, value in metrics.items():
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, (int, float))
             ):
-                raise bad(f"results[{label!r}][{name!r}] must be a number, got {value!r:.80}")
-    graph_stats = data.get("graph_degrees", {})
-    notes = data.get("notes", [])
-    if not isinstance(graph_stats, dict) or not isinstance(notes, list):
-        raise bad("field 'graph_degrees' must be an object and 'notes' a list")
-    beside = Path(path).with_name("per_query.json")
+                return f"results[{label!r}][{name!r}] must be a number, got {value!r:.80}"
+    return None
+
+
+def _extras_problem(data: dict[str, Any]) -> str | None:
+    """The optional ``graph_degrees`` (an object) and ``notes`` (a list)."""
+    if not isinstance(data.get("graph_degrees", {}), dict) or not isinstance(
+        data.get("notes", []), list
+    ):
+        return "field 'graph_degrees' must be an object and 'notes' a list"
+    return None
+
+
+def _read_per_query(beside: Path) -> dict[str, Any]:
+    """The per-query rows beside a results.json (empty when there is no such file)."""
     per_query = read_json(beside, "bench per_query.json") if beside.is_file() else {}
     if not isinstance(per_query, dict):
         raise InputError(
             f"{beside} is not a bench per_query.json: the top level is a JSON "
             f"{_json_kind(per_query)}, expected an object"
         )
-    run = DatasetRun(
-        data["dataset"],
-        task_type,
-        data["retriever"],
-        counts["n_queries"],
-        counts["n_multi"],
-        counts["n_candidates"],
-        graph_stats=graph_stats,
-        notes=notes,
-    )
-    for label, metrics in results.items():
-        rows = per_query.get(label, {})
-        run.results[label] = RankerResult(metrics, rows if isinstance(rows, dict) else {})
-    return run
+    return per_query
 
 
 def _json_kind(value: Any) -> str:
