@@ -41,6 +41,11 @@ def _python(script: str) -> subprocess.Popen[str]:
 @pytest.fixture
 def sleeper() -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen(["sleep", "60"])
+    deadline = time.monotonic() + 5  # /proc shows the new command line once exec is through
+    while time.monotonic() < deadline:
+        if Path(f"/proc/{process.pid}/cmdline").read_bytes() == b"sleep\x0060\x00":
+            break
+        time.sleep(0.01)
     yield process
     process.kill()
     process.wait()
