@@ -91,7 +91,8 @@ def _qualified(target: Target) -> str | None:
 
 
 def register(kind: Kind, name: str, target: Target) -> None:
-    """Allow files to name ``target`` as ``name`` (and as ``module:qualname``) for ``kind``.
+    """Allow files to name ``target`` as ``name`` for ``kind`` (a proximity also as its
+    ``module:qualname``, the spelling older payloads used).
 
     ``target`` is a class or factory, or a :class:`Lazy` for an optional backend. Registering
     happens in code: this is how a user's own class becomes loadable from a config."""
@@ -105,8 +106,8 @@ def register(kind: Kind, name: str, target: Target) -> None:
     names = _NAMES[kind]
     names[name] = target
     qualified = _qualified(target)
-    if qualified is not None and qualified != name:
-        names.setdefault(qualified, target)
+    if kind == "proximity" and qualified is not None and qualified != name:
+        names.setdefault(qualified, target)  # how older payloads named a proximity
 
 
 def register_proximity(cls: type, name: str | None = None) -> type:
@@ -141,9 +142,11 @@ def is_allowed(kind: Kind, name: object) -> bool:
 
 
 def allowed_names(kind: Kind, *, qualified: bool = False) -> list[str]:
-    """The names registered for ``kind``, sorted; ``module:qualname`` aliases only when asked."""
+    """The names registered for ``kind``, sorted; proximities' ``module:qualname`` aliases
+    only when asked."""
     _check_kind(kind)
-    return sorted(n for n in _NAMES[kind] if qualified or ":" not in n)
+    names = _NAMES[kind]
+    return sorted(n for n in names if qualified or _qualified(names[n]) != n)
 
 
 def name_of(kind: Kind, target: Target) -> str | None:

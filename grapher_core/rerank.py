@@ -2,32 +2,37 @@
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from operator import attrgetter
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
 
-from grapher_core.candidates import Candidate, Contribution, RankedCandidate
+from grapher_core.candidates import Candidate, RankedCandidate
 from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
 from grapher_core.edges.base import Proximity
 from grapher_core.edges.detect import describe, detect_proximities
 from grapher_core.edges.graph import CandidateGraph, build_graph
 from grapher_core.edges.keys import AdjacentChunks
-from grapher_core.errors import ConfigError, InputError, InputTypeError, MissingDependencyError
+from grapher_core.errors import InputError, InputTypeError
 from grapher_core.ranking.base import RankContext, Ranker, builds_own_graph, needs_embeddings
 from grapher_core.ranking.calibration import relevance_scores
+from grapher_core.ranking.explain import ranked_candidates
 from grapher_core.ranking.propagation import sentence_sized
 from grapher_core.ranking.registry import make_ranker
-from grapher_core.ranking.seeds import (
-    SEED_TRANSFORMS,
-    _names,
-    make_seeds,
-    original_scores,
-    seed_policy,
+from grapher_core.ranking.seeds import make_seeds, seed_policy
+from grapher_core.request.call import Call, Steps
+from grapher_core.request.door import run_call
+from grapher_core.request.needs import Embed, Embedded, ReadStored
+from grapher_core.request.result import Reranking
+from grapher_core.request.validation import (
+    check_bound,
+    check_explain,
+    check_proximities,
+    check_score_threshold,
+    check_seed_transform,
+    validate_candidates,
+    validated_candidates,
 )
 from grapher_core.vectors import (
     StoredVectors,
@@ -37,6 +42,14 @@ from grapher_core.vectors import (
     fill_plan,
     plan_vectors,
 )
+
+__all__ = [
+    "DEFAULT_MAX_CANDIDATES",
+    "DEFAULT_MAX_CHARS_PER_DOC",
+    "GraphReranker",
+    "Reranking",
+    "RerankingEngine",
+]
 
 T = TypeVar("T")
 
@@ -48,111 +61,6 @@ DEFAULT_MAX_CHARS_PER_DOC = 10_000
 """The wrappers' default cut of a text before it is embedded or read by a ranker (about 2,500
 tokens: MiniLM reads only the first ~256, larger models rarely benefit more); outputs keep the
 full text. It bounds the cost of a pathological document (a whole book in one chunk)."""
-MOVES = ("up", "down", "same")
-"""How a candidate moved between the retriever's order and the reranked one."""
-
-
-@dataclass(frozen=True)
-class Reranking:
-    """One call's result with what the graph was: the ranked candidates, the number of
-    (directed) edges per kind -- a symmetric link counts twice -- and the proximities used
-    (the detected ones when none were given).
-
-    ``graph``, ``seeds`` and ``scores`` (the ranker's raw score of every candidate, in input
-    order, returned or not) and ``top_n`` are what :meth:`to_networkx` and
-    :func:`grapher_core.picture.draw` show; they are ``None`` for an empty call.
-    """
-
-    ranked: list[RankedCandidate]
-    edges: Mapping[str, int] = field(default_factory=dict)
-    proximities: tuple[Any, ...] = ()
-    graph: CandidateGraph | None = field(default=None, repr=False, compare=False)
-    seeds: np.ndarray | None = field(default=None, repr=False, compare=False)
-    scores: np.ndarray | None = field(default=None, repr=False, compare=False)
-    top_n: int | None = None
-
-    def to_networkx(self, top_k: int | None = None) -> Any:
-        """The candidate graph as a ``networkx.DiGraph`` (needs the ``draw`` extra).
-
-        Nodes are candidate ids with ``id``, ``rank_before`` (the retriever's order),
-        ``rank_after``, ``seed``, ``score`` (the ranker's), ``relevance`` (returned candidates;
-        else ``None``), ``moved`` (one of :data:`MOVES`), ``shift`` (places gained),
-        ``in_top_k``, ``newcomer`` (in the top ``top_k`` now, not before), ``returned``,
-        ``expanded`` and ``why`` / ``why_kinds`` (the neighbour with the largest share of the
-        smoothing term and the kinds of the edges to it; ``None`` without edges). Edges carry
-        ``kind`` (kinds joined by ``+`` when several proximities link the pair), ``kinds``,
-        ``weight`` (the summed weight the ranker sees) and ``weights`` (per kind).
-        ``top_k``: default the call's ``top_n``, else 10 (at most the number of candidates).
-        """
-        try:
-            import networkx as nx
-        except ImportError as error:
-            raise MissingDependencyError(
-                "Reranking.to_networkx needs networkx: pip install 'grapher-rerank[draw]'"
-            ) from error
-        out = nx.DiGraph()
-        graph, seeds, scores = self.graph, self.seeds, self.scores
-        if graph is None or seeds is None or scores is None or graph.n == 0:
-            return out
-        n = graph.n
-        k = top_k if top_k is not None else (self.top_n if self.top_n is not None else 10)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise InputError(f"top_k must be a non-negative integer or None, got {top_k!r}")
-        k = min(k, n)
-        after = np.empty(n, dtype=np.int64)
-        after[np.lexsort((np.arange(n), -scores))] = np.arange(1, n + 1)
-        returned = {r.id: r for r in self.ranked}
-        position = {c: i for i, c in enumerate(graph.ids)}
-        for r in self.ranked:  # the returned order wins (expansion may merge two rankings)
-            if r.id in position:
-                after[position[r.id]] = r.rank
-        why = _explanations(graph, scores, np.arange(n), 1)
-        out.graph.update(top_k=k, edges=dict(self.edges))
-        for i, node in enumerate(graph.ids):
-            rank_after, rank_before = int(after[i]), i + 1
-            item = returned.get(node)
-            best = why.get(i, ())
-            out.add_node(
-                node,
-                id=node,
-                rank_before=rank_before,
-                rank_after=rank_after,
-                seed=float(seeds[i]),
-                score=float(scores[i]),
-                relevance=None if item is None else item.relevance,
-                moved=_move(rank_before, rank_after),
-                shift=rank_before - rank_after,
-                in_top_k=rank_after <= k,
-                newcomer=rank_after <= k < rank_before,
-                returned=item is not None,
-                expanded=bool(item is not None and item.expanded),
-                why=best[0].neighbour_id if best else None,
-                why_kinds=best[0].kinds if best else (),
-            )
-        pairs: dict[tuple[int, int], dict[str, float]] = {}
-        for kind, matrix in graph.by_kind.items():
-            coo = matrix.tocoo()
-            for i, j, w in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist(), strict=True):
-                if w:
-                    pairs.setdefault((i, j), {})[kind] = float(w)
-        adjacency = graph.adjacency.tocsr()
-        for (i, j), weights in pairs.items():
-            kinds = tuple(weights)
-            out.add_edge(
-                graph.ids[i],
-                graph.ids[j],
-                kind=kinds[0] if len(kinds) == 1 else "+".join(kinds),
-                kinds=kinds,
-                weight=float(adjacency[i, j]),
-                weights=weights,
-            )
-        return out
-
-    def draw(self, path: Any = None, **options: Any) -> Any:
-        """:func:`grapher_core.picture.draw` of this reranking (needs the ``draw`` extra)."""
-        from grapher_core.picture import draw
-
-        return draw(self, path, **options)
 
 
 class RerankingEngine:
@@ -276,11 +184,7 @@ class GraphReranker(RerankingEngine):
 
     @seed_transform.setter
     def seed_transform(self, value: str | None) -> None:
-        if value is not None and (not isinstance(value, str) or value not in SEED_TRANSFORMS):
-            raise ConfigError(
-                f"seed_transform must be None or one of {SEED_TRANSFORMS}, got {value!r}"
-            )
-        self._seed_transform = value
+        self._seed_transform = check_seed_transform(value)
 
     @property
     def seed_policy(self) -> str:
@@ -294,9 +198,7 @@ class GraphReranker(RerankingEngine):
 
     @explain.setter
     def explain(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"explain must be an integer >= 0, got {value!r}")
-        self._explain = value
+        self._explain = check_explain(value)
 
     @property
     def strict(self) -> bool:
@@ -311,7 +213,7 @@ class GraphReranker(RerankingEngine):
 
     @max_candidates.setter
     def max_candidates(self, value: int | None) -> None:
-        self._max_candidates = _bound("max_candidates", value)
+        self._max_candidates = check_bound("max_candidates", value)
 
     @property
     def max_chars_per_doc(self) -> int | None:
@@ -321,7 +223,7 @@ class GraphReranker(RerankingEngine):
 
     @max_chars_per_doc.setter
     def max_chars_per_doc(self, value: int | None) -> None:
-        self._max_chars_per_doc = _bound("max_chars_per_doc", value)
+        self._max_chars_per_doc = check_bound("max_chars_per_doc", value)
 
     @property
     def score_threshold(self) -> float | None:
@@ -331,13 +233,7 @@ class GraphReranker(RerankingEngine):
 
     @score_threshold.setter
     def score_threshold(self, value: float | None) -> None:
-        if value is not None and (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(float(value))
-        ):
-            raise ConfigError(f"score_threshold must be a finite number or None, got {value!r}")
-        self._score_threshold = None if value is None else float(value)
+        self._score_threshold = check_score_threshold(value)
 
     def admit(self, items: Sequence[T]) -> list[T]:
         """The first :attr:`max_candidates` of ``items`` (candidates, or a wrapper's documents
@@ -456,11 +352,91 @@ class GraphReranker(RerankingEngine):
         query_embedding: np.ndarray | None = None,
         top_n: int | None = None,
     ) -> Reranking:
-        """:meth:`rerank` plus what the graph was (edges per kind, proximities used)."""
+        """:meth:`rerank` plus what the graph was (edges per kind, proximities used): the
+        request's :meth:`call`, answered by the core itself (no model but the ranker's own)."""
+        return run_call(
+            self.call(candidates, query=query, query_embedding=query_embedding, top_n=top_n)
+        )
+
+    def call(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        top_n: int | None = None,
+    ) -> Call[Reranking]:
+        """One request over ``candidates``, sans-IO: it asks its door for stored vectors and
+        embeddings (only what the ranker and proximities read), then ranks. ``embedder`` names
+        the door's model (the embedding space of the cache; the door does the embedding)."""
+        return Call(
+            self.steps(
+                candidates,
+                query=query,
+                query_embedding=query_embedding,
+                embedder=embedder,
+                top_n=top_n,
+            )
+        )
+
+    def steps(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        top_n: int | None = None,
+    ) -> Steps[Reranking]:
+        """The request as steps (see :meth:`call`)."""
         if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Sequence):
             candidates = list(candidates)  # named as a type error by the validation
-        return self.run_pool(
-            self.admit(candidates), query=query, query_embedding=query_embedding, top_n=top_n
+        filled, vector = yield from self.vector_steps(
+            self.admit(candidates), query=query, query_embedding=query_embedding, embedder=embedder
+        )
+        return self.run_pool(filled, query=query, query_embedding=vector, top_n=top_n)
+
+    def vector_steps(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        needed: bool | None = None,
+    ) -> Steps[tuple[list[Candidate], np.ndarray | None]]:
+        """The candidates with the vectors the call reads filled in (given > stored > cached >
+        embedded), and the query vector. Nothing is asked for when nothing reads vectors
+        (``needed`` overrides: expansion always reads them); the door's ``embedder`` only keys
+        the cache, the ranker's own is named as the fallback when the door has none."""
+        needed = (self.needs_embeddings if needed is None else needed) and bool(candidates)
+        if needed:
+            candidates = validate_candidates(candidates)
+        stored = None
+        without = tuple(c.id for c in candidates if c.embedding is None) if needed else ()
+        if without:
+            held = yield ReadStored(without)
+            stored = None if held is None else (lambda _ids: held)
+        plan = plan_vectors(
+            candidates,
+            needed=needed,
+            embedder=embedder,
+            fallback=self.embedding_model if needed and embedder is None else None,
+            cache=self.vector_cache,
+            query=query,
+            query_embedding=query_embedding,
+            stored=stored,
+            max_chars=self.max_chars_per_doc,
+        )
+        answer = Embedded()
+        if plan.missing_texts or plan.query_text is not None:
+            answer = yield Embed(plan.missing_texts, plan.query_text, plan.fallback)
+            if not isinstance(answer, Embedded):
+                raise InputTypeError(f"an Embed need is answered with Embedded, got {answer!r}")
+        # The door embedded (with the fallback when it has no model): nothing is embedded here.
+        return fill_plan(
+            replace(plan, fallback=None), answer.vectors, answer.query, self.vector_cache
         )
 
     def run_pool(
@@ -473,7 +449,7 @@ class GraphReranker(RerankingEngine):
     ) -> Reranking:
         """:meth:`run` without the :attr:`max_candidates` cut: for callers that bounded the
         pool already and may have enlarged it since (expansion adds fetched objects)."""
-        candidates, scores = _validated(candidates)
+        candidates, scores = validated_candidates(candidates)
         if top_n is not None and (
             isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 0
         ):
@@ -494,7 +470,7 @@ class GraphReranker(RerankingEngine):
             )
         relevance = relevance_scores(self.ranker, ranked, seeds)
         edges = {kind: int(matrix.nnz) for kind, matrix in graph.by_kind.items()}
-        out = _ranked(candidates, graph, ranked, top_n, self.explain, relevance)
+        out = ranked_candidates(candidates, graph, ranked, top_n, self.explain, relevance)
         threshold = self.score_threshold
         if threshold is not None:  # relevance rises with the score: a cut of the tail
             out = [r for r in out if (r.score if r.relevance is None else r.relevance) >= threshold]
@@ -567,17 +543,6 @@ class GraphReranker(RerankingEngine):
         return cls(**{**core_options(load_config(path)), **options})
 
 
-def _move(before: int, after: int) -> str:
-    return MOVES[0] if after < before else MOVES[1] if after > before else MOVES[2]
-
-
-def _bound(name: str, value: object) -> int | None:
-    """A positive integer bound or ``None``."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"{name} must be an integer >= 1 or None, got {value!r}")
-    return value
-
-
 def _clipped(candidates: list[Candidate], max_chars: int | None) -> list[Candidate]:
     """The candidates as the graph and ranker read them: texts cut to ``max_chars``."""
     if max_chars is None or all(len(c.text) <= max_chars for c in candidates):
@@ -588,63 +553,6 @@ def _clipped(candidates: list[Candidate], max_chars: int | None) -> list[Candida
         else Candidate(c.id, clip_text(c.text, max_chars), c.score, c.metadata, c.embedding)
         for c in candidates
     ]
-
-
-def check_proximities(proximities: object) -> tuple[Proximity, ...]:
-    """The proximities as a tuple, each an instance with ``kind``, ``weight`` and
-    ``adjacency(candidates)``; a class given instead of an instance is named as such."""
-    if isinstance(proximities, (str, bytes)) or not isinstance(proximities, Iterable):
-        raise InputTypeError(f"proximities must be a list of proximities, got {proximities!r}")
-    items = tuple(proximities)
-    for proximity in items:
-        if isinstance(proximity, type):
-            raise InputTypeError(
-                f"{proximity.__name__} is a class: pass an instance, {proximity.__name__}()"
-            )
-        if not isinstance(proximity, Proximity):
-            raise InputTypeError(
-                f"{proximity!r} is not a proximity: it needs `kind`, `weight` "
-                "and `adjacency(candidates)`"
-            )
-    return items
-
-
-def validate_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Check types, ids and scores up front so errors name the problem, not a deep frame."""
-    return _validated(candidates)[0]
-
-
-def _validated(candidates: Sequence[Candidate]) -> tuple[list[Candidate], np.ndarray | None]:
-    if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Sequence):
-        candidates = list(candidates)
-    items = list(candidates)
-    # The common case checked in bulk (C-level map/set passes, no per-item Python frame):
-    # only Candidates, non-empty string ids, all distinct, all scores floats.
-    if set(map(type, items)) == {Candidate}:
-        ids = list(map(_ID, items))
-        if set(map(type, ids)) == {str} and all(ids) and len(set(ids)) == len(ids):
-            scores = list(map(_SCORE, items))
-            if set(map(type, scores)) == {float}:
-                array = np.array(scores, dtype=np.float64)
-                if np.isfinite(array.sum()) or np.all(np.isfinite(array)):
-                    return items, array
-            return items, original_scores(items)
-    for position, candidate in enumerate(items):
-        if not isinstance(candidate, Candidate):
-            raise InputTypeError(
-                f"candidate at position {position} is a {type(candidate).__name__}, "
-                "not a grapher_core.Candidate"
-            )
-        if not isinstance(candidate.id, str) or not candidate.id:
-            raise InputError(f"candidate at position {position} has an empty or non-string id")
-    if len({c.id for c in items}) != len(items):
-        duplicates = [i for i, count in Counter(c.id for c in items).items() if count > 1]
-        raise InputError(f"duplicate candidate ids: {_names(duplicates)}")
-    return items, original_scores(items)  # raises on partial, NaN, inf or non-numeric scores
-
-
-_ID = attrgetter("id")
-_SCORE = attrgetter("score")
 
 
 def _graph_with_counts(
@@ -658,128 +566,3 @@ def _graph_with_counts(
         ]
     counts = [int(build_graph(candidates, [p]).n_edges) for p in proximities]
     return build_graph(candidates, proximities), counts
-
-
-def _ranked(
-    candidates: Sequence[Candidate],
-    graph: CandidateGraph,
-    scores: np.ndarray,
-    top_n: int | None,
-    explain: int,
-    relevance: np.ndarray | None = None,
-) -> list[RankedCandidate]:
-    n = len(candidates)
-    order = np.lexsort((np.arange(n), -scores))  # best score first; ties keep the input order
-    if top_n is not None:
-        order = order[:top_n]
-    explanations = _explanations(graph, scores, order, explain) if explain else {}
-    # Python floats and ints in one conversion each, not one numpy scalar per field.
-    new_scores = scores[order].tolist()
-    new_relevance = new_scores if relevance is None else relevance[order].tolist()
-    ranked = []
-    for new_rank, (i, score, relevant) in enumerate(
-        zip(order.tolist(), new_scores, new_relevance, strict=True)
-    ):
-        candidate = candidates[i]
-        ranked.append(
-            RankedCandidate(
-                id=candidate.id,
-                score=score,
-                original_score=None if candidate.score is None else float(candidate.score),
-                rank=new_rank + 1,
-                original_rank=i + 1,
-                candidate=candidate,
-                explanation=explanations.get(i, ()),
-                relevance=relevant,
-            )
-        )
-    return ranked
-
-
-def _explanations(
-    graph: CandidateGraph, scores: np.ndarray, rows: np.ndarray, limit: int
-) -> dict[int, tuple[Contribution, ...]]:
-    """For each returned candidate, the neighbours with the largest weighted share of score.
-
-    The share of neighbour j in i's score is ``W[i, j] * score[j]`` with ``W`` the row-normalised
-    adjacency -- exactly GCS's smoothing term up to the factor ``1 - alpha``, and a faithful
-    reading of "who lifted it" for the other rankers. Rows are read straight from the csr
-    arrays: only the returned candidates' rows are touched.
-    """
-    if graph.n_edges == 0 or rows.size == 0:
-        return {}
-    adjacency = graph.adjacency
-    kinds = list(graph.by_kind.items())
-    # All returned rows at once: their csr segments, one share per edge, then per row the
-    # ``limit`` largest, ties in column order.
-    indptr = adjacency.indptr
-    starts = indptr[rows]
-    lengths = indptr[rows + 1] - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return {}
-    segment = np.repeat(np.arange(rows.size), lengths)
-    offsets = np.cumsum(lengths) - lengths
-    position = np.arange(total) - np.repeat(offsets, lengths)
-    entries = np.repeat(starts, lengths) + position
-    weights = adjacency.data[entries]
-    row_sums = np.bincount(segment, weights=weights, minlength=rows.size)
-    shares = weights * scores[adjacency.indices[entries]] / row_sums[segment]
-    picked = _top_per_row(shares, segment, position, offsets, lengths, limit)
-    neighbours = adjacency.indices[entries[picked]]
-    ids = graph.ids
-    out: dict[int, tuple[Contribution, ...]] = {}
-    single_kind: tuple[str, ...] | None = (kinds[0][0],) if len(kinds) == 1 else None
-    picked_segment = segment[picked].tolist()
-    picked_neighbour = neighbours.tolist()
-    picked_weight = weights[picked].tolist()
-    picked_share = shares[picked].tolist()
-    row_list = rows.tolist()
-    for k, s in enumerate(picked_segment):
-        i, j = row_list[s], picked_neighbour[k]
-        if single_kind is not None:
-            kind = single_kind
-        else:
-            kind = tuple(name for name, m in kinds if j in m.indices[m.indptr[i] : m.indptr[i + 1]])
-        contribution = Contribution(
-            neighbour_id=ids[j],
-            kinds=kind,
-            edge_weight=picked_weight[k],
-            contribution=picked_share[k],
-        )
-        out[i] = (*out.get(i, ()), contribution)
-    return out
-
-
-def _top_per_row(
-    shares: np.ndarray,
-    segment: np.ndarray,
-    position: np.ndarray,
-    offsets: np.ndarray,
-    lengths: np.ndarray,
-    limit: int,
-) -> np.ndarray:
-    """Indices into ``shares`` of each segment's ``limit`` largest, segment by segment, best
-    first, ties in position order.
-
-    Few long rows (the returned top_n of a dense graph): a (rows x longest) grid padded with
-    -inf and ``limit`` rounds of argmax (the first maximum: ties keep their order), each taken
-    entry then set to -inf. A sort of every segment gives the same answer but costs ~4x as
-    much inside a real rerank (its comparisons mispredict once the data leave the branch
-    predictor); it is kept for short segments (cheaper there), long lists, and grids that
-    would be large (many long rows: ``top_n=None``).
-    """
-    rows, longest = lengths.size, int(lengths.max())
-    if shares.size < 512 or limit > 8 or rows * longest > 4 * shares.size + 4096:
-        return np.lexsort((-shares, segment))[position < limit]  # stable: ties keep order
-    grid = np.full((rows, longest), -np.inf)
-    grid[segment, position] = shares
-    every_row = np.arange(rows)
-    rounds = []
-    for k in range(min(limit, longest)):
-        column = grid.argmax(axis=1)
-        live = lengths > k  # rows with a k-th entry left
-        rounds.append(offsets[live] + column[live])
-        grid[every_row, column] = -np.inf
-    chosen = np.concatenate(rounds)
-    return chosen[np.argsort(segment[chosen], kind="stable")]

@@ -31,12 +31,17 @@ from grapher_core.expand import (
     DEFAULT_MAX_PER_KEY,
     DEFAULT_MAX_SECONDS,
     DEFAULT_SEEDS,
-    ExpandingReranker,
-    Expansion,
 )
-from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
+from grapher_core.ranking.config import load_config
+from grapher_core.request import Call, DoorIO, arun_call, run_call
+from grapher_core.request.engine import Engine, core_of
+from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
+from grapher_core.rerank import (
+    DEFAULT_MAX_CANDIDATES,
+    DEFAULT_MAX_CHARS_PER_DOC,
+    Reranking,
+)
 from grapher_core.utils.callsite import off_loop, skip_frames_of
-from grapher_core.vectors import VectorPlan
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
 from langchain_grapher.neighbours import as_neighbour_source
 
@@ -47,18 +52,13 @@ __all__ = ["GraphERReranker"]
 skip_frames_of("langchain_core", "langchain_classic", "langchain", "langchain_community")
 skip_frames_of("langsmith", "pydantic")
 
-Engine = GraphReranker | ExpandingReranker
-"""What ranks: the core, or the core behind expansion (same ``vector_plan`` / ``run_plan``)."""
-
 
 @dataclass(frozen=True)
-class _Call:
-    """One call's inputs, read once: the engine and embedding model of the same fields."""
+class _Request:
+    """One call over the documents the core kept."""
 
     documents: list[Document]
-    engine: Engine
-    plan: VectorPlan
-    embeddings: Embeddings | None
+    call: Call[Reranking]
 
 
 class GraphERReranker(BaseDocumentCompressor):
@@ -135,72 +135,55 @@ class GraphERReranker(BaseDocumentCompressor):
     """Expansion: a link key matching more documents than this in one fetch is a hub (a
     category page) and skipped, now and in later queries (default 50; ``None``: no cap)."""
 
-    # The core and the engine that ranks (the core itself, or the core behind expansion),
-    # replaced together in one assignment, so a query on another thread never pairs a new core
-    # with an old expansion object. The core keeps the vector cache.
-    _engines: tuple[GraphReranker, Engine] | None = PrivateAttr(default=None)
+    # The engine (the core, or the core behind expansion) built from the fields' settings at
+    # construction and on every assignment: one attribute, so a query on another thread never
+    # sees half of a change. The core keeps the vector cache.
+    _engine: Engine | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _build_core(self) -> GraphERReranker:
-        """Build the core reranker from the fields: at construction (so a bad field fails
-        there) and again after any field assignment (``validate_assignment`` re-runs this), so
-        per-query calls reuse it -- a learned ranker loads its checkpoint once, not per query."""
-        core = GraphReranker(
-            self.proximities or None,
-            self.ranker,
-            self.alpha,
-            seed_transform=self.seed_transform,
-            explain=3 if self.explain else 0,
-            strict=self.strict,
-            max_candidates=self.max_candidates,
-            max_chars_per_doc=self.max_chars_per_doc,
-            score_threshold=self.score_threshold,
+    def _build_engine(self) -> GraphERReranker:
+        """Build the engine from the fields' :class:`RerankSettings` (validated there), so a
+        bad field fails at construction and per-query calls reuse it -- a learned ranker loads
+        its checkpoint once, not per query."""
+        source = self.neighbour_source
+        self._engine = engine_for(
+            self.settings,
+            None if source is None else as_neighbour_source(source),
+            embedder=self.embeddings,
         )
-        expansion = Expansion(  # validated even without a neighbour source
-            seeds=self.expand_seeds,
-            hops=self.expand_hops,
-            budget=self.expand_budget,
-            prune_threshold=self.prune_threshold,
-            max_fetched=self.expand_max_fetched,
-            max_seconds=self.expand_max_seconds,
-            max_per_key=self.expand_max_per_key,
-        )
-        engine: Engine = core
-        if self.neighbour_source is not None:
-            engine = ExpandingReranker(
-                core,
-                as_neighbour_source(self.neighbour_source),
-                expansion,
-                embedder=self.embeddings,
-            )
-        self._engines = (core, engine)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
-        """Assign a field atomically: a copy with the new value is validated and its core built
-        first, so a refused value changes nothing -- neither the field nor the core in use."""
+        """Assign a field atomically: a copy with the new value is validated and its engine
+        built first, so a refused value changes nothing -- neither the field nor the engine."""
         if name not in type(self).model_fields:
             super().__setattr__(name, value)
             return
-        assign_validated(self, name, value, ("_engines",))
+        assign_validated(self, name, value, ("_engine",))
+
+    @property
+    def settings(self) -> RerankSettings:
+        """The request settings these fields describe (what ``to_config`` would write)."""
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        return RerankSettings.from_fields(fields, expand=self.neighbour_source is not None)
+
+    @property
+    def engine(self) -> Engine:
+        """What ranks: the core, or the core behind expansion."""
+        if self._engine is None:  # set by the validator at construction
+            raise StateError("GraphERReranker was not validated (built without __init__?)")
+        return self._engine
 
     @property
     def core(self) -> GraphReranker:
         """The :class:`grapher_core.GraphReranker` for the current fields."""
-        return self._engine_pair()[0]
-
-    def _engine_pair(self) -> tuple[GraphReranker, Engine]:
-        """The core and the engine of the same fields, read in one step."""
-        engines = self._engines
-        if engines is None:  # set by the validator at construction
-            raise StateError("GraphERReranker was not validated (built without __init__?)")
-        return engines
+        return core_of(self.engine)
 
     @property
     def needs_embeddings(self) -> bool:
         """Whether the core reads vectors for these fields (``SemanticKNN``, GAT/MLP, expansion):
         only then are ``embeddings`` called."""
-        return self._engine_pair()[1].needs_embeddings
+        return self.engine.needs_embeddings
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -226,22 +209,19 @@ class GraphERReranker(BaseDocumentCompressor):
         document_embeddings: Sequence[Any] | np.ndarray | None = None,
         extra_metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Document]:
-        """The one path of the compressor and :class:`GraphERRetriever`, sync and async.
+        """The one path of the compressor and :class:`GraphERRetriever`, sync and async: the
+        core's call, whose embedding needs ``embeddings`` answers.
 
-        The core plans which vectors the call needs (none unless something reads them; given
-        ``document_embeddings`` and cached ones are not embedded again); ``embeddings`` embeds
-        exactly those. ``scores`` (e.g. a vector store's relevance scores) take precedence over
-        ``score_key``; ``top_n="default"`` uses the field; ``extra_metadata`` is merged into each
-        output's metadata copy (the retriever stores the base score there).
+        ``scores`` (e.g. a vector store's relevance scores) take precedence over
+        ``score_key``; ``document_embeddings`` are vectors at hand (never embedded again);
+        ``top_n="default"`` uses the field; ``extra_metadata`` is merged into each output's
+        metadata copy (the retriever stores the base score there).
         """
-        call = self._plan(documents, query, scores, query_embedding, document_embeddings)
-        embedded = query_vector = None
-        if call.embeddings is not None:
-            if call.plan.query_text is not None:
-                query_vector = call.embeddings.embed_query(call.plan.query_text)
-            if call.plan.missing_texts:
-                embedded = call.embeddings.embed_documents(list(call.plan.missing_texts))
-        return self._ranked(call, embedded, query_vector, top_n, extra_metadata)
+        request = self._request(
+            documents, query, scores, query_embedding, document_embeddings, top_n
+        )
+        result = run_call(request.call, self._io().answer)
+        return self._documents(result, request.documents, extra_metadata)
 
     async def arerank_documents(
         self,
@@ -256,18 +236,13 @@ class GraphERReranker(BaseDocumentCompressor):
     ) -> list[Document]:
         """:meth:`rerank_documents` without blocking the event loop: the embedding calls are
         awaited (LangChain runs a sync-only model's in its executor) and everything else --
-        conversion, the core's plan and store reads, graph, ranker, expansion fetches -- runs
-        in a worker thread (:func:`grapher_core.utils.callsite.off_loop`)."""
-        call = await off_loop(
-            self._plan, documents, query, scores, query_embedding, document_embeddings
+        conversion, the call's steps, store reads, expansion fetches -- runs in a worker
+        thread (:func:`grapher_core.request.arun_call`)."""
+        request = await off_loop(
+            self._request, documents, query, scores, query_embedding, document_embeddings, top_n
         )
-        embedded = query_vector = None
-        if call.embeddings is not None:
-            if call.plan.query_text is not None:
-                query_vector = await call.embeddings.aembed_query(call.plan.query_text)
-            if call.plan.missing_texts:
-                embedded = await call.embeddings.aembed_documents(list(call.plan.missing_texts))
-        return await off_loop(self._ranked, call, embedded, query_vector, top_n, extra_metadata)
+        result = await arun_call(request.call, self._io().aanswer)
+        return await off_loop(self._documents, result, request.documents, extra_metadata)
 
     def same_model(self, store: Any) -> bool:
         """Whether ``store``'s vectors live in the space this reranker embeds queries in: its
@@ -281,17 +256,23 @@ class GraphERReranker(BaseDocumentCompressor):
         mine = self.core.embedding_model
         return mine is not None and getattr(theirs, "embedder", None) is mine
 
-    def _plan(
+    def _io(self) -> DoorIO:
+        """This door's IO: the LangChain embedding model (sync and async methods)."""
+        return DoorIO.of(self.embeddings)
+
+    def _request(
         self,
         documents: Sequence[Document],
         query: str | None,
         scores: Sequence[float | None] | None,
         query_embedding: np.ndarray | None,
         document_embeddings: Sequence[Any] | np.ndarray | None,
-    ) -> _Call:
-        """Everything but the embedding calls, before them: candidates, the core's plan. The
-        core bounds the pool (``max_candidates``) before any document is converted."""
-        core, engine = self._engine_pair()
+        top_n: int | Literal["default"] | None,
+    ) -> _Request:
+        """The documents kept (the core bounds the pool before any is converted) and the
+        core's call over them."""
+        engine = self.engine
+        core = core_of(engine)
         if isinstance(documents, Document):  # a pydantic model iterates over its fields
             raise InputTypeError("expected a sequence of Documents, got a single Document")
         documents = core.admit(documents)
@@ -310,23 +291,22 @@ class GraphERReranker(BaseDocumentCompressor):
             and all(c.score is None for c in candidates)
         ):
             check_score_key(core.diagnostics, self.score_key, [d.metadata for d in documents])
-        embeddings = self.embeddings
-        plan = engine.vector_plan(
-            candidates, query=query, query_embedding=query_embedding, embedder=embeddings
+        call = engine.call(
+            candidates,
+            query=query,
+            query_embedding=query_embedding,
+            embedder=self.embeddings,
+            top_n=self.top_n if top_n == "default" else top_n,
         )
-        return _Call(documents, engine, plan, embeddings)
+        return _Request(documents, call)
 
-    def _ranked(
+    def _documents(
         self,
-        call: _Call,
-        embedded: Any,
-        query_vector: Any,
-        top_n: int | Literal["default"] | None,
+        result: Reranking,
+        documents: list[Document],
         extra_metadata: Sequence[Mapping[str, Any]] | None,
     ) -> list[Document]:
-        """Everything after the embedding calls: the core ranks, documents come back."""
-        limit = self.top_n if top_n == "default" else top_n
-        result = call.engine.run_plan(call.plan, embedded, query_vector, top_n=limit)
+        """The reranking as new Documents: copies of the inputs, fetched ones built anew."""
         out = []
         for item in result.ranked:
             if item.expanded:  # a new Document from the store's data
@@ -337,7 +317,7 @@ class GraphERReranker(BaseDocumentCompressor):
                 extra: Mapping[str, Any] | None = {EXPANDED_KEY: True}
             else:
                 position = item.original_rank - 1
-                original = call.documents[position]
+                original = documents[position]
                 extra = None if extra_metadata is None else extra_metadata[position]
             out.append(
                 document_from_ranked(
@@ -348,10 +328,20 @@ class GraphERReranker(BaseDocumentCompressor):
 
     @classmethod
     def from_config(cls, path: Any, **fields: Any) -> GraphERReranker:
-        """The reranker a ``grapher eval --write-config`` file describes (ranker, alpha, seed
-        policy, proximities, ``top_n``; validated by the core's loader); ``fields`` add or
-        override fields (``embeddings``, ``score_key``...). ``keep_retriever_order: true``
-        loads the ``"baseline"`` ranker over rank seeds: the documents' order, unchanged."""
-        from grapher_core.ranking.config import load_config, wrapper_options
-
-        return cls(**{**wrapper_options(load_config(path)), **fields})
+        """The reranker a ``grapher eval --write-config`` file describes (the core's loader
+        validates it); ``fields`` add or override fields (``embeddings``, ``score_key``...).
+        A configuration seeding from scores is refused unless ``score_key`` (or ``scores``
+        through :class:`GraphERRetriever`) can hand them over: what runs is what was
+        evaluated. ``keep_retriever_order: true`` loads the ``"baseline"`` ranker over rank
+        seeds: the documents' order, unchanged."""
+        config = load_config(path)
+        settings = settings_of(config, str(path))
+        if fields.get("score_key") is None:
+            settings.refuse_unhonoured(
+                has_scores=False,
+                door="GraphERReranker without score_key",
+                fix="pass score_key='<the metadata key your retriever writes its score to>' "
+                "or load it with GraphERRetriever.from_config(path, base_retriever=...)",
+                where=str(path),
+            )
+        return cls(**{**config_fields(config, settings), **fields})

@@ -29,7 +29,7 @@ from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRan
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from grapher_core import Candidate, GraphReranker, RankedCandidate
+from grapher_core import GraphReranker, RankedCandidate
 from grapher_core.conventions import (
     EXPANDED_KEY,
     EXPLANATION_KEY,
@@ -37,7 +37,7 @@ from grapher_core.conventions import (
     explanation_to_metadata,
 )
 from grapher_core.edges.serialise import proximities_from_dicts, proximity_to_dict
-from grapher_core.errors import ConfigError, InputError, InputTypeError
+from grapher_core.errors import ConfigError, InputTypeError, StateError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
@@ -45,19 +45,25 @@ from grapher_core.expand import (
     DEFAULT_MAX_PER_KEY,
     DEFAULT_MAX_SECONDS,
     DEFAULT_SEEDS,
-    ExpandingReranker,
-    Expansion,
     HubKeys,
 )
-from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
+from grapher_core.ranking.config import load_config
+from grapher_core.request import Call, DoorIO, arun_call, run_call
+from grapher_core.request.engine import Engine, core_of
+from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
+from grapher_core.rerank import (
+    DEFAULT_MAX_CANDIDATES,
+    DEFAULT_MAX_CHARS_PER_DOC,
+    Reranking,
+)
 from grapher_core.utils.callsite import off_loop, skip_frames_of
-from grapher_core.vectors import VectorPlan
 from llama_index_grapher.convert import (
     candidates_from_nodes,
     node_from_ranked,
     relationship_proximity,
 )
 from llama_index_grapher.embeddings import load_embed_model
+from llama_index_grapher.neighbours import as_node_source
 from llama_index_grapher.stores import node_vectors
 
 __all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
@@ -67,9 +73,6 @@ dispatcher = get_dispatcher(__name__)
 # LlamaIndex's query engines, postprocessor base class and instrumentation dispatcher (through
 # wrapt) call the postprocessor: a warning points past their frames, at the user's line.
 skip_frames_of("llama_index", "llama_index_instrumentation", "wrapt", "pydantic")
-
-Engine = GraphReranker | ExpandingReranker
-"""What ranks: the core, or the core behind expansion (same ``vector_plan`` / ``run_plan``)."""
 
 
 class GraphERPostprocessor(BaseNodePostprocessor):
@@ -209,26 +212,53 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         "ranker; output nodes keep their full text. None: no cut.",
     )
 
-    _reranker: GraphReranker | None = PrivateAttr(default=None)  # keeps the vector cache
-    _reranker_key: tuple[Any, ...] | None = PrivateAttr(default=None)
-    _hubs: HubKeys = PrivateAttr(default_factory=HubKeys)  # hub keys, kept across queries
+    # The engine built from the fields' settings at construction and on every assignment (one
+    # attribute: never half of a change); it keeps the vector cache. Hub keys outlive rebuilds.
+    _engine: Engine | None = PrivateAttr(default=None)
+    _hubs: HubKeys = PrivateAttr(default_factory=HubKeys)
 
     def model_post_init(self, context: Any, /) -> None:
-        """Build the core reranker now, so a bad ranker or proximity fails at construction."""
+        """Build the engine now, so a bad ranker, proximity or expansion field fails here."""
         super().model_post_init(context)
-        if self.top_n is not None and (
-            isinstance(self.top_n, bool) or not isinstance(self.top_n, int) or self.top_n < 0
-        ):
-            raise InputError(f"top_n must be a non-negative integer or None, got {self.top_n!r}")
-        self._engine()  # expansion settings fail here too, not at the first query
+        source = self.neighbour_source
+        self._engine = engine_for(
+            self.settings,
+            None if source is None else as_node_source(source),
+            hubs=self._hubs,
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
-        """Assign a field atomically: a copy with the new value is validated and its core built
-        first, so a refused value changes nothing -- neither the field nor the core in use."""
+        """Assign a field atomically: a copy with the new value is validated and its engine
+        built first, so a refused value changes nothing -- neither the field nor the engine."""
         if name not in type(self).model_fields:
             super().__setattr__(name, value)
             return
-        assign_validated(self, name, value, ("_reranker", "_reranker_key"))
+        assign_validated(self, name, value, ("_engine",))
+
+    @property
+    def settings(self) -> RerankSettings:
+        """The request settings these fields describe: the given proximities plus the
+        ``PREVIOUS``/``NEXT`` relationships' edges; with none given, the metadata's detected
+        beside them (one detection for every door)."""
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        proximities = list(self.proximities)
+        if self.use_relationships:
+            proximities.append(relationship_proximity(self.relationship_weight))
+        fields["proximities"] = proximities
+        fields["auto_proximities"] = self.auto_proximities and not self.proximities
+        return RerankSettings.from_fields(fields, expand=self.neighbour_source is not None)
+
+    @property
+    def engine(self) -> Engine:
+        """What ranks: the core, or the core behind expansion."""
+        if self._engine is None:
+            raise StateError("GraphERPostprocessor was not validated (built without __init__?)")
+        return self._engine
+
+    @property
+    def core(self) -> GraphReranker:
+        """The :class:`grapher_core.GraphReranker` for the current fields."""
+        return core_of(self.engine)
 
     @classmethod
     def class_name(cls) -> str:
@@ -284,74 +314,16 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     def _load_embed_model(cls, value: Any) -> Any:
         return load_embed_model(value, "GraphERPostprocessor") if isinstance(value, dict) else value
 
-    # -- the core reranker, rebuilt if a field was reassigned after construction ----------------
-    def _core(self) -> GraphReranker:
-        proximities: list[Any] = list(self.proximities)
-        if self.use_relationships:
-            proximities.append(relationship_proximity(self.relationship_weight))
-        ranker_key = self.ranker if isinstance(self.ranker, str) else id(self.ranker)
-        key = (
-            tuple(id(p) for p in proximities[: len(self.proximities)]),
-            self.use_relationships,
-            self.relationship_weight,
-            ranker_key,
-            self.alpha,
-            self.seed_transform,
-            self.explain,
-            self.strict,
-            self.auto_proximities,
-            self.max_candidates,
-            self.max_chars_per_doc,
-            self.score_threshold,
-        )
-        if self._reranker is None or key != self._reranker_key:
-            # No metadata proximities given: detect them (foreign keys -> table_id for
-            # GraphERSchemaReader documents, mentions, entities...) beside the relationships.
-            self._reranker = GraphReranker(
-                proximities,
-                self.ranker,
-                self.alpha,
-                seed_transform=self.seed_transform,
-                explain=3 if self.explain else 0,
-                strict=self.strict,
-                auto_proximities=self.auto_proximities and not self.proximities,
-                max_candidates=self.max_candidates,
-                max_chars_per_doc=self.max_chars_per_doc,
-                score_threshold=self.score_threshold,
-            )
-            self._reranker_key = key
-        return self._reranker
-
-    def _engine(self) -> tuple[Engine, Any]:
-        """The engine that ranks and the node source it expands from (``None``: no expansion).
-        The expansion settings are validated on every build, with or without a source."""
-        expansion = Expansion(
-            seeds=self.expand_seeds,
-            hops=self.expand_hops,
-            budget=self.expand_budget,
-            prune_threshold=self.prune_threshold,
-            max_fetched=self.expand_max_fetched,
-            max_seconds=self.expand_max_seconds,
-            max_per_key=self.expand_max_per_key,
-        )
-        core = self._core()
-        if self.neighbour_source is None:
-            return core, None
-        from llama_index_grapher.neighbours import as_node_source
-
-        source = as_node_source(self.neighbour_source)
-        return ExpandingReranker(core, source, expansion, hubs=self._hubs), source
-
     @property
     def model_name(self) -> str:
         """Name reported in rerank events, e.g. ``"grapher-gcs"``."""
-        return f"grapher-{self._core().ranker.name}"
+        return f"grapher-{self.core.ranker.name}"
 
     @property
     def needs_embeddings(self) -> bool:
         """Whether the core reads vectors for these fields (``SemanticKNN``, GAT/MLP) or
         expansion is on: only then is ``embed_model`` called."""
-        return self.neighbour_source is not None or self._core().needs_embeddings
+        return self.engine.needs_embeddings
 
     # -- events, like the built-in rerankers ----------------------------------------------------
     def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
@@ -372,49 +344,50 @@ class GraphERPostprocessor(BaseNodePostprocessor):
             EventPayload.TOP_K: self.top_n,
         }
 
-    # -- the work: sync and async share all but the embedding calls ---------------------------
-    def _plan(
-        self, candidates: list[Candidate], query_bundle: QueryBundle | None
-    ) -> tuple[Engine, Any, VectorPlan, BaseEmbedding | None]:
-        """The engine, its node source, the core's vector plan and the model that embeds it
-        (vectors: the node's own > the vector store's > cached > embedded)."""
-        engine, source = self._engine()
-        model = self.embed_model
+    # -- the work: the core's call, this door answering its IO ---------------------------------
+    def _call(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
+    ) -> Call[Reranking]:
+        """The core's call over the nodes' candidates."""
         query = None if query_bundle is None else query_bundle.query_str
-        plan = engine.vector_plan(
-            candidates,
+        return self.engine.call(
+            candidates_from_nodes(nodes),
             query=query or None,
             query_embedding=None if query_bundle is None else query_bundle.embedding,
-            embedder=model,
-            stored=None if self.vector_store is None else partial(node_vectors, self.vector_store),
+            embedder=self.embed_model,
+            top_n=self.top_n,
         )
-        return engine, source, plan, model
 
-    def _rank(
-        self,
-        nodes: list[NodeWithScore],
-        engine: Engine,
-        source: Any,
-        plan: VectorPlan,
-        embedded: Any,
-        query_vector: Any,
-    ) -> list[NodeWithScore]:
-        result = engine.run_plan(plan, embedded, query_vector, top_n=self.top_n)
+    def _io(self) -> DoorIO:
+        """This door's IO: the embedding model (its async methods only when it has its own)
+        and the vector store's vectors by node id."""
+        model = self.embed_model
+        stored = None if self.vector_store is None else partial(node_vectors, self.vector_store)
+        if model is None:
+            return DoorIO(read_stored=stored)
+        native = not _sync_only(model)
+        return DoorIO(
+            embed_documents=model.get_text_embedding_batch,
+            embed_query=model.get_query_embedding,
+            aembed_documents=model.aget_text_embedding_batch if native else None,
+            aembed_query=model.aget_query_embedding if native else None,
+            read_stored=stored,
+        )
+
+    def _nodes(self, result: Reranking, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        """The reranking as new nodes: copies of the inputs, fetched ones read from the
+        source the engine expanded from."""
         out = []
         for r in result.ranked:
             if not r.expanded:
                 out.append(self._to_node(r, nodes[r.original_rank - 1], result.edges))
                 continue
+            source = self.engine.expander.source  # type: ignore[attr-defined]
             fetched = self._to_node(
                 r, NodeWithScore(node=source.node(r.id), score=None), result.edges
             )
             fetched.node.metadata[EXPANDED_KEY] = True
-            for keys in (
-                fetched.node.excluded_embed_metadata_keys,
-                fetched.node.excluded_llm_metadata_keys,
-            ):
-                if EXPANDED_KEY not in keys:
-                    keys.append(EXPANDED_KEY)
+            _exclude(fetched.node, EXPANDED_KEY)
             out.append(fetched)
         return out
 
@@ -429,36 +402,20 @@ class GraphERPostprocessor(BaseNodePostprocessor):
         )
         if self.explain:
             out.node.metadata[EXPLANATION_KEY] = explanation_to_metadata(ranked)
-            for keys in (
-                out.node.excluded_embed_metadata_keys,
-                out.node.excluded_llm_metadata_keys,
-            ):
-                if EXPLANATION_KEY not in keys:
-                    keys.append(EXPLANATION_KEY)
+            _exclude(out.node, EXPLANATION_KEY)
         return out
-
-    def _admitted(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
-        """The first ``max_candidates`` nodes (the core's bound, said once when it cuts)."""
-        return self._core().admit(nodes)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         query_bundle = _bundle(query_bundle)
-        given, nodes = nodes, self._admitted(nodes)
-        candidates = candidates_from_nodes(nodes)  # type errors before any event
+        given, nodes = nodes, self.core.admit(nodes)
+        call = self._call(nodes, query_bundle)  # type errors before any event
         self._start(given, query_bundle)
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(given, query_bundle)
         ) as event:
-            engine, source, plan, model = self._plan(candidates, query_bundle)
-            embedded = query_vector = None
-            if model is not None:
-                if plan.query_text is not None:
-                    query_vector = model.get_query_embedding(plan.query_text)
-                if plan.missing_texts:
-                    embedded = model.get_text_embedding_batch(list(plan.missing_texts))
-            reranked = self._rank(nodes, engine, source, plan, embedded, query_vector)
+            reranked = self._nodes(run_call(call, self._io().answer), nodes)
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
@@ -469,45 +426,37 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """Async path that never blocks the event loop: an async embedding model is awaited
         (a sync-only one runs in a worker thread), and the CPU-bound work -- conversion, the
-        core's plan and vector-store reads, graph, ranker, expansion fetches -- runs in a
-        worker thread. Events carry this call's span, like the sync path's."""
+        call's steps, vector-store reads, expansion fetches -- runs in a worker thread.
+        Events carry this call's span, like the sync path's."""
         query_bundle = _bundle(query_bundle)
-        given, nodes = nodes, self._admitted(nodes)
-        candidates = await off_loop(candidates_from_nodes, nodes)  # type errors before events
+        given, nodes = nodes, self.core.admit(nodes)
+        call = await off_loop(self._call, nodes, query_bundle)  # type errors before events
         self._start(given, query_bundle)
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(given, query_bundle)
         ) as event:
-            engine, source, plan, model = await off_loop(self._plan, candidates, query_bundle)
-            embedded = query_vector = None
-            if model is not None and _sync_only(model):
-                if plan.query_text is not None:
-                    query_vector = await off_loop(model.get_query_embedding, plan.query_text)
-                if plan.missing_texts:
-                    embedded = await off_loop(
-                        model.get_text_embedding_batch, list(plan.missing_texts)
-                    )
-            elif model is not None:
-                if plan.query_text is not None:
-                    query_vector = await model.aget_query_embedding(plan.query_text)
-                if plan.missing_texts:
-                    embedded = await model.aget_text_embedding_batch(list(plan.missing_texts))
-            reranked = await off_loop(
-                self._rank, nodes, engine, source, plan, embedded, query_vector
-            )
+            result = await arun_call(call, self._io().aanswer)
+            reranked = await off_loop(self._nodes, result, nodes)
             event.on_end(payload={EventPayload.NODES: reranked})
         dispatcher.event(ReRankEndEvent(nodes=reranked))
         return reranked
 
     @classmethod
     def from_config(cls, path: Any, **fields: Any) -> GraphERPostprocessor:
-        """The postprocessor a ``grapher eval --write-config`` file describes (ranker, alpha,
-        seed policy, proximities, ``top_n``; validated by the core's loader); ``fields`` add or
-        override fields (``embed_model``, ``vector_store``...). ``keep_retriever_order: true``
-        loads the ``"baseline"`` ranker over rank seeds: the nodes' order, unchanged."""
-        from grapher_core.ranking.config import load_config, wrapper_options
+        """The postprocessor a ``grapher eval --write-config`` file describes (the core's
+        loader validates it); ``fields`` add or override fields (``embed_model``,
+        ``vector_store``...). Nodes carry their retriever's scores, so a score-seed
+        configuration runs as evaluated. ``keep_retriever_order: true`` loads the
+        ``"baseline"`` ranker over rank seeds: the nodes' order, unchanged."""
+        config = load_config(path)
+        return cls(**{**config_fields(config, settings_of(config, str(path))), **fields})
 
-        return cls(**{**wrapper_options(load_config(path)), **fields})
+
+def _exclude(node: Any, key: str) -> None:
+    """Keep a GraphER field out of the text the embedding model and the LLM read."""
+    for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
+        if key not in keys:
+            keys.append(key)
 
 
 def _sync_only(model: BaseEmbedding) -> bool:

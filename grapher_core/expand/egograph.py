@@ -42,9 +42,9 @@ from grapher_core.expand.pruning import unit_rows
 from grapher_core.expand.relations import relations_between
 from grapher_core.expand.source import NeighbourSource, check_fetched
 from grapher_core.ranking.seeds import original_scores
+from grapher_core.request.validation import validate_candidates
 from grapher_core.rerank import GraphReranker
 from grapher_core.utils.npz import DEFAULT_MAX_NPZ_BYTES, MAX_WIDTH, ArraySpec, read_npz
-from grapher_core.validation import validate_candidates
 
 __all__ = [
     "DEFAULT_MAX_MEMBERS",

@@ -22,8 +22,8 @@ Seed scores of fetched objects (they have no retriever score):
 
 How far it reaches is one :class:`Expansion` value (seeds, hops, budget, pruning, reverse links,
 entities, the seed rule), validated once; :meth:`ExpandingReranker.run` returns the same
-:class:`~grapher_core.rerank.Reranking` as :meth:`GraphReranker.run`, with the edge counts of the
-enlarged graph.
+:class:`~grapher_core.request.result.Reranking` as :meth:`GraphReranker.run`, with the edge
+counts of the enlarged graph.
 
 Pruning: ``prune_threshold`` drops fetched objects whose cosine with the query is below it
 (Algorithm 8; they are not expanded further either); ``budget`` caps the objects added per
@@ -60,7 +60,12 @@ from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import SoftPruner
 from grapher_core.expand.source import NeighbourSource, check_fetched, field_values
 from grapher_core.ranking.seeds import original_scores, rank_seeds
-from grapher_core.rerank import GraphReranker, Reranking, RerankingEngine, validate_candidates
+from grapher_core.request.call import Call, Steps
+from grapher_core.request.door import DoorIO, run_call
+from grapher_core.request.needs import Embed, Embedded, Fetch
+from grapher_core.request.result import Reranking
+from grapher_core.request.validation import validate_candidates
+from grapher_core.rerank import GraphReranker, RerankingEngine
 from grapher_core.utils.callsite import warn_once
 from grapher_core.vectors import StoredVectors, VectorPlan, fill_plan
 
@@ -275,7 +280,23 @@ class GraphExpander:
     def expand(
         self, candidates: Sequence[Candidate], *, query_embedding: np.ndarray | None = None
     ) -> ExpansionResult:
-        """Return the candidates plus their fetched link neighbours, with seed scores."""
+        """Return the candidates plus their fetched link neighbours, with seed scores: the
+        :meth:`steps`, answered by the source and this expander's ``embedder``."""
+        return run_call(
+            Call(self.steps(candidates, query_embedding=query_embedding)),
+            DoorIO.of(self.embedder).answer,
+        )
+
+    def steps(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query_embedding: np.ndarray | None = None,
+        fallback: object | None = None,
+    ) -> Steps[ExpansionResult]:
+        """Expansion as steps of a call: one :class:`Fetch` per hop (and one to read the kept
+        objects in full), one :class:`Embed` per hop for fetched objects without vectors
+        (``fallback``: the embedder to use when the door has none)."""
         items = validate_candidates(candidates)
         scores = original_scores(items)
         query = _unit(query_embedding)
@@ -318,7 +339,7 @@ class GraphExpander:
             partial = query is not None and "full" in self._options and len(keys) > room
             if started is None:
                 started = time.monotonic()
-            fetched = self._fetch(keys, limit, full=not partial)
+            fetched = yield from self._fetch(keys, limit, full=not partial)
             known_keys.update(keys)
             calls += 1
             fetched_total += len(fetched)
@@ -332,7 +353,7 @@ class GraphExpander:
             for obj in fetched:
                 if obj.id and obj.id not in known_ids:
                     fresh.setdefault(obj.id, obj)
-            new = self._with_embeddings(list(fresh.values()), query)
+            new = yield from self._with_embeddings(list(fresh.values()), query, fallback)
             sims = _cosines(new, query)
             keep = list(range(len(new)))
             if sims is not None:
@@ -343,7 +364,7 @@ class GraphExpander:
             frontier = [new[i] for i in keep]
             kept_sims = {} if sims is None else {new[i].id: float(sims[i]) for i in keep}
             if partial:
-                frontier, read = self._read_full(frontier)
+                frontier, read = yield from self._read_full(frontier)
                 calls += read
             for candidate in frontier:
                 known_ids.add(candidate.id)
@@ -381,25 +402,27 @@ class GraphExpander:
             0.0 if started is None else time.monotonic() - started,
         )
 
-    def _fetch(self, keys: list[LinkKey], limit: int | None, *, full: bool) -> list[Candidate]:
-        """One store call: ``limit`` and ``full=False`` are passed when ``fetch`` takes them; a
-        source without ``limit`` is cut after the call (its store read everything)."""
+    def _fetch(
+        self, keys: list[LinkKey], limit: int | None, *, full: bool
+    ) -> Steps[list[Candidate]]:
+        """One store call, asked of the door: ``limit`` and ``full=False`` are passed when
+        ``fetch`` takes them; a source without ``limit`` is cut after the call."""
         options: dict[str, Any] = {}
         if limit is not None and "limit" in self._options:
             options["limit"] = limit
         if not full:
             options["full"] = False
-        return check_fetched(self.source, self.source.fetch(keys, **options))
+        returned = yield Fetch(self.source, tuple(keys), options)
+        return check_fetched(self.source, returned)
 
-    def _read_full(self, kept: list[Candidate]) -> tuple[list[Candidate], int]:
+    def _read_full(self, kept: list[Candidate]) -> Steps[tuple[list[Candidate], int]]:
         """The kept objects a partial fetch returned without text, read by id in one call (one
         the store no longer holds is dropped); returns them and the number of calls made."""
         missing = [c.id for c in kept if not c.text]
         if not missing:
             return kept, 0
-        read = {
-            c.id: c for c in self._fetch([((None, i),) for i in missing], len(missing), full=True)
-        }
+        found = yield from self._fetch([((None, i),) for i in missing], len(missing), full=True)
+        read = {c.id: c for c in found}
         out = []
         for c in kept:
             if c.text:
@@ -493,13 +516,17 @@ class GraphExpander:
                         keys[canonical] = None
         return list(keys)
 
-    def _with_embeddings(self, new: list[Candidate], query: np.ndarray | None) -> list[Candidate]:
+    def _with_embeddings(
+        self, new: list[Candidate], query: np.ndarray | None, fallback: object | None
+    ) -> Steps[list[Candidate]]:
+        """Fetched objects without vectors, embedded by the door (one batch per hop)."""
         missing = [i for i, c in enumerate(new) if c.embedding is None]
-        if query is None or self.embedder is None or not missing:
+        if query is None or not missing:
             return new
-        vectors = np.asarray(
-            self.embedder.embed_documents([new[i].text for i in missing]), dtype=np.float32
-        )
+        answer = yield Embed(tuple(new[i].text for i in missing), None, fallback)
+        if not isinstance(answer, Embedded) or answer.vectors is None:
+            return new  # the door has no model: the objects are seeded without a cosine
+        vectors = np.asarray(answer.vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(missing):
             raise InputError(
                 f"the embedding model returned {vectors.shape[0] if vectors.ndim else 0} "
@@ -616,7 +643,11 @@ class ExpandingReranker(RerankingEngine):
         candidates, query_embedding = fill_plan(
             plan, embedded, query_vector, self.reranker.vector_cache
         )
-        return self._run(candidates, plan.query, query_embedding, top_n)[0]
+        steps = self.expander.steps(
+            candidates, query_embedding=query_embedding, fallback=self.reranker.embedding_model
+        )
+        expansion = run_call(Call(steps), DoorIO.of(self.expander.embedder).answer)
+        return self._ranked(candidates, expansion, plan.query, query_embedding, top_n)
 
     def run(
         self,
@@ -654,20 +685,81 @@ class ExpandingReranker(RerankingEngine):
         query_embedding: np.ndarray | None = None,
         top_n: int | None = None,
     ) -> tuple[Reranking, ExpansionResult]:
-        """:meth:`run` and the expansion's record (what was fetched, at what cost)."""
-        return self._run(self.reranker.admit(candidates), query, query_embedding, top_n)
+        """:meth:`run` and the expansion's record (what was fetched, at what cost): the
+        request's steps, answered by the source and this reranker's ``embedder``."""
+        steps = self._steps(
+            candidates, query=query, query_embedding=query_embedding, embedder=None, top_n=top_n
+        )
+        return run_call(Call(steps), DoorIO.of(self.expander.embedder).answer)
 
-    def _run(
+    def call(
         self,
         candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        top_n: int | None = None,
+    ) -> Call[Reranking]:
+        """One request, sans-IO (see :meth:`GraphReranker.call`): the candidates' vectors,
+        then one fetch per hop (and the fetched objects' vectors), then the ranking."""
+        return Call(
+            self.steps(
+                candidates,
+                query=query,
+                query_embedding=query_embedding,
+                embedder=embedder,
+                top_n=top_n,
+            )
+        )
+
+    def steps(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        top_n: int | None = None,
+    ) -> Steps[Reranking]:
+        """The request as steps (see :meth:`call`)."""
+        result, _expansion = yield from self._steps(
+            candidates, query=query, query_embedding=query_embedding, embedder=embedder, top_n=top_n
+        )
+        return result
+
+    def _steps(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None,
+        query_embedding: np.ndarray | Sequence[float] | None,
+        embedder: object | None,
+        top_n: int | None,
+    ) -> Steps[tuple[Reranking, ExpansionResult]]:
+        filled, vector = yield from self.reranker.vector_steps(
+            self.reranker.admit(candidates),
+            query=query,
+            query_embedding=query_embedding,
+            embedder=embedder,
+            needed=True,
+        )
+        expansion = yield from self.expander.steps(
+            filled, query_embedding=vector, fallback=self.reranker.embedding_model
+        )
+        return self._ranked(filled, expansion, query, vector, top_n), expansion
+
+    def _ranked(
+        self,
+        candidates: Sequence[Candidate],
+        expansion: ExpansionResult,
         query: str | None,
         query_embedding: np.ndarray | None,
         top_n: int | None,
-    ) -> tuple[Reranking, ExpansionResult]:
-        """Expand the (already bounded) candidates, then rank the enlarged pool."""
-        expansion = self.expander.expand(candidates, query_embedding=query_embedding)
+    ) -> Reranking:
+        """Rank the enlarged pool an expansion of the (already bounded) candidates made."""
         if self.keep_candidate_scores and expansion.added:
-            return self._merged(candidates, expansion, query, query_embedding, top_n), expansion
+            return self._merged(candidates, expansion, query, query_embedding, top_n)
         if self.pruner is None or not expansion.added:
             result = self.reranker.run_pool(
                 list(expansion.candidates),
@@ -675,13 +767,13 @@ class ExpandingReranker(RerankingEngine):
                 query_embedding=query_embedding,
                 top_n=top_n,
             )
-            return replace(result, ranked=_marked(result.ranked, expansion)), expansion
+            return replace(result, ranked=_marked(result.ranked, expansion))
         result = self.reranker.run_pool(
             list(expansion.candidates), query=query, query_embedding=query_embedding
         )
         alphas = self._alphas(expansion, query_embedding)
         pruned = _soft_pruned(result.ranked, alphas, self.drop_below, top_n)
-        return replace(result, ranked=_marked(pruned, expansion), top_n=top_n), expansion
+        return replace(result, ranked=_marked(pruned, expansion), top_n=top_n)
 
     def _merged(
         self,

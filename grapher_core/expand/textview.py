@@ -27,7 +27,7 @@ from grapher_core.candidates import Candidate, RankedCandidate
 from grapher_core.edges.base import Proximity
 from grapher_core.edges.graph import CandidateGraph, build_graph
 from grapher_core.errors import InputError
-from grapher_core.rerank import validate_candidates
+from grapher_core.request.validation import validate_candidates
 
 __all__ = ["TextView", "TextViewNode", "format_graph_context", "text_view"]
 

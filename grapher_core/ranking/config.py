@@ -22,18 +22,21 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grapher_core.errors import ConfigError, GraphERError, InputError, InputFileNotFoundError
 from grapher_core.ranking.seeds import SEED_TRANSFORMS
 
+if TYPE_CHECKING:
+    pass
+
 __all__ = [
     "CONFIG_VERSION",
+    "DOOR_DEFAULT_KEYS",
     "KEYS",
     "core_options",
     "load_config",
     "retriever_order_config",
-    "wrapper_options",
     "write_config",
 ]
 
@@ -55,6 +58,14 @@ KEYS: dict[str, str] = {
     "top_n": "results returned per query (the wrappers' top_n), or null for all",
     "fetch_k": "candidates the retriever should hand over (the pool it was measured on)",
     "proximities": "null: detected from the metadata on every call; or a list of proximities",
+    "explain": "neighbours named per result (0: none; null: the door's default)",
+    "strict": "true: raise instead of warning on silent no-ops (null: the door's default)",
+    "max_candidates": "rerank at most this many candidates per call (null: the door's bound)",
+    "max_chars_per_doc": "texts cut to this many characters before they are read (null: the "
+    "door's cut)",
+    "score_threshold": "results whose relevance is below it are dropped (null: none)",
+    "expansion": "null: no expansion; or the fields of an Expansion (seeds, hops, budget...), "
+    "used where the door has a neighbour source",
     "note": "a sentence for people: why this configuration",
     "evaluation": "what it was measured on (free-form, not read back)",
 }
@@ -132,43 +143,10 @@ def check_config(data: dict[str, Any], where: str = "config") -> dict[str, Any]:
     if not isinstance(keep, bool):
         raise fail("keep_retriever_order", f"must be true or false, got {keep!r}")
     out: dict[str, Any] = {"grapher_config": CONFIG_VERSION, "keep_retriever_order": keep}
-    if keep:
-        for key, value in _BASELINE.items():
-            if key in data and data[key] != value and not (key == "proximities" and not data[key]):
-                raise fail(
-                    key,
-                    f"{data[key]!r} contradicts keep_retriever_order: true (which loads the "
-                    f"'baseline' ranker over rank seeds); remove it or set it to {value!r}",
-                )
-        if data.get("ranker_options"):
-            raise fail("ranker_options", "contradicts keep_retriever_order: true; remove it")
-        out.update(_BASELINE)
-    else:
-        ranker = data.get("ranker", "gcs")
-        if not isinstance(ranker, str) or not ranker:
-            raise fail("ranker", f"must be a ranker name such as 'gcs', got {ranker!r}")
-        from grapher_core.ranking.registry import available_rankers
-
-        if ranker.lower() not in available_rankers():
-            raise fail(
-                "ranker",
-                f"unknown ranker {ranker!r}; choose one of {', '.join(available_rankers())}",
-            )
-        out["ranker"] = ranker
-        out["alpha"] = _alpha(data.get("alpha"), fail)
-        seed = data.get("seed_transform")  # absent: the reranker's own default policy
-        if seed is not None and seed not in SEED_TRANSFORMS:
-            raise fail("seed_transform", f"must be one of {SEED_TRANSFORMS}, got {seed!r}")
-        out["seed_transform"] = seed
-        out["ranker_options"] = _ranker_options(ranker, out["alpha"], data, fail)
-        out["proximities"] = _proximities(data.get("proximities"), where)
-    for key in ("top_n", "fetch_k"):
-        value = data.get(key)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise fail(key, f"must be an integer >= 1 or null, got {value!r}")
-        out[key] = value
+    out.update(_baseline(data, fail) if keep else _ranking(data, where, fail))
+    for key, check in _REQUEST_KEYS.items():
+        out[key] = check(key, data.get(key, _REQUEST_DEFAULTS.get(key)), fail)
+    out["expansion"] = _expansion(data.get("expansion"), fail)
     note = data.get("note", "")
     if not isinstance(note, str):
         raise fail("note", f"must be a string, got {type(note).__name__}")
@@ -178,6 +156,97 @@ def check_config(data: dict[str, Any], where: str = "config") -> dict[str, Any]:
     out["note"] = note
     out["evaluation"] = evaluation
     return out
+
+
+def _baseline(data: Mapping[str, Any], fail: Callable[[str, str], ConfigError]) -> dict[str, Any]:
+    """``keep_retriever_order: true``: the baseline keys, and nothing that contradicts them."""
+    for key, value in _BASELINE.items():
+        if key in data and data[key] != value and not (key == "proximities" and not data[key]):
+            raise fail(
+                key,
+                f"{data[key]!r} contradicts keep_retriever_order: true (which loads the "
+                f"'baseline' ranker over rank seeds); remove it or set it to {value!r}",
+            )
+    if data.get("ranker_options"):
+        raise fail("ranker_options", "contradicts keep_retriever_order: true; remove it")
+    return {**_BASELINE, "ranker_options": {}}
+
+
+def _ranking(
+    data: Mapping[str, Any], where: str, fail: Callable[[str, str], ConfigError]
+) -> dict[str, Any]:
+    """The ranker, its alpha and options, the seed rule and the proximities."""
+    ranker = data.get("ranker", "gcs")
+    if not isinstance(ranker, str) or not ranker:
+        raise fail("ranker", f"must be a ranker name such as 'gcs', got {ranker!r}")
+    from grapher_core.allowed import is_allowed
+    from grapher_core.ranking.registry import available_rankers
+
+    if not is_allowed("ranker", ranker.lower()):
+        raise fail(
+            "ranker", f"unknown ranker {ranker!r}; choose one of {', '.join(available_rankers())}"
+        )
+    alpha = _alpha(data.get("alpha"), fail)
+    seed = data.get("seed_transform")  # absent: the reranker's own default policy
+    if seed is not None and seed not in SEED_TRANSFORMS:
+        raise fail("seed_transform", f"must be one of {SEED_TRANSFORMS}, got {seed!r}")
+    return {
+        "ranker": ranker,
+        "alpha": alpha,
+        "seed_transform": seed,
+        "ranker_options": _ranker_options(ranker, alpha, data, fail),
+        "proximities": _proximities(data.get("proximities"), where),
+    }
+
+
+def _positive_or_null(key: str, value: Any, fail: Callable[[str, str], ConfigError]) -> Any:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise fail(key, f"must be an integer >= 1 or null, got {value!r}")
+    return value
+
+
+def _count(key: str, value: Any, fail: Callable[[str, str], ConfigError]) -> Any:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise fail(key, f"must be an integer >= 0 or null, got {value!r}")
+    return value
+
+
+def _flag(key: str, value: Any, fail: Callable[[str, str], ConfigError]) -> Any:
+    if value is not None and not isinstance(value, bool):
+        raise fail(key, f"must be true, false or null, got {value!r}")
+    return value
+
+
+def _threshold(key: str, value: Any, fail: Callable[[str, str], ConfigError]) -> Any:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+    ):
+        raise fail(key, f"must be a finite number or null, got {value!r}")
+    return value
+
+
+_REQUEST_KEYS: dict[str, Callable[[str, Any, Callable[[str, str], ConfigError]], Any]] = {
+    "top_n": _positive_or_null,
+    "fetch_k": _positive_or_null,
+    "explain": _count,
+    "strict": _flag,
+    "max_candidates": _positive_or_null,
+    "max_chars_per_doc": _positive_or_null,
+    "score_threshold": _threshold,
+}
+"""The request's own keys beside the ranking, each with its check; absent or null: the
+loading door's own default (the wrappers bound a call at 1000 candidates, the core does not)."""
+_REQUEST_DEFAULTS: dict[str, Any] = {}
+DOOR_DEFAULT_KEYS = ("explain", "strict", "max_candidates", "max_chars_per_doc", "score_threshold")
+"""Keys whose null means "the door's own default"."""
+
+
+def _expansion(value: Any, fail: Callable[[str, str], ConfigError]) -> Any:
+    """``null`` (no expansion) or the fields of an :class:`~grapher_core.expand.Expansion`
+    (their values are checked by the request settings that build it)."""
+    if value is not None and not isinstance(value, dict):
+        raise fail("expansion", f"must be null or an object, got {type(value).__name__}")
+    return value
 
 
 def _alpha(value: Any, fail: Callable[[str, str], ConfigError]) -> float | None:
@@ -230,30 +299,14 @@ def _proximities(value: Any, where: str) -> list[Any] | None:
 
 def core_options(config: Mapping[str, Any]) -> dict[str, Any]:
     """Keyword arguments of :class:`~grapher_core.GraphReranker` for a loaded ``config``
-    (``proximities=None``: detected per call); with ``ranker_options`` the ranker is built here,
-    so the wrappers, which take a name or a ranker, run the same one."""
+    (``proximities=None``: detected per call)."""
     options: dict[str, Any] = {
         "proximities": config["proximities"],
         "ranker": config["ranker"],
         "alpha": config["alpha"],
+        **{k: config[k] for k in DOOR_DEFAULT_KEYS if config.get(k) is not None},
+        **dict(config.get("ranker_options") or {}),
     }
-    if config.get("ranker_options"):
-        from grapher_core.ranking.registry import make_ranker
-
-        options["ranker"] = make_ranker(
-            config["ranker"], config["alpha"], **config["ranker_options"]
-        )
-        options["alpha"] = None
     if config.get("seed_transform") is not None:
         options["seed_transform"] = config["seed_transform"]
-    return options
-
-
-def wrapper_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Fields of the LangChain reranker and the LlamaIndex postprocessor for a loaded
-    ``config``: the wrappers take ``proximities=[]`` for "detect" and a ``top_n``."""
-    options = core_options(config)
-    options["proximities"] = list(options["proximities"] or [])
-    if config.get("top_n") is not None:
-        options["top_n"] = config["top_n"]
     return options

@@ -64,7 +64,7 @@ def make_ranker(ranker: str | Ranker, alpha: float | None = None, **options: Any
             raise ConfigError("alpha applies to named rankers only; set it on your Ranker instead")
         return ranker
     name = ranker.lower()
-    if ":" in name or not is_allowed("ranker", name):
+    if not is_allowed("ranker", name):
         raise ConfigError(
             f"unknown ranker {ranker!r}; choose one of {', '.join(available_rankers())}"
         )

@@ -7,7 +7,6 @@ import ast
 import dataclasses
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest

@@ -225,7 +225,7 @@ def test_top_per_row_equals_a_stable_sort_of_each_row(seed: int, shape: str) -> 
     """The explanations' neighbour choice (argmax rounds on long rows, one lexsort on short
     ones) picks what a stable sort of each row picks: the ``limit`` largest shares, ties in
     column order, rows shorter than ``limit`` whole."""
-    from grapher_core.rerank import _top_per_row
+    from grapher_core.ranking.explain import top_per_row as _top_per_row
 
     rng = np.random.default_rng(seed)
     if shape == "short":

@@ -144,10 +144,10 @@ def test_same_names_and_defaults_reach_the_core(kind: type) -> None:
         expand_max_seconds=1.5,
         expand_max_per_key=None,
     )
-    engine = wrapper._engine_pair()[1] if kind is GraphERReranker else wrapper._engine()[0]
+    engine = wrapper.engine
     assert engine.expansion == Expansion(max_fetched=7, max_seconds=1.5, max_per_key=None)
     wrapper.expand_max_fetched = 3  # assignment rebuilds the engine
-    engine = wrapper._engine_pair()[1] if kind is GraphERReranker else wrapper._engine()[0]
+    engine = wrapper.engine
     assert engine.expansion.max_fetched == 3
 
 

@@ -116,10 +116,10 @@ def test_the_core_validates_them_too(field: str, value: Any) -> None:
 @pytest.mark.parametrize("kind", WRAPPERS)
 def test_none_and_assignment_reach_the_core(kind: type) -> None:
     wrapper = kind(max_candidates=None, max_chars_per_doc=None, score_threshold=0.25)
-    core = wrapper.core if isinstance(wrapper, GraphERReranker) else wrapper._core()
+    core = wrapper.core
     assert (core.max_candidates, core.max_chars_per_doc, core.score_threshold) == (None, None, 0.25)
     wrapper.max_candidates = 7
-    core = wrapper.core if isinstance(wrapper, GraphERReranker) else wrapper._core()
+    core = wrapper.core
     assert core.max_candidates == 7
 
 

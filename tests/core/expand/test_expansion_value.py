@@ -20,7 +20,7 @@ from grapher_core.expand import (
     GraphExpander,
     InMemorySource,
 )
-from grapher_core.rerank import Reranking
+from grapher_core.request.result import Reranking
 
 MENTIONS = ForeignKeys("mentions", target_field="title")
 
