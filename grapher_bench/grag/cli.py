@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,40 +172,64 @@ def _loop_config(
 
 
 def run_study(args: argparse.Namespace) -> int:
-    from grapher_bench.cache import CachedEmbedder, EmbeddingCache
-    from grapher_bench.data import default_benchmarks_root
-    from grapher_bench.grag.bench import (
-        examples_for,
-        load_question_sets,
-        mcnemar,
-        paired_bootstrap,
-        query_metrics,
-        save_json,
-    )
-    from grapher_core.embeddings import default_embedder
-    from grapher_core.learned.grag.model import GRAGSpec
-    from grapher_core.learned.grag.train import GRAGAdapter, train_grag
-    from grapher_core.learned.loop import predict, split_examples
+    from grapher_bench.grag.bench import mcnemar, paired_bootstrap, save_json
 
     if args.report_from:
-        import json
-
-        saved = json.loads(args.report_from.read_text())
-        print(render(saved))
-        if args.docs:
-            _write_markers(args.docs, render(saved), args.markers)
-        if args.bench_doc:
-            extra = [json.loads(p.read_text()) for p in args.summary_extra]
-            _write_markers(args.bench_doc, render_summary(saved, extra))
-        return 0
-    root = args.benchmarks or default_benchmarks_root()
+        return _rerender(args)
     names = [s for s in args.sets.split(",") if s]
+    study = _Study(args, names, _load_sets(args, names))
+    if args.grid:
+        study.hidden, study.lr = _grid_choice(args, study.sets, names, study.report)
+    report = study.report
+    report["chosen"] = {"hidden": study.hidden, "lr": study.lr, "dropout": args.dropout}
+    for mode in [m for m in args.labels.split(",") if m]:
+        study.run_mode(mode)
+        report["tests"][mode] = _orderings(study.per_query.get(mode, {}), paired_bootstrap, mcnemar)
+    save_json(args.out / "grag_study.json", report)
+    save_json(args.out / "grag_per_query.json", study.per_query)
+    _publish(report, args, lambda: [])
+    if args.ship:
+        _ship(study.sets.get("hotpotqa") or study.sets[names[0]], args, study.hidden, study.lr)
+    return 0
+
+
+def _rerender(args: argparse.Namespace) -> int:
+    """``--report-from``: the tables of a saved grag_study.json, nothing trained."""
+    import json
+
+    saved = json.loads(args.report_from.read_text())
+    _publish(saved, args, lambda: [json.loads(p.read_text()) for p in args.summary_extra])
+    return 0
+
+
+def _publish(
+    report: dict[str, Any], args: argparse.Namespace, extra: Callable[[], list[dict[str, Any]]]
+) -> None:
+    """Print the tables, then write them into ``--docs`` and the summary (with the ``extra``
+    runs' concept rows, read only then) into ``--bench-doc``."""
+    text = render(report)
+    print(text)
+    if args.docs:
+        _write_markers(args.docs, text, args.markers)
+    if args.bench_doc:
+        _write_markers(args.bench_doc, render_summary(report, extra()))
+
+
+def _load_sets(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
+    """Each set's questions, candidates and features, ``--limit-squad`` and
+    ``--limit-multihop`` capping their sets under ``--limit``."""
+    from grapher_bench.cache import CachedEmbedder, EmbeddingCache
+    from grapher_bench.data import default_benchmarks_root
+    from grapher_bench.grag.bench import load_question_sets
+    from grapher_core.embeddings import default_embedder
+
+    root = args.benchmarks or default_benchmarks_root()
     embedder = CachedEmbedder(default_embedder(), EmbeddingCache(), progress=False)
     limits = {name: args.limit for name in names} if args.limit else {}
     limits["squad_chunks"] = min(args.limit_squad, args.limit or args.limit_squad)
     for name in ("hotpotqa", "2wikimultihopqa"):
         limits[name] = min(args.limit_multihop, args.limit or args.limit_multihop)
-    sets = load_question_sets(
+    return load_question_sets(
         names,
         root,
         args.top_n,
@@ -214,7 +239,10 @@ def run_study(args: argparse.Namespace) -> int:
         log=_log,
         paths=args.path_concepts,
     )
-    hidden, lr = args.hidden, args.lr
+
+
+def _new_report(args: argparse.Namespace) -> dict[str, Any]:
+    """The report's skeleton, with the options as the protocol (paths as text)."""
     report: dict[str, Any] = {
         "protocol": vars(args) | {"out": str(args.out)},
         "grid": [],
@@ -225,112 +253,173 @@ def run_study(args: argparse.Namespace) -> int:
     report["protocol"].pop("func", None)
     for name in ("benchmarks", "docs", "ship"):
         report["protocol"][name] = str(report["protocol"][name])
-    if args.grid:
-        source = "hotpotqa" if "hotpotqa" in sets else names[0]
-        examples = examples_for(sets[source], args.concept_text, "question", "gold")
-        split = split_examples(examples, 0.2, 0)
-        best = None
-        for h in (8, 64, 128):
-            for rate in (1e-4, 5e-4):
-                spec = GRAGSpec(hidden=h, dropout=args.dropout)
-                result = train_grag(
-                    examples, spec, _loop_config("pairwise", args, rate), split=split
-                )
-                row = {
-                    "hidden": h,
-                    "lr": rate,
-                    "val_MRR": result.best_metrics["MRR"],
-                    "epoch": result.best_epoch,
-                    "seconds": result.seconds,
-                }
-                report["grid"].append(row)
-                _log(f"grid {row}")
-                if best is None or row["val_MRR"] > best["val_MRR"]:
-                    best = row
-        if best is None:
-            raise ValueError(
-                "grag-study --grid: the grid is empty (no hidden size or learning rate)"
-            )
-        hidden, lr = int(best["hidden"]), float(best["lr"])
-        _log(f"grid choice: hidden {hidden}, lr {lr}")
-    report["chosen"] = {"hidden": hidden, "lr": lr, "dropout": args.dropout}
-    per_query: dict[str, dict[str, dict[str, list[dict[str, float]]]]] = {}
-    for mode in [m for m in args.labels.split(",") if m]:
+    return report
+
+
+def _grid_choice(
+    args: argparse.Namespace, sets: dict[str, Any], names: list[str], report: dict[str, Any]
+) -> tuple[int, float]:
+    """``--grid``: G-RAG-RL for each hidden size x learning rate on one split of hotpotqa (or
+    the first set); the best validation MRR's pair, every row added to ``report["grid"]``."""
+    from grapher_bench.grag.bench import examples_for
+    from grapher_core.learned.grag.model import GRAGSpec
+    from grapher_core.learned.grag.train import train_grag
+    from grapher_core.learned.loop import split_examples
+
+    source = "hotpotqa" if "hotpotqa" in sets else names[0]
+    examples = examples_for(sets[source], args.concept_text, "question", "gold")
+    split = split_examples(examples, 0.2, 0)
+    best = None
+    for h in (8, 64, 128):
+        for rate in (1e-4, 5e-4):
+            spec = GRAGSpec(hidden=h, dropout=args.dropout)
+            result = train_grag(examples, spec, _loop_config("pairwise", args, rate), split=split)
+            row = {
+                "hidden": h,
+                "lr": rate,
+                "val_MRR": result.best_metrics["MRR"],
+                "epoch": result.best_epoch,
+                "seconds": result.seconds,
+            }
+            report["grid"].append(row)
+            _log(f"grid {row}")
+            if best is None or row["val_MRR"] > best["val_MRR"]:
+                best = row
+    if best is None:
+        raise ValueError("grag-study --grid: the grid is empty (no hidden size or learning rate)")
+    hidden, lr = int(best["hidden"]), float(best["lr"])
+    _log(f"grid choice: hidden {hidden}, lr {lr}")
+    return hidden, lr
+
+
+class _Study:
+    """One grag-study run: the sets, the chosen hyper-parameters, the report being filled and
+    the per-question rows the paired tests read."""
+
+    def __init__(self, args: argparse.Namespace, names: list[str], sets: dict[str, Any]) -> None:
+        self.args = args
+        self.names = names
+        self.sets = sets
+        self.hidden: int = args.hidden
+        self.lr: float = args.lr
+        self.report = _new_report(args)
+        self.per_query: dict[str, dict[str, dict[str, list[dict[str, float]]]]] = {}
+
+    def run_mode(self, mode: str) -> None:
+        """Every set under one label mode; a model trained on a source set serves every test
+        set that transfers from it."""
         models: dict[tuple[str, str], Any] = {}
-        for test in names:
-            source = TRAIN_ON[test]
-            if source not in sets:  # smoke runs on fewer sets: any other set
-                source = next((s for s in names if s != test), test)
+        for test in self.names:
+            source = self._transfer_source(test)
             held = (
-                None if args.in_domain is None else held_out(sets[test].query_ids, args.in_domain)
+                None
+                if self.args.in_domain is None
+                else held_out(self.sets[test].query_ids, self.args.in_domain)
             )
             if held is not None:
-                source = test
+                source = test  # in-domain: trained on the set's own training side
+            rows = self._baseline_rows(mode, test, held)
+            for variant in VARIANTS:
+                rows[variant] = self._variant_rows(mode, variant, test, source, held, models)
+            self.per_query.setdefault(mode, {})[test] = rows
+            self._summarise(mode, test, source, rows)
 
-            rows: dict[str, list[dict[str, float]]] = {}
-            base_examples = _kept(examples_for(sets[test], "plain", "documents", mode), held)
-            rows["w/o reranker"] = query_metrics(
-                sets[test],
-                base_examples,
-                [
-                    np.asarray(
-                        [
-                            c.score
-                            for c in sets[test].candidates[sets[test].query_ids.index(e.query_id)]
-                        ]
-                    )
-                    for e in base_examples
-                ],
-            )
-            rows["GCS (concept graph)"] = _gcs_rows(sets[test], base_examples)
-            concept = _kept(examples_for(sets[test], args.concept_text, "question", mode), held)
-            rows[UNTRAINED] = query_metrics(sets[test], concept, [e.x @ e.query for e in concept])
-            for variant, (text, graph, loss, arch) in VARIANTS.items():
-                text = args.concept_text if text == "concept" else text
-                key = (variant, source)
-                if key not in models:
-                    train = _kept(examples_for(sets[source], text, graph, mode), held, False)
-                    spec = GRAGSpec(variant=arch, hidden=hidden, dropout=args.dropout)
-                    started = time.perf_counter()
-                    result = train_grag(train, spec, _loop_config(loss, args, lr))
-                    models[key] = result.model
-                    report["training"][f"{mode}/{variant}/{source}"] = {
-                        "seconds": time.perf_counter() - started,
-                        "best_epoch": result.best_epoch,
-                        "val": result.best_metrics,
-                        "n_train": result.n_train,
-                        "n_val": result.n_val,
-                    }
-                    _log(
-                        f"[{mode}] trained {variant} on {source}: val MRR "
-                        f"{result.best_metrics['MRR']:.3f} "
-                        f"in {time.perf_counter() - started:.1f}s"
-                    )
-                examples = _kept(examples_for(sets[test], text, graph, mode), held)
-                scores = predict(models[key], GRAGAdapter(), examples, "cpu")
-                rows[variant] = query_metrics(sets[test], examples, scores)
-            per_query.setdefault(mode, {})[test] = rows
-            summary = {
-                label: {m: float(np.mean([r[m] for r in rs])) for m in METRICS} | {"n": len(rs)}
-                for label, rs in rows.items()
-            }
-            report["runs"][f"{mode}/{test}"] = {"trained_on": source, "metrics": summary}
-            _log(
-                f"[{mode}] {test}: "
-                + "; ".join(f"{label} MRR {m['MRR']:.3f}" for label, m in summary.items())
-            )
-        report["tests"][mode] = _orderings(per_query.get(mode, {}), paired_bootstrap, mcnemar)
-    save_json(args.out / "grag_study.json", report)
-    save_json(args.out / "grag_per_query.json", per_query)
-    text = render(report)
-    print(text)
-    if args.docs:
-        _write_markers(args.docs, text, args.markers)
-    if args.bench_doc:
-        _write_markers(args.bench_doc, render_summary(report))
-    if args.ship:
-        _ship(sets.get("hotpotqa") or sets[names[0]], args, hidden, lr)
-    return 0
+    def _transfer_source(self, test: str) -> str:
+        """Where ``test``'s models are trained (:data:`TRAIN_ON`); on smoke runs with fewer
+        sets, any other set."""
+        source = TRAIN_ON[test]
+        if source not in self.sets:
+            source = next((s for s in self.names if s != test), test)
+        return source
+
+    def _baseline_rows(
+        self, mode: str, test: str, held: set[str] | None
+    ) -> dict[str, list[dict[str, float]]]:
+        """The rows nothing is trained for: the retriever's order, GCS over the concept graph
+        and the untrained network (``y . x``)."""
+        from grapher_bench.grag.bench import examples_for, query_metrics
+
+        qs = self.sets[test]
+        rows: dict[str, list[dict[str, float]]] = {}
+        base_examples = _kept(examples_for(qs, "plain", "documents", mode), held)
+        retriever_scores = [
+            np.asarray([c.score for c in qs.candidates[qs.query_ids.index(e.query_id)]])
+            for e in base_examples
+        ]
+        rows["w/o reranker"] = query_metrics(qs, base_examples, retriever_scores)
+        rows["GCS (concept graph)"] = _gcs_rows(qs, base_examples)
+        concept = _kept(examples_for(qs, self.args.concept_text, "question", mode), held)
+        rows[UNTRAINED] = query_metrics(qs, concept, [e.x @ e.query for e in concept])
+        return rows
+
+    def _variant_rows(
+        self,
+        mode: str,
+        variant: str,
+        test: str,
+        source: str,
+        held: set[str] | None,
+        models: dict[tuple[str, str], Any],
+    ) -> list[dict[str, float]]:
+        """One variant's per-question metrics on ``test``, its model trained on ``source``
+        the first time it is needed."""
+        from grapher_bench.grag.bench import examples_for, query_metrics
+        from grapher_core.learned.grag.train import GRAGAdapter
+        from grapher_core.learned.loop import predict
+
+        text, graph, _, _ = self._variant_inputs(variant)
+        key = (variant, source)
+        if key not in models:
+            models[key] = self._train(mode, variant, source, held)
+        examples = _kept(examples_for(self.sets[test], text, graph, mode), held)
+        scores = predict(models[key], GRAGAdapter(), examples, "cpu")
+        return query_metrics(self.sets[test], examples, scores)
+
+    def _variant_inputs(self, variant: str) -> tuple[str, str, str, str]:
+        """The variant's (node text, graph, loss, architecture), ``concept`` text resolved to
+        ``--concept-text``."""
+        text, graph, loss, arch = VARIANTS[variant]
+        return (self.args.concept_text if text == "concept" else text), graph, loss, arch
+
+    def _train(self, mode: str, variant: str, source: str, held: set[str] | None) -> Any:
+        """Train ``variant`` on ``source`` (its training side when in-domain) and record
+        the run under ``report["training"]``."""
+        from grapher_bench.grag.bench import examples_for
+        from grapher_core.learned.grag.model import GRAGSpec
+        from grapher_core.learned.grag.train import train_grag
+
+        text, graph, loss, arch = self._variant_inputs(variant)
+        train = _kept(examples_for(self.sets[source], text, graph, mode), held, False)
+        spec = GRAGSpec(variant=arch, hidden=self.hidden, dropout=self.args.dropout)
+        started = time.perf_counter()
+        result = train_grag(train, spec, _loop_config(loss, self.args, self.lr))
+        self.report["training"][f"{mode}/{variant}/{source}"] = {
+            "seconds": time.perf_counter() - started,
+            "best_epoch": result.best_epoch,
+            "val": result.best_metrics,
+            "n_train": result.n_train,
+            "n_val": result.n_val,
+        }
+        _log(
+            f"[{mode}] trained {variant} on {source}: val MRR "
+            f"{result.best_metrics['MRR']:.3f} "
+            f"in {time.perf_counter() - started:.1f}s"
+        )
+        return result.model
+
+    def _summarise(
+        self, mode: str, test: str, source: str, rows: dict[str, list[dict[str, float]]]
+    ) -> None:
+        """Each row's mean metrics into ``report["runs"]``, and a log line."""
+        summary = {
+            label: {m: float(np.mean([r[m] for r in rs])) for m in METRICS} | {"n": len(rs)}
+            for label, rs in rows.items()
+        }
+        self.report["runs"][f"{mode}/{test}"] = {"trained_on": source, "metrics": summary}
+        _log(
+            f"[{mode}] {test}: "
+            + "; ".join(f"{label} MRR {m['MRR']:.3f}" for label, m in summary.items())
+        )
 
 
 def _gcs_rows(qs: Any, examples: Any) -> list[dict[str, float]]:
