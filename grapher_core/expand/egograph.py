@@ -30,17 +30,13 @@ from grapher_core.candidates import Candidate, CorpusObject, RankedCandidate
 from grapher_core.diagnostics import Diagnostics, GraphERWarning, stacklevel_outside
 from grapher_core.edges.base import LinkKey
 from grapher_core.errors import ConfigError, InputError, InputTypeError, SidecarError
-from grapher_core.expand.expansion import (
-    ExpansionResult,
-    _canonical,
-    _marked,
-    _seed_scores,
-    _unit,
-)
+from grapher_core.expand.expansion import marked
 from grapher_core.expand.links import linkable
 from grapher_core.expand.pruning import unit_rows
+from grapher_core.expand.reach import ExpansionResult
 from grapher_core.expand.relations import relations_between
-from grapher_core.expand.source import NeighbourSource, check_fetched
+from grapher_core.expand.seeding import seed_scores, unit
+from grapher_core.expand.source import NeighbourSource, canonical_key, check_fetched
 from grapher_core.ranking.seeds import original_scores
 from grapher_core.request.validation import validate_candidates
 from grapher_core.rerank import GraphReranker
@@ -112,12 +108,12 @@ def corpus_links(
     for position, node in enumerate(nodes):
         for proximity in links:
             for key in proximity.own_keys(node):
-                index.setdefault(_canonical(key), []).append(position)
+                index.setdefault(canonical_key(key), []).append(position)
     neighbours: list[dict[int, None]] = [{} for _ in nodes]
     for position, node in enumerate(nodes):
         for proximity in links:
             for key in proximity.link_keys(node):
-                for other in index.get(_canonical(key), ()):
+                for other in index.get(canonical_key(key), ()):
                     if other != position:
                         neighbours[position][other] = None
                         neighbours[other][position] = None
@@ -204,7 +200,7 @@ class EgoGraphIndex:
 
     def search(self, query_embedding: Any, n: int) -> list[tuple[int, float]]:
         """The top-``n`` ego-graphs by cosine to the query: (position, cosine), best first."""
-        query = _unit(np.asarray(query_embedding))
+        query = unit(np.asarray(query_embedding))
         if query is None:
             return []
         if query.shape[0] != self.vectors.shape[1]:
@@ -517,7 +513,7 @@ class EgoGraphReranker:
     def join(self, candidates: Sequence[Candidate], query_embedding: Any) -> ExpansionResult:
         """Candidates plus the members of the top-``n`` ego-graphs (new ones only)."""
         items = validate_candidates(candidates)
-        query = None if query_embedding is None else _unit(np.asarray(query_embedding))
+        query = None if query_embedding is None else unit(np.asarray(query_embedding))
         if not items or query is None or self.n == 0:
             return ExpansionResult(tuple(items), (), 0, 0)
         known = {c.id for c in items}
@@ -544,7 +540,7 @@ class EgoGraphReranker:
                 v = np.asarray(c.embedding, dtype=np.float64).ravel()
                 norm = float(np.linalg.norm(v))
                 similarity[c.id] = float(v @ query / norm) if norm else 0.0
-        scored = _seed_scores(
+        scored = seed_scores(
             items, original_scores(items), added, similarity, query, floor=self.seed_rule == "floor"
         )
         return ExpansionResult(
@@ -564,7 +560,7 @@ class EgoGraphReranker:
         ranked = self.reranker.rerank(
             list(joined.candidates), query=query, query_embedding=query_embedding, top_n=top_n
         )
-        return _marked(ranked, joined)
+        return marked(ranked, joined)
 
     @property
     def needs_embeddings(self) -> bool:

@@ -228,3 +228,17 @@ class InMemorySource:
         else:  # a Candidate brings its own vector
             vector = obj.embedding if isinstance(obj, Candidate) else None
         return Candidate(obj.id, obj.text, None, self._metadata[position], vector)
+
+
+def shown_key(key: LinkKey) -> str:
+    """A link key as a reader writes it: ``title='Films'``, ``doc_id='d' & chunk_index='3'``."""
+    return " & ".join(f"{'id' if f is None else f}={v!r}" for f, v in key)
+
+
+def canonical_key(key: LinkKey) -> LinkKey:
+    return tuple(
+        sorted(
+            ((f, link_value(v)) for f, v in key),
+            key=lambda pair: (pair[0] is not None, pair[0] or ""),
+        )
+    )

@@ -29,7 +29,7 @@ from grapher_core.request.validation import (
 )
 
 if TYPE_CHECKING:
-    from grapher_core.expand.expansion import Expansion, HubKeys
+    from grapher_core.expand.reach import Expansion, HubKeys
     from grapher_core.request.engine import Engine
     from grapher_core.rerank import GraphReranker
 
@@ -97,7 +97,7 @@ class RerankSettings:
         ):
             raise ConfigError(f"top_n must be an integer >= 0 or None, got {self.top_n!r}")
         if self.expansion is not None:
-            from grapher_core.expand.expansion import Expansion
+            from grapher_core.expand.reach import Expansion
 
             if not isinstance(self.expansion, Expansion):
                 raise ConfigError(f"expansion must be an Expansion or None, got {self.expansion!r}")
@@ -126,7 +126,7 @@ class RerankSettings:
         """The settings of a wrapper's flat fields (``explain`` a bool, ``expand_*`` one each;
         an empty ``proximities`` list: detect). ``expand``: the wrapper has a neighbour source.
         The expansion fields are validated either way."""
-        from grapher_core.expand.expansion import Expansion
+        from grapher_core.expand.reach import Expansion
 
         expansion = Expansion(
             **{name: fields[key] for key, name in EXPAND_FIELDS.items() if key in fields}
@@ -241,7 +241,7 @@ def engine_for(
 
 def settings_of(config: Mapping[str, Any], where: str = "config") -> RerankSettings:
     """The settings a loaded (checked) ``config`` holds; errors name ``where`` and the key."""
-    from grapher_core.expand.expansion import Expansion
+    from grapher_core.expand.reach import Expansion
 
     expansion = config.get("expansion")
     if expansion is not None:
