@@ -262,7 +262,7 @@ class GraphReranker(RerankingEngine):
             # Chunk order stated twice (LlamaIndex PREVIOUS/NEXT relationships given, doc_id +
             # chunk_index detected) is one fact: counted once, as in a pool without the
             # relationships, so both wrappers build the same graph.
-            ordered = any(getattr(p, "kind", None) == "contextual" for p in self.proximities)
+            ordered = any(_states_order(p, keys) for p in self.proximities)
             detected = tuple(
                 p
                 for p in detect_proximities(candidates)
@@ -541,6 +541,16 @@ class GraphReranker(RerankingEngine):
         from grapher_core.ranking.config import core_options, load_config
 
         return cls(**{**core_options(load_config(path)), **options})
+
+
+def _states_order(proximity: Any, keys: frozenset[str]) -> bool:
+    """Whether a given proximity states chunk order in a pool whose metadata has ``keys``: a
+    contextual one whose field the pool carries (LlamaIndex relationships on nodes that have
+    none state nothing, and chunk order detected from metadata then stands)."""
+    if getattr(proximity, "kind", None) != "contextual":
+        return False
+    field = getattr(proximity, "field", None)
+    return not isinstance(field, str) or field in keys
 
 
 def _clipped(candidates: list[Candidate], max_chars: int | None) -> list[Candidate]:

@@ -13,7 +13,8 @@ When a reranker is given no proximities it looks at the candidates' metadata and
   depend on which pages one pool happens to hold). One object per target (tables' foreign
   keys, passages' titles) keeps :class:`ForeignKeys` exactly as before;
 * ``entities`` -> :class:`SharedEntities`;
-* ``doc_id`` + ``chunk_index`` -> :class:`AdjacentChunks`;
+* ``doc_id`` + ``chunk_index`` -> :class:`AdjacentChunks` (unless the relationships below
+  state the same order);
 * ``_grapher_adjacent`` (LlamaIndex ``PREVIOUS``/``NEXT`` relationships, written by the wrapper)
   -> contextual :class:`ForeignKeys`.
 
@@ -117,7 +118,11 @@ def detect_proximities(candidates: Sequence[Candidate]) -> list[Any]:
         found.append(ForeignKeys(ADJACENT_FIELD, kind="contextual"))
     if _has(candidates, ENTITY_FIELD):
         found.append(SharedEntities(ENTITY_FIELD))
-    if _has(candidates, "doc_id") and _has(candidates, "chunk_index"):
+    if (
+        _has(candidates, "doc_id")
+        and _has(candidates, "chunk_index")
+        and not _has(candidates, ADJACENT_FIELD)  # chunk order stated twice is one fact
+    ):
         found.append(AdjacentChunks())
     return found
 
