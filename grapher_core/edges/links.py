@@ -148,17 +148,19 @@ class ChunkLinks:
        (``chunk_index``; a section split over chunks is entered at its start). When no pooled
        chunk of the page matches but they do list anchors, the anchored chunk is not a
        candidate: no edge. Without any anchor lists the link is read as a whole-page link;
-    4. a whole-page link -> the page's chunk most similar to the linking chunk: cosine of the
-       candidates' vectors when the linking chunk and every chunk of the page carry one, else
-       TF-IDF cosine of their texts (headings included) over the chunks involved; ties and no
-       overlap go to the page's first chunk (lowest ``order_field``, then the retriever's
-       order). The similarity only chooses: every edge weighs 1, like any other link.
+    4. a whole-page link -> the page's chunk most similar to the linking chunk: with
+       ``embed=True``, cosine of the candidates' vectors (asked for through the request, in
+       every door) when the linking chunk and every chunk of the page carry one; otherwise, and
+       by default, TF-IDF cosine of their texts (headings included) over the chunks involved;
+       ties and no overlap go to the page's first chunk (lowest ``order_field``, then the
+       retriever's order). The similarity only chooses: every edge weighs 1, like any other
+       link.
 
     Links of a chunk to itself and whole-page links to its own page are ignored; an anchored
     link to another chunk of its own page is kept. ``symmetric=True`` (default) makes each
-    edge go both ways, as ``ForeignKeys`` does. Vectors are used when present;
-    ``embed=True`` declares :attr:`needs_embeddings` so the wrappers embed the candidates
-    for it. Zero-config detection (:mod:`grapher_core.edges.detect`) picks this for ``links``
+    edge go both ways, as ``ForeignKeys`` does. ``embed=True`` declares
+    :attr:`needs_embeddings`, so every door hands the candidates' vectors to it; without it
+    vectors are never read, so the choice is the same in every door. Zero-config detection (:mod:`grapher_core.edges.detect`) picks this for ``links``
     on chunks.
     """
 
@@ -185,7 +187,7 @@ class ChunkLinks:
 
     @property
     def needs_embeddings(self) -> bool:
-        """Only when asked (``embed=True``): otherwise vectors are used if they are there."""
+        """Only when asked (``embed=True``): otherwise the texts choose, in every door."""
         return bool(self.embed)
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
@@ -213,7 +215,9 @@ class ChunkLinks:
         if not links:
             return []
         involved = sorted({p for i, members in links for p in (i, *members)})
-        vectors = _unit_vectors(candidates, involved)
+        # Vectors only when asked for (embed=True): the same proximity never chooses by
+        # vectors in one door and by text in another, whichever vectors a door happens to hold.
+        vectors = _unit_vectors(candidates, involved) if self.embed else {}
         sims: list[np.ndarray] = []
         lexical: list[int] = []  # the links whose chunks lack vectors: by their texts
         for number, (i, members) in enumerate(links):

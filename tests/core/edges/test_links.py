@@ -147,14 +147,16 @@ def test_a_whole_page_link_goes_to_the_most_similar_chunk_by_vectors() -> None:
     with_vectors = [
         Candidate(c.id, c.text, c.score, c.metadata, v) for c, v in zip(pool, vectors, strict=True)
     ]
-    assert targets(ChunkLinks(), with_vectors) == ["install.html#003"]
+    assert targets(ChunkLinks(embed=True), with_vectors) == ["install.html#003"]
+    # Without embed=True the vectors are not read: the texts choose, as in a door without them.
+    assert targets(ChunkLinks(), with_vectors) == targets(ChunkLinks(), pool)
     # One chunk of the page without a vector: the text decides for that link.
     partial = [*with_vectors[:2], pool[2], *with_vectors[3:]]
-    assert targets(ChunkLinks(), partial) == ["install.html#001"]
+    assert targets(ChunkLinks(embed=True), partial) == ["install.html#001"]
     # A NaN vector does not break the ranking: that link falls back to text.
     broken = list(with_vectors)
     broken[4] = Candidate(pool[4].id, pool[4].text, 0.1, pool[4].metadata, np.full(8, np.nan))
-    assert targets(ChunkLinks(), broken) == ["install.html#001"]
+    assert targets(ChunkLinks(embed=True), broken) == ["install.html#001"]
 
 
 def test_no_overlap_goes_to_the_page_s_first_chunk() -> None:
