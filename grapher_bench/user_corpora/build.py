@@ -33,7 +33,7 @@ import sys
 import tarfile
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -592,72 +592,95 @@ def _refkey(label: str) -> str:
     return " ".join(label.lower().split())
 
 
+class _CodeSpans:
+    """Code spans set aside while a line's markup is read: no links or ids inside code."""
+
+    def __init__(self) -> None:
+        self.spans: list[str] = []
+
+    def hide(self, line: str) -> str:
+        return _CODE_SPAN.sub(self._keep, line)
+
+    def restore(self, text: str) -> str:
+        """The text as written, code spans back in place (also for reference lookups)."""
+        return re.sub("\x00(\\d+)\x00", lambda m: self.spans[int(m.group(1))], text)
+
+    def _keep(self, match: re.Match[str]) -> str:
+        self.spans.append(match.group(0))
+        return f"\x00{len(self.spans) - 1}\x00"
+
+
+@dataclass
+class _Inline:
+    """What one inline construct becomes: its text, where it links and the ids it declares."""
+
+    text: str
+    href: str | None = None
+    ids: list[str] = field(default_factory=list)
+
+
+def _anchor_ids(attrs: dict[str, str]) -> list[str]:
+    """An ``<a>`` tag's non-empty ``id`` and ``name``, in that order."""
+    return [attrs[key] for key in ("id", "name") if attrs.get(key)]
+
+
+def _read_inline(
+    match: re.Match[str], refs: dict[str, str], restore: Callable[[str], str]
+) -> _Inline:
+    """One :data:`_INLINE` match: an image keeps its alt text, a comment nothing, a link its
+    text (a reference or shortcut resolved through ``refs``; an unknown shortcut stays as
+    written)."""
+    if match.group("image"):
+        return _Inline(match.group("alt"))
+    if match.group("comment"):
+        return _Inline("")
+    if match.group("inline"):
+        return _Inline(match.group("itext"), match.group("href"))
+    if match.group("ref"):
+        text = match.group("rtext")
+        return _Inline(text, refs.get(_refkey(restore(match.group("rid") or text))))
+    if match.group("html"):
+        attrs = dict(_HTML_ATTR.findall(match.group("attrs")))
+        return _Inline(match.group("atext"), attrs.get("href"), _anchor_ids(attrs))
+    text = match.group("stext")
+    href = refs.get(_refkey(restore(text)))
+    return _Inline(text if href is not None else match.group(0), href)
+
+
 def _markdown_inline(
     line: str, page: str, refs: dict[str, str], offset: int
 ) -> tuple[str, list[tuple[int, str]], list[tuple[int, str]]]:
     """Markup stripped from one line (link text kept), with the anchors and links it holds
     at word offsets counted from ``offset``."""
+    spans = _CodeSpans()
+    line = spans.hide(line)
+    anchors = [
+        (offset, token[1:])
+        for found in _INLINE_ATTR.finditer(line)
+        for token in found.group(1).split()
+        if token[0] == "#"
+    ]
+    line = _INLINE_ATTR.sub("", line)
     out: list[str] = []
-    anchors: list[tuple[int, str]] = []
     links: list[tuple[int, str]] = []
     last = 0
-    spans: list[str] = []
-
-    def keep_code(match: re.Match[str]) -> str:  # no links or ids inside code spans
-        spans.append(match.group(0))
-        return f"\x00{len(spans) - 1}\x00"
-
-    def raw(label: str) -> str:  # the label as written, for reference lookups
-        return re.sub("\x00(\\d+)\x00", lambda m: spans[int(m.group(1))], label)
-
-    line = _CODE_SPAN.sub(keep_code, line)
-    for found in _INLINE_ATTR.finditer(line):
-        anchors += [(offset, token[1:]) for token in found.group(1).split() if token[0] == "#"]
-    line = _INLINE_ATTR.sub("", line)
-
-    def position() -> int:
-        return offset + _words("".join(out))
-
     for match in _INLINE.finditer(line):
         out.append(line[last : match.start()])
         last = match.end()
-        href: str | None = None
-        if match.group("image"):
-            out.append(match.group("alt"))
-            continue
-        if match.group("comment"):
-            continue
-        if match.group("inline"):
-            text, href = match.group("itext"), match.group("href")
-        elif match.group("ref"):
-            text = match.group("rtext")
-            href = refs.get(_refkey(raw(match.group("rid") or text)))
-        elif match.group("html"):
-            attrs = dict(_HTML_ATTR.findall(match.group("attrs")))
-            text, href = match.group("atext"), attrs.get("href")
-            for key in ("id", "name"):
-                if attrs.get(key):
-                    anchors.append((position(), attrs[key]))
-        else:
-            text = match.group("stext")
-            href = refs.get(_refkey(raw(text)))
-            if href is None:
-                out.append(match.group(0))
-                continue
-        if href is not None:
-            target = normalise_link(page, href, ".md")
-            if target is not None:
-                links.append((position(), target))
-        out.append(text)
+        inline = _read_inline(match, refs, spans.restore)
+        at = offset + _words("".join(out))
+        anchors += [(at, anchor) for anchor in inline.ids]
+        target = None if inline.href is None else normalise_link(page, inline.href, ".md")
+        if target is not None:
+            links.append((at, target))
+        out.append(inline.text)
     out.append(line[last:])
     text = "".join(out)
+    at = offset + _words(text)
     for tag in re.findall(r"<a\s([^>]*)/>", text):
-        attrs = dict(_HTML_ATTR.findall(tag))
-        for key in ("id", "name"):
-            if attrs.get(key):
-                anchors.append((position(), attrs[key]))
+        anchors += [(at, anchor) for anchor in _anchor_ids(dict(_HTML_ATTR.findall(tag)))]
     text = re.sub(r"</?a\b[^>]*>", "", text)
-    text = raw(text.replace("**", "")).replace("`", "")
+    text = spans.restore(text.replace("**", "")).replace("`", "")
     return text, anchors, links
 
 
@@ -675,16 +698,36 @@ def _heading_parts(raw: str) -> tuple[str, str | None]:
 
 def chunk_markdown_page(page: str, source: str) -> list[dict[str, Any]]:
     """The chunks of one Markdown page (``page``: its path relative to the corpus root)."""
-    title = ""
-    front = _FRONT.match(source)
-    if front:
-        found = re.search(r"^title:\s*(.+)$", front.group(1), re.MULTILINE)
-        title = found.group(1).strip().strip("\"'") if found else ""
-        source = source[front.end() :]
+    title, source = _front_matter(source)
     lines = source.split("\n")
+    reader = _MarkdownReader(page, _reference_definitions(lines), title)
+    index = 0
+    while index < len(lines):
+        index = reader.read_block(lines, index)
+    reader.flush()
+    title = reader.title or page
+    items = reader.items
+    if sum(_words(p.text) for p in items if isinstance(p, _Para)) < MIN_PAGE_WORDS:
+        return []
+    return _chunk_items(page, title, items)
+
+
+def _front_matter(source: str) -> tuple[str, str]:
+    """The ``title:`` of a YAML front matter block ("" without one) and the page after it."""
+    front = _FRONT.match(source)
+    if not front:
+        return "", source
+    found = re.search(r"^title:\s*(.+)$", front.group(1), re.MULTILINE)
+    title = found.group(1).strip().strip("\"'") if found else ""
+    return title, source[front.end() :]
+
+
+def _reference_definitions(lines: list[str]) -> dict[str, str]:
+    """``[label]: url`` definitions outside code blocks, the first of a label kept, read
+    before the text so a reference may come before its definition."""
     refs: dict[str, str] = {}
     fence: str | None = None
-    for line in lines:  # reference definitions (outside code blocks) first
+    for line in lines:
         opened = _FENCE.match(line)
         if fence is None and opened:
             fence = opened.group(2)
@@ -692,78 +735,87 @@ def chunk_markdown_page(page: str, source: str) -> list[dict[str, Any]]:
             fence = None
         elif fence is None and (ref := _REFDEF.match(line)):
             refs.setdefault(_refkey(ref.group(1)), ref.group(2))
-    items: list[_Item] = []
-    used_slugs: set[str] = set()
-    buffer: list[str] = []
+    return refs
 
-    def flush(pre: bool = False) -> None:
-        """The buffered lines as one paragraph (inline markup read across its lines)."""
-        nonlocal buffer
-        anchors: list[tuple[int, str]] = []
-        links: list[tuple[int, str]] = []
-        if pre:
-            text = "\n".join(buffer)
-        else:
-            joined = " ".join(line.strip() for line in buffer)
-            text, anchors, links = _markdown_inline(joined, page, refs, 0)
-            text = " ".join(text.split())
-        if text.strip() or anchors:
-            items.append(_Para(text, anchors, links, pre=pre))
-        buffer = []
 
-    def heading(raw: str) -> None:
-        nonlocal title
-        text, explicit = _heading_parts(raw)
-        plain, _, heading_links = _markdown_inline(text, page, refs, 0)
-        flush()
-        slug = explicit or slugify(plain)
-        if not explicit:
-            base, n = slug, 0
-            while slug in used_slugs:
-                n += 1
-                slug = f"{base}_{n}"
-        used_slugs.add(slug)
-        items.append(_Section(plain))
-        items.append(_Para(plain, [(0, slug)], heading_links))
-        title = title or plain
+def _unique_slug(slug: str, used: set[str]) -> str:
+    """``slug``, or ``slug_1``, ``slug_2``... when taken, as Python-Markdown's ``toc`` does."""
+    base, n = slug, 0
+    while slug in used:
+        n += 1
+        slug = f"{base}_{n}"
+    return slug
 
-    index = 0
-    while index < len(lines):
+
+class _MarkdownReader:
+    """A Markdown page read block by block into paragraphs and sections; the page title is
+    the front matter's, else the first heading."""
+
+    def __init__(self, page: str, refs: dict[str, str], title: str) -> None:
+        self.page = page
+        self.refs = refs
+        self.title = title
+        self.items: list[_Item] = []
+        self.used_slugs: set[str] = set()
+        self.buffer: list[str] = []
+
+    def read_block(self, lines: list[str], index: int) -> int:
+        """Read what starts at ``lines[index]`` (a fence, a blank line or reference
+        definition, an ATX or setext heading, a paragraph line); the next index to read."""
         line = lines[index]
         opened = _FENCE.match(line)
         if opened:
-            flush()
-            marker = opened.group(2)
-            code = []
-            index += 1
-            while index < len(lines) and not lines[index].strip().startswith(marker):
-                code.append(lines[index])
-                index += 1
-            buffer = code
-            flush(pre=True)
-            index += 1
-            continue
+            return self._code_block(lines, index + 1, opened.group(2))
         if not line.strip() or _REFDEF.match(line):
-            flush()
-            index += 1
-            continue
+            self.flush()
+            return index + 1
         atx = _ATX.match(line)
         if atx:
-            heading(atx.group(2))
-            index += 1
-            continue
+            self.heading(atx.group(2))
+            return index + 1
         following = lines[index + 1] if index + 1 < len(lines) else ""
-        if not buffer and len(line) - len(line.lstrip()) < 4 and _SETEXT.match(following):
-            heading(line.strip())
-            index += 2
-            continue
-        buffer.append(line)
-        index += 1
-    flush()
-    title = title or page
-    if sum(_words(p.text) for p in items if isinstance(p, _Para)) < MIN_PAGE_WORDS:
-        return []
-    return _chunk_items(page, title, items)
+        if not self.buffer and len(line) - len(line.lstrip()) < 4 and _SETEXT.match(following):
+            self.heading(line.strip())
+            return index + 2
+        self.buffer.append(line)
+        return index + 1
+
+    def flush(self, pre: bool = False) -> None:
+        """The buffered lines as one paragraph (inline markup read across its lines)."""
+        anchors: list[tuple[int, str]] = []
+        links: list[tuple[int, str]] = []
+        if pre:
+            text = "\n".join(self.buffer)
+        else:
+            joined = " ".join(line.strip() for line in self.buffer)
+            text, anchors, links = _markdown_inline(joined, self.page, self.refs, 0)
+            text = " ".join(text.split())
+        if text.strip() or anchors:
+            self.items.append(_Para(text, anchors, links, pre=pre))
+        self.buffer = []
+
+    def heading(self, raw: str) -> None:
+        """A section starts: its heading text, with its id (explicit, else a unique slug)
+        as the anchor of a paragraph of its own."""
+        text, explicit = _heading_parts(raw)
+        plain, _, heading_links = _markdown_inline(text, self.page, self.refs, 0)
+        self.flush()
+        slug = explicit or _unique_slug(slugify(plain), self.used_slugs)
+        self.used_slugs.add(slug)
+        self.items.append(_Section(plain))
+        self.items.append(_Para(plain, [(0, slug)], heading_links))
+        self.title = self.title or plain
+
+    def _code_block(self, lines: list[str], index: int, marker: str) -> int:
+        """A fenced block from ``lines[index]`` to its closing ``marker``, kept verbatim."""
+        self.flush()
+        code = []
+        while index < len(lines) and not lines[index].strip().startswith(marker):
+            code.append(lines[index])
+            index += 1
+        self.buffer = code
+        self.flush(pre=True)
+        return index + 1
 
 
 def _pygame_docs() -> Path:
