@@ -33,7 +33,7 @@ import sys
 import tarfile
 import tempfile
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -877,16 +877,6 @@ def build_markdown(docs: Path) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- output
 
 
-def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            count += 1
-    return count
-
-
 def check_gold(folder: Path) -> list[str]:
     """Problems with the committed questions of ``folder`` against its corpus (none = [])."""
     ids = {
@@ -939,6 +929,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pygame-docs", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--create-db", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    from grapher_core.cli.enrich import write_jsonl  # the corpus files' one writer (atomic)
+
     if args.create_db:
         create_database(args.create_db[0], Path(args.create_db[1]))
         return 0
@@ -967,9 +959,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"error: {name}: {error}", file=sys.stderr)
                 return 2
             folder = args.out / name
-            count = _write_jsonl(folder / "corpus.jsonl", objects)
+            write_jsonl(folder / "corpus.jsonl", objects)
             size = (folder / "corpus.jsonl").stat().st_size
-            print(f"  {count} objects, {size / 1e6:.2f} MB -> {folder}", file=sys.stderr)
+            print(f"  {len(objects)} objects, {size / 1e6:.2f} MB -> {folder}", file=sys.stderr)
             if (folder / "queries.jsonl").is_file() or args.out == HERE:
                 problems += check_gold(folder)
     for problem in problems:
