@@ -249,94 +249,148 @@ def run_dataset(
         len(candidates[0]) if candidates else 0,
         notes=notes,
     )
-    for variant in dict.fromkeys(s.graph for s in specs if s.graph != "none"):
-        proximities = proximities_for(variant)
-        run.graph_stats[variant] = degree_stats(
-            build_graph(c, proximities).degrees() for c in candidates
-        )
+    run.graph_stats.update(_graph_stats(specs, candidates))
     multi = [q.multi for q in dataset.queries]
     baseline_hits: list[float] | None = None
     for spec in specs:
-        rows: list[dict[str, float]] = []
-        per_query: dict[str, dict[str, Any]] = {}
-        timings: list[float] = []
-        from_below: list[float] = []
         if is_peer(spec.ranker):
-            peers, timings = peer_rankings(
-                spec.ranker,
-                dataset,
-                metadata,
-                candidates,
-                max_k=max(ks),
-                query_vectors=query_vectors,
-                notes=notes,
-                progress=progress,
+            ranked = _peer_pass(
+                spec, dataset, metadata, candidates, query_vectors, ks, notes, progress
             )
-            for query, peer in zip(dataset.queries, peers, strict=True):
-                row = evaluate_query(peer.ids, peer.scores, query.gold, ks)
-                rows.append(row)
-                top5 = [float(r > 20) for r in peer.original_ranks[:5]]
-                from_below.append(float(np.mean(top5)) if top5 else 0.0)
-                per_query[query.id] = {
-                    "PR@5": row["PR@5"],
-                    "PR@10": row["PR@10"],
-                    "n_gold": len(query.gold),
-                    "top": peer.ids[:20],
-                }
-            reranker = None
         else:
-            reranker = GraphReranker(
-                proximities_for(spec.graph), ranker=spec.ranker, alpha=spec.alpha, explain=0
-            )
-            bar = progress_bar(
-                len(dataset.queries),
-                f"{dataset.name} {spec.label}",
-                unit="q",
-                enabled=progress,
-                leave=False,
-            )
-            for query, cands, vector in zip(
-                dataset.queries, candidates, query_vectors, strict=True
-            ):
-                tick = time.perf_counter()
-                ranked = reranker.rerank(cands, query=query.text, query_embedding=vector)
-                timings.append((time.perf_counter() - tick) * 1000.0)
-                ids = [r.id for r in ranked]
-                row = evaluate_query(ids, [r.score for r in ranked], query.gold, ks)
-                rows.append(row)
-                from_below.append(float(np.mean([r.original_rank > 20 for r in ranked[:5]])))
-                per_query[query.id] = {
-                    "PR@5": row["PR@5"],
-                    "PR@10": row["PR@10"],
-                    "n_gold": len(query.gold),
-                    "top": ids[:20],
-                }
-                bar.update(1)
-            bar.close()
-        metrics = aggregate(rows, multi, ks)
-        metrics["rerank_ms_median"] = float(statistics.median(timings))
-        metrics["top5_from_below_20"] = float(np.mean(from_below))
-        if spec.alpha is not None:
-            metrics["alpha"] = spec.alpha
-        elif reranker is not None and hasattr(reranker.ranker, "alpha"):
-            metrics["alpha"] = float(reranker.ranker.alpha)
-        hits = [row["PR@10"] for row in rows]
+            ranked = _rerank_pass(spec, dataset, candidates, query_vectors, ks, progress)
+        metrics = _spec_metrics(spec, ranked, multi, ks)
+        hits = [row["PR@10"] for row in ranked.rows]
         if baseline_hits is None and spec.ranker == "baseline":
             baseline_hits = hits
         if baseline_hits is not None:
-            metrics["fixes@10"] = float(
-                sum(1 for b, h in zip(baseline_hits, hits, strict=True) if h > b)
-            )
-            metrics["breaks@10"] = float(
-                sum(1 for b, h in zip(baseline_hits, hits, strict=True) if h < b)
-            )
-        run.results[spec.label] = RankerResult(metrics, per_query)
+            metrics.update(_fixes_and_breaks(baseline_hits, hits))
+        run.results[spec.label] = RankerResult(metrics, ranked.per_query)
         if log:
             log(
                 f"  {spec.label:28s} PR@10>1 {metrics.get('PR@10>1', float('nan')):.3f} "
                 f"PR@10 {metrics['PR@10']:.3f} ({metrics['rerank_ms_median']:.2f} ms)"
             )
     return run
+
+
+@dataclass
+class _RankedPass:
+    """One ranker spec over every query: per-query metric rows and report entries, the
+    rerank times, the share of each top 5 that came from below rank 20, and the reranker
+    (``None`` for a peer)."""
+
+    rows: list[dict[str, float]] = field(default_factory=list)
+    per_query: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timings: list[float] = field(default_factory=list)
+    from_below: list[float] = field(default_factory=list)
+    reranker: GraphReranker | None = None
+
+    def add(self, query: Any, ids: list[str], scores: Sequence[float], ks: Sequence[int]) -> None:
+        """One query's ranking: its metrics row and what the report keeps of it."""
+        row = evaluate_query(ids, scores, query.gold, ks)
+        self.rows.append(row)
+        self.per_query[query.id] = {
+            "PR@5": row["PR@5"],
+            "PR@10": row["PR@10"],
+            "n_gold": len(query.gold),
+            "top": ids[:20],
+        }
+
+
+def _graph_stats(
+    specs: Sequence[RankerSpec], candidates: Sequence[list[Candidate]]
+) -> dict[str, dict[str, float]]:
+    """Degree statistics of each graph variant the specs use, over every query's candidates."""
+    stats: dict[str, dict[str, float]] = {}
+    for variant in dict.fromkeys(s.graph for s in specs if s.graph != "none"):
+        proximities = proximities_for(variant)
+        stats[variant] = degree_stats(build_graph(c, proximities).degrees() for c in candidates)
+    return stats
+
+
+def _peer_pass(
+    spec: RankerSpec,
+    dataset: Dataset,
+    metadata: list[dict[str, Any]],
+    candidates: list[list[Candidate]],
+    query_vectors: Any,
+    ks: Sequence[int],
+    notes: list[str],
+    progress: bool,
+) -> _RankedPass:
+    """A peer (expansion, ego-graphs, another library, the LLM reranker) on every query."""
+    peers, timings = peer_rankings(
+        spec.ranker,
+        dataset,
+        metadata,
+        candidates,
+        max_k=max(ks),
+        query_vectors=query_vectors,
+        notes=notes,
+        progress=progress,
+    )
+    ranked = _RankedPass(timings=timings)
+    for query, peer in zip(dataset.queries, peers, strict=True):
+        ranked.add(query, peer.ids, peer.scores, ks)
+        top5 = [float(r > 20) for r in peer.original_ranks[:5]]
+        ranked.from_below.append(float(np.mean(top5)) if top5 else 0.0)
+    return ranked
+
+
+def _rerank_pass(
+    spec: RankerSpec,
+    dataset: Dataset,
+    candidates: list[list[Candidate]],
+    query_vectors: Any,
+    ks: Sequence[int],
+    progress: bool,
+) -> _RankedPass:
+    """GraphER's reranker over each query's candidates, each call timed."""
+    reranker = GraphReranker(
+        proximities_for(spec.graph), ranker=spec.ranker, alpha=spec.alpha, explain=0
+    )
+    ranked = _RankedPass(reranker=reranker)
+    bar = progress_bar(
+        len(dataset.queries),
+        f"{dataset.name} {spec.label}",
+        unit="q",
+        enabled=progress,
+        leave=False,
+    )
+    for query, cands, vector in zip(dataset.queries, candidates, query_vectors, strict=True):
+        tick = time.perf_counter()
+        reranked = reranker.rerank(cands, query=query.text, query_embedding=vector)
+        ranked.timings.append((time.perf_counter() - tick) * 1000.0)
+        ranked.add(query, [r.id for r in reranked], [r.score for r in reranked], ks)
+        ranked.from_below.append(float(np.mean([r.original_rank > 20 for r in reranked[:5]])))
+        bar.update(1)
+    bar.close()
+    return ranked
+
+
+def _spec_metrics(
+    spec: RankerSpec, ranked: _RankedPass, multi: list[bool], ks: Sequence[int]
+) -> dict[str, float]:
+    """The aggregate metrics, median rerank time, share from below rank 20 and the alpha
+    used (the spec's, else the ranker's own)."""
+    metrics = aggregate(ranked.rows, multi, ks)
+    metrics["rerank_ms_median"] = float(statistics.median(ranked.timings))
+    metrics["top5_from_below_20"] = float(np.mean(ranked.from_below))
+    if spec.alpha is not None:
+        metrics["alpha"] = spec.alpha
+    elif ranked.reranker is not None and hasattr(ranked.reranker.ranker, "alpha"):
+        metrics["alpha"] = float(ranked.reranker.ranker.alpha)
+    return metrics
+
+
+def _fixes_and_breaks(baseline_hits: list[float], hits: list[float]) -> dict[str, float]:
+    """Queries PR@10 gains (fixes) and loses (breaks) against the baseline's."""
+    pairs = list(zip(baseline_hits, hits, strict=True))
+    return {
+        "fixes@10": float(sum(1 for b, h in pairs if h > b)),
+        "breaks@10": float(sum(1 for b, h in pairs if h < b)),
+    }
 
 
 def read_json(path: Path, what: str) -> Any:
