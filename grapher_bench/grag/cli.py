@@ -42,11 +42,38 @@ def _log(message: str) -> None:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``grag-study``, ``grag-compare`` and ``grag-latency``."""
+    _add_study_parser(subparsers)
+    _add_compare_parser(subparsers)
+    _add_latency_parser(subparsers)
+
+
+def _add_study_parser(subparsers: Any) -> None:
+    """``grag-study``: what is trained on which questions, and where the tables go."""
     study = subparsers.add_parser(
         "grag-study",
         help="train and evaluate G-RAG's variants "
         "(transfer between sets, both label modes, significance)",
     )
+    _add_question_options(study)
+    _add_training_options(study)
+    _add_output_options(study)
+    study.add_argument(
+        "--in-domain",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="instead of transfer: train on this fraction of each set's own "
+        "questions (seeded shuffle) and evaluate on the rest",
+    )
+    study.add_argument(
+        "--markers", default="grag", help="write between <!-- NAME:start --> and <!-- NAME:end -->"
+    )
+    study.set_defaults(func=run_study)
+
+
+def _add_question_options(study: argparse.ArgumentParser) -> None:
+    """The sets, how many questions and candidates, and the nodes' concept text."""
     study.add_argument("--benchmarks", type=Path, default=None)
     study.add_argument("--sets", default=",".join(SETS))
     study.add_argument("--top-n", type=positive_int, default=20)
@@ -75,12 +102,20 @@ def register(subparsers: Any) -> None:
     study.add_argument(
         "--limit", type=positive_int, default=None, help="questions per set (smoke runs)"
     )
+
+
+def _add_training_options(study: argparse.ArgumentParser) -> None:
+    """Epochs, the hyper-parameters (or their grid) and the label modes."""
     study.add_argument("--epochs", type=positive_int, default=20)
     study.add_argument("--grid", action="store_true", help="run the hidden x lr grid first")
     study.add_argument("--hidden", type=positive_int, default=64)
     study.add_argument("--lr", type=float, default=5e-4)
     study.add_argument("--dropout", type=float, default=0.1)
     study.add_argument("--labels", default="gold,has_answer")
+
+
+def _add_output_options(study: argparse.ArgumentParser) -> None:
+    """The output folder, the docs written, the shipped checkpoint and re-rendering."""
     study.add_argument("--out", type=Path, default=Path("bench_out/grag"))
     study.add_argument(
         "--docs",
@@ -114,18 +149,10 @@ def register(subparsers: Any) -> None:
         help="with --report-from: other runs' grag_study.json (e.g. another "
         "concept text) whose G-RAG rows join the --bench-doc summary",
     )
-    study.add_argument(
-        "--in-domain",
-        type=float,
-        default=None,
-        metavar="FRACTION",
-        help="instead of transfer: train on this fraction of each set's own "
-        "questions (seeded shuffle) and evaluate on the rest",
-    )
-    study.add_argument(
-        "--markers", default="grag", help="write between <!-- NAME:start --> and <!-- NAME:end -->"
-    )
-    study.set_defaults(func=run_study)
+
+
+def _add_compare_parser(subparsers: Any) -> None:
+    """``grag-compare``: paired tests between the same rows of two runs."""
     compare = subparsers.add_parser(
         "grag-compare",
         help="paired tests between the same rows "
@@ -138,6 +165,10 @@ def register(subparsers: Any) -> None:
     compare.add_argument("--docs", type=Path, default=None)
     compare.add_argument("--markers", default="grag-compare")
     compare.set_defaults(func=run_compare)
+
+
+def _add_latency_parser(subparsers: Any) -> None:
+    """``grag-latency``: rerank time per text mode and candidate count."""
     latency = subparsers.add_parser(
         "grag-latency",
         help="g-rag rerank latency (concept text vs fast vs plain) at 100 and 200 candidates",
