@@ -249,6 +249,7 @@ def _check_doc_markers(doc: Path) -> None:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``qa-eval``."""
     qa = subparsers.add_parser(
         "qa-eval",
         help="answer-level evaluation: generate (A.1.2), judge (A.1.3), paired tests",
@@ -257,6 +258,16 @@ def register(subparsers: Any) -> None:
         "EM/F1, answer-in-context and exact McNemar tests between systems. Replies "
         "are cached: a re-run or a killed run resumes for free.",
     )
+    _add_input_options(qa)
+    _add_endpoint_options(qa)
+    _add_question_options(qa)
+    _add_request_options(qa)
+    _add_output_options(qa)
+    qa.set_defaults(func=run_qa_eval)
+
+
+def _add_input_options(qa: argparse.ArgumentParser) -> None:
+    """The benchmark folders and the systems compared on them."""
     qa.add_argument(
         "--data",
         action="append",
@@ -278,6 +289,10 @@ def register(subparsers: Any) -> None:
         metavar="SET=SYSTEMS",
         help="systems for one dataset folder name (overrides --systems there)",
     )
+
+
+def _add_endpoint_options(qa: argparse.ArgumentParser) -> None:
+    """The answering, judging and llm-rerank endpoints and models."""
     qa.add_argument(
         "--base-url",
         required=True,
@@ -315,6 +330,10 @@ def register(subparsers: Any) -> None:
         help="model of the llm-rerank systems (default $GRAPHER_LLM_MODEL, else --model)",
     )
     qa.add_argument("--api-key", default=None, help="default $OPENAI_API_KEY (none for local)")
+
+
+def _add_question_options(qa: argparse.ArgumentParser) -> None:
+    """Context size, how many questions, the retriever and its candidates."""
     qa.add_argument("--k", type=int, default=10, help="objects in the context (10)")
     qa.add_argument("--limit", type=int, default=None, help="first N questions per set")
     qa.add_argument(
@@ -327,6 +346,10 @@ def register(subparsers: Any) -> None:
     )
     qa.add_argument("--retriever", default="hybrid", choices=("bm25", "dense", "hybrid"))
     qa.add_argument("--top-n", type=int, default=200, help="candidates reranked (200)")
+
+
+def _add_request_options(qa: argparse.ArgumentParser) -> None:
+    """Concurrency, deadlines, retries, token caps and the block size."""
     qa.add_argument(
         "--concurrency",
         type=int,
@@ -349,6 +372,10 @@ def register(subparsers: Any) -> None:
         help="questions answered and judged together (25); a stopped run keeps "
         "every finished block",
     )
+
+
+def _add_output_options(qa: argparse.ArgumentParser) -> None:
+    """The reply cache, the output folder, the doc section and progress."""
     qa.add_argument(
         "--cache",
         type=Path,
@@ -364,7 +391,6 @@ def register(subparsers: Any) -> None:
         help="rewrite the qa-eval section of this markdown file",
     )
     qa.add_argument("--no-progress", action="store_true")
-    qa.set_defaults(func=run_qa_eval)
 
 
 def _log(message: str) -> None:
