@@ -37,6 +37,8 @@ from pydantic import ConfigDict, Field, model_validator
 
 from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY, validated_copy
 from grapher_core.errors import InputError
+from grapher_core.ranking.config import load_config
+from grapher_core.request.settings import SCORE_SEEDS, config_fields, settings_of
 from grapher_core.utils.callsite import off_loop
 from langchain_grapher.reranker import GraphERReranker
 from langchain_grapher.stores import ascored_search, scored_search, stored_vectors
@@ -73,6 +75,54 @@ class GraphERRetriever(BaseRetriever):
     multi-table questions: see the seeds table in docs/benchmarks.md. The store's score is kept
     as ``retrieval_score`` either way. ``"score"`` with a reranker that leaves
     ``seed_transform`` to the core's rule (``None``) uses a copy of it with ``"auto"``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reranker_fields(cls, data: Any) -> Any:
+        """``GraphERRetriever(ranker="gat", top_n=...)``: the reranker's own fields given here
+        build its reranker (not both: one place says how it ranks)."""
+        if not isinstance(data, dict):
+            return data
+        own = set(cls.model_fields) | {"callbacks", "tags", "metadata"}
+        theirs = {
+            k: v for k, v in data.items() if k not in own and k in GraphERReranker.model_fields
+        }
+        if not theirs:
+            return data
+        if "reranker" in data:
+            raise InputError(
+                f"give the reranker's fields ({', '.join(sorted(theirs))}) or reranker=..., "
+                "not both"
+            )
+        rest = {k: v for k, v in data.items() if k not in theirs}
+        return {**rest, "reranker": GraphERReranker(**theirs)}
+
+    @classmethod
+    def from_config(
+        cls, path: Any, base_retriever: BaseRetriever, **fields: Any
+    ) -> GraphERRetriever:
+        """The retriever a ``grapher eval --write-config`` file describes over
+        ``base_retriever``: its reranker, ``k`` (the config's ``top_n``), ``fetch_k``, and
+        score seeds when the configuration reads the store's scores -- refused, naming the
+        field, for a base retriever that hands none."""
+        config = load_config(path)
+        settings = settings_of(config, str(path))
+        options: dict[str, Any] = {}
+        if config.get("top_n") is not None:
+            options["k"] = config["top_n"]
+        if config.get("fetch_k") is not None:
+            options["fetch_k"] = config["fetch_k"]
+        if settings.seed_transform in SCORE_SEEDS:
+            settings.refuse_unhonoured(
+                has_scores=_scored_store(base_retriever),
+                door=f"GraphERRetriever over a {type(base_retriever).__name__}",
+                fix="use a vector store's as_retriever() (plain similarity search), whose "
+                "scores the retriever hands over",
+                where=str(path),
+            )
+            options["seeds"] = "score"
+        reranker = GraphERReranker(**config_fields(config, settings))
+        return cls(base_retriever=base_retriever, reranker=reranker, **{**options, **fields})
 
     @model_validator(mode="after")
     def _score_seeds(self) -> GraphERRetriever:
