@@ -10,6 +10,15 @@
 A thin layer: types in, :mod:`grapher_core` does the work, types out.
 """
 
+try:  # the framework this layer translates to: say which extra brings it, not a bare error
+    import langchain_core  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised in a subprocess by the tests
+    from grapher_core.errors import MissingDependencyError
+
+    raise MissingDependencyError(
+        f"langchain_grapher needs langchain-core: pip install 'grapher-rerank[langchain]' ({error})"
+    ) from error
+
 from langchain_grapher.context import graph_context_formatter
 from langchain_grapher.convert import (
     EXPLANATION_KEY,

@@ -36,6 +36,7 @@ from grapher_core.ranking.config import load_config
 from grapher_core.request import Call, DoorIO, arun_call, run_call
 from grapher_core.request.engine import Engine, core_of
 from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
+from grapher_core.request.validation import check_field_names
 from grapher_core.rerank import (
     DEFAULT_MAX_CANDIDATES,
     DEFAULT_MAX_CHARS_PER_DOC,
@@ -139,6 +140,14 @@ class GraphERReranker(BaseDocumentCompressor):
     # construction and on every assignment: one attribute, so a query on another thread never
     # sees half of a change. The core keeps the vector cache.
     _engine: Engine | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        """A field it does not have is refused naming the closest one (``top_k`` -> ``top_n``)."""
+        if isinstance(data, dict):
+            check_field_names("GraphERReranker", data, cls.model_fields)
+        return data
 
     @model_validator(mode="after")
     def _build_engine(self) -> GraphERReranker:

@@ -5,6 +5,15 @@
 Everything that ranks lives in :mod:`grapher_core`; this package only translates types.
 """
 
+try:  # the framework this layer translates to: say which extra brings it, not a bare error
+    import llama_index.core  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised in a subprocess by the tests
+    from grapher_core.errors import MissingDependencyError
+
+    raise MissingDependencyError(
+        f"llama_index_grapher needs llama-index: pip install 'grapher-rerank[llamaindex]' ({error})"
+    ) from error
+
 from llama_index_grapher.context import format_nodes_as_graph
 from llama_index_grapher.convert import (
     ADJACENT_FIELD,

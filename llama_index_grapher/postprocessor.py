@@ -22,6 +22,7 @@ from llama_index.core.bridge.pydantic import (
     PrivateAttr,
     field_serializer,
     field_validator,
+    model_validator,
 )
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.instrumentation import get_dispatcher
@@ -51,6 +52,7 @@ from grapher_core.ranking.config import load_config
 from grapher_core.request import Call, DoorIO, arun_call, run_call
 from grapher_core.request.engine import Engine, core_of
 from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
+from grapher_core.request.validation import check_field_names
 from grapher_core.rerank import (
     DEFAULT_MAX_CANDIDATES,
     DEFAULT_MAX_CHARS_PER_DOC,
@@ -216,6 +218,15 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     # attribute: never half of a change); it keeps the vector cache. Hub keys outlive rebuilds.
     _engine: Engine | None = PrivateAttr(default=None)
     _hubs: HubKeys = PrivateAttr(default_factory=HubKeys)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        """A field it does not have is refused naming the closest one (``top_k`` -> ``top_n``):
+        LlamaIndex's models ignore unknown keywords, so a typo would run the defaults."""
+        if isinstance(data, dict):
+            check_field_names("GraphERPostprocessor", data, cls.model_fields)
+        return data
 
     def model_post_init(self, context: Any, /) -> None:
         """Build the engine now, so a bad ranker, proximity or expansion field fails here."""

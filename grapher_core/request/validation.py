@@ -21,6 +21,7 @@ from grapher_core.ranking.seeds import SEED_TRANSFORMS, _names, original_scores
 __all__ = [
     "check_bound",
     "check_explain",
+    "check_field_names",
     "check_proximities",
     "check_score_threshold",
     "check_seed_transform",
@@ -34,6 +35,22 @@ def check_bound(name: str, value: object) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ConfigError(f"{name} must be an integer >= 1 or None, got {value!r}")
     return value
+
+
+def check_field_names(owner: str, given: Iterable[object], known: Iterable[str]) -> None:
+    """Refuse a field ``owner`` does not have, naming the closest one it does (``top_k`` ->
+    ``top_n``): a typo would otherwise be dropped and a default run in silence."""
+    known = sorted(set(known))
+    unknown = [str(name) for name in given if name not in known]
+    if not unknown:
+        return
+    import difflib
+
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ConfigError(f"{owner} has no field {', '.join(hints)}; its fields: {', '.join(known)}")
 
 
 def check_seed_transform(value: object) -> str | None:
