@@ -437,20 +437,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 def run_qa_eval(args: argparse.Namespace) -> int:
     from grapher_bench.cache import cache_root
     from grapher_bench.data import load_dataset
-    from grapher_bench.peers.llm_rerank import using_llm
-    from grapher_bench.qa_eval.meta import command_line, file_sha256, probe_server, utc_now
-    from grapher_bench.qa_eval.pipeline import run_qa
-    from grapher_bench.qa_eval.prompts import (
-        ANSWER_VERSION,
-        CHOICE_SELECT_VERSION,
-        JUDGE_SUFFIXES,
-        PROMPT_VERSIONS,
-        judge_version,
-    )
-    from grapher_bench.qa_eval.report import markdown, write_doc_section, write_outputs
-    from grapher_bench.qa_eval.systems import retrieve
-    from grapher_core.enrich.cache import EntityCache
-    from grapher_core.enrich.completion import OpenAITextCompleter
+    from grapher_bench.qa_eval.meta import probe_server, utc_now
+    from grapher_bench.qa_eval.report import markdown, write_doc_section
 
     set_names, per_set, limits = check_options(args)
     cache_path = args.cache or cache_root(create=False) / "qa-eval.sqlite"  # made when used
@@ -462,15 +450,63 @@ def run_qa_eval(args: argparse.Namespace) -> int:
         for folder, name in zip(args.data, set_names, strict=True)
     ]
     started_at = utc_now()
-    model_file = None
-    if args.model_file is not None:
-        _log(f"hashing {args.model_file} ...")
-        model_file = {
-            "path": str(args.model_file.resolve()),
-            "bytes": args.model_file.stat().st_size,
-            "sha256": file_sha256(args.model_file),
-        }
+    model_file = _model_file_record(args.model_file)
     servers = {"answer": probe_server(args.base_url, api_key=args.api_key)}
+    answerer, judge = _completers(args)
+    if judge is not None and args.judge_base_url not in (None, args.base_url):
+        servers["judge"] = probe_server(args.judge_base_url, api_key=args.api_key)
+    if llm is not None and llm.base_url not in (args.base_url, args.judge_base_url):
+        servers["llm-rerank"] = probe_server(llm.base_url, api_key=llm.api_key)
+    started = time.perf_counter()
+    runs, sets = _run_sets(args, datasets, set_names, per_set, (answerer, judge), cache_path, llm)
+    elapsed = time.perf_counter() - started
+    table = markdown(
+        runs, args.model, judge.model if judge else None, args.k, judge_format=args.judge_format
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "table.md").write_text(table, encoding="utf-8")
+    meta = {
+        "started": started_at,
+        "finished": utc_now(),
+        "seconds": round(elapsed, 1),
+        **_run_meta(args, model_file, servers, judge, llm),
+        "limit_for": limits,
+        "sets": sets,
+    }
+    _write_meta(args.out, sets, meta)
+    print(table)
+    if args.write_doc is not None:
+        write_doc_section(args.write_doc, table)
+        _log(f"updated {args.write_doc}")
+    _log(f"wrote {args.out} in {elapsed:.0f}s")
+    return 0
+
+
+def _model_file_record(path: Path | None) -> dict[str, Any] | None:
+    """The local model file's path, size and sha256 for qa_meta.json (``None`` without one)."""
+    from grapher_bench.qa_eval.meta import file_sha256
+
+    if path is None:
+        return None
+    _log(f"hashing {path} ...")
+    return {
+        "path": str(path.resolve()),
+        "bytes": path.stat().st_size,
+        "sha256": file_sha256(path),
+    }
+
+
+def _judge_model(args: argparse.Namespace) -> str:
+    """``--judge-model``, else ``--model``; ``none`` means no LLM judge."""
+    return args.model if args.judge_model is None else args.judge_model
+
+
+def _completers(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The answering model (A.1.2) and the judge (A.1.3, ``None`` for ``--judge-model none``),
+    both at temperature 0 with the run's request limits."""
+    from grapher_bench.qa_eval.prompts import ANSWER_VERSION, judge_version
+    from grapher_core.enrich.completion import OpenAITextCompleter
+
     common: dict[str, Any] = {
         "api_key": args.api_key,
         "concurrency": args.concurrency,
@@ -485,89 +521,116 @@ def run_qa_eval(args: argparse.Namespace) -> int:
         max_output_tokens=args.answer_tokens,
         **common,
     )
-    judge_model = args.model if args.judge_model is None else args.judge_model
-    judge = None
-    if judge_model.lower() != "none":
-        judge = OpenAITextCompleter(
-            judge_model,
-            base_url=args.judge_base_url or args.base_url,
-            version=judge_version(args.judge_format),
-            max_output_tokens=args.judge_tokens,
-            **common,
-        )
-        if args.judge_base_url not in (None, args.base_url):
-            servers["judge"] = probe_server(args.judge_base_url, api_key=args.api_key)
-    if llm is not None and llm.base_url not in (args.base_url, args.judge_base_url):
-        servers["llm-rerank"] = probe_server(llm.base_url, api_key=llm.api_key)
-    started = time.perf_counter()
+    judge_model = _judge_model(args)
+    if judge_model.lower() == "none":
+        return answerer, None
+    judge = OpenAITextCompleter(
+        judge_model,
+        base_url=args.judge_base_url or args.base_url,
+        version=judge_version(args.judge_format),
+        max_output_tokens=args.judge_tokens,
+        **common,
+    )
+    return answerer, judge
+
+
+def _run_sets(
+    args: argparse.Namespace,
+    datasets: list[Any],
+    set_names: list[str],
+    per_set: dict[str, Any],
+    completers: tuple[Any, Any],
+    cache_path: Path,
+    llm: Any,
+) -> tuple[list[Any], dict[str, Any]]:
+    """Each set answered and judged (through the reply cache), its outputs written; the runs
+    and what qa_meta.json records of each set."""
+    from grapher_bench.peers.llm_rerank import using_llm
+    from grapher_core.enrich.cache import EntityCache
+
     runs = []
     sets: dict[str, Any] = {}
     with EntityCache(cache_path) as cache, using_llm(llm):
         for dataset, name in zip(datasets, set_names, strict=True):
             systems = per_set.get(name, args.systems)
-            _log(
-                f"{dataset.name}: {len(dataset.queries)} questions, systems "
-                f"{', '.join(s.spec_text for s in systems)}"
-            )
-            retrieved = retrieve(
-                dataset,
-                systems,
-                k=args.k,
-                retriever=args.retriever,
-                top_n=args.top_n,
-                progress=not args.no_progress,
-                log=_log,
-            )
-            llm_notes = [n for n in retrieved.notes if n.startswith("llm-rerank")]
-            for note in llm_notes:
-                _log(f"{dataset.name}: {note}")
-            run = run_qa(
-                dataset,
-                systems,
-                retrieved,
-                answerer,
-                judge,
-                cache,
-                progress=not args.no_progress,
-                block=args.block,
-                judge_suffix=args.judge_format,
-            )
-            _log(
-                f"{dataset.name}: answers {run.n_answer_calls} new / {run.n_answer_cached} "
-                f"cached; judge {run.n_judge_calls} new / {run.n_judge_cached} cached"
-            )
-            write_outputs(run, args.out / dataset.name, notes=retrieved.notes)
+            run, notes = _run_set(args, dataset, systems, completers, cache)
             runs.append(run)
             sets[dataset.name] = {
                 "n_queries": len(dataset.queries),
                 "systems": [s.spec_text for s in systems],
-                "notes": retrieved.notes,
+                "notes": notes,
             }
-    elapsed = time.perf_counter() - started
-    table = markdown(
-        runs, args.model, judge.model if judge else None, args.k, judge_format=args.judge_format
+    return runs, sets
+
+
+def _run_set(
+    args: argparse.Namespace,
+    dataset: Any,
+    systems: list[Any],
+    completers: tuple[Any, Any],
+    cache: Any,
+) -> tuple[Any, list[str]]:
+    """One set: retrieve each system's top K, answer, judge, write its outputs; the run and
+    the retrieval's notes."""
+    from grapher_bench.qa_eval.pipeline import run_qa
+    from grapher_bench.qa_eval.report import write_outputs
+    from grapher_bench.qa_eval.systems import retrieve
+
+    _log(
+        f"{dataset.name}: {len(dataset.queries)} questions, systems "
+        f"{', '.join(s.spec_text for s in systems)}"
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "table.md").write_text(table, encoding="utf-8")
-    meta = {
-        "started": started_at,
-        "finished": utc_now(),
-        "seconds": round(elapsed, 1),
+    retrieved = retrieve(
+        dataset,
+        systems,
+        k=args.k,
+        retriever=args.retriever,
+        top_n=args.top_n,
+        progress=not args.no_progress,
+        log=_log,
+    )
+    for note in [n for n in retrieved.notes if n.startswith("llm-rerank")]:
+        _log(f"{dataset.name}: {note}")
+    answerer, judge = completers
+    run = run_qa(
+        dataset,
+        systems,
+        retrieved,
+        answerer,
+        judge,
+        cache,
+        progress=not args.no_progress,
+        block=args.block,
+        judge_suffix=args.judge_format,
+    )
+    _log(
+        f"{dataset.name}: answers {run.n_answer_calls} new / {run.n_answer_cached} "
+        f"cached; judge {run.n_judge_calls} new / {run.n_judge_cached} cached"
+    )
+    write_outputs(run, args.out / dataset.name, notes=retrieved.notes)
+    return run, retrieved.notes
+
+
+def _run_meta(
+    args: argparse.Namespace,
+    model_file: dict[str, Any] | None,
+    servers: dict[str, Any],
+    judge: Any,
+    llm: Any,
+) -> dict[str, Any]:
+    """What qa_meta.json records of the run's setup: command, options, models, servers,
+    prompt versions, the llm-rerank endpoint and the question selection."""
+    from grapher_bench.qa_eval.meta import command_line
+
+    return {
         "command": command_line(),
         "options": _options(args),
         "model": args.model,
         "model_file": model_file,
-        "judge_model": judge_model,
+        "judge_model": _judge_model(args),
         "base_url": args.base_url,
         "servers": servers,
-        "prompts": {
-            "answer": ANSWER_VERSION,
-            "judge": judge_version(args.judge_format) if judge else None,
-            "judge_format": args.judge_format,
-            "judge_suffix_text": JUDGE_SUFFIXES[args.judge_format][1] or None,
-            "llm_rerank": CHOICE_SELECT_VERSION if llm is not None else None,
-            "versions": PROMPT_VERSIONS,
-        },
+        "prompts": _prompt_versions(args, judge, llm),
         "llm_rerank": None
         if llm is None
         else {
@@ -579,16 +642,33 @@ def run_qa_eval(args: argparse.Namespace) -> int:
         "k": args.k,
         "retriever": args.retriever,
         "limit": args.limit,
-        "limit_for": limits,
-        "sets": sets,
     }
+
+
+def _prompt_versions(args: argparse.Namespace, judge: Any, llm: Any) -> dict[str, Any]:
+    """The versions of the prompts the run used (part of every cache key)."""
+    from grapher_bench.qa_eval.prompts import (
+        ANSWER_VERSION,
+        CHOICE_SELECT_VERSION,
+        JUDGE_SUFFIXES,
+        PROMPT_VERSIONS,
+        judge_version,
+    )
+
+    return {
+        "answer": ANSWER_VERSION,
+        "judge": judge_version(args.judge_format) if judge else None,
+        "judge_format": args.judge_format,
+        "judge_suffix_text": JUDGE_SUFFIXES[args.judge_format][1] or None,
+        "llm_rerank": CHOICE_SELECT_VERSION if llm is not None else None,
+        "versions": PROMPT_VERSIONS,
+    }
+
+
+def _write_meta(out: Path, sets: dict[str, Any], meta: dict[str, Any]) -> None:
+    """qa_meta.json in ``out`` and next to each set's per-query rows, so they never lose
+    their context."""
     text = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
-    (args.out / "qa_meta.json").write_text(text, encoding="utf-8")
-    for name in sets:  # next to each set's per-query rows, so they never lose their context
-        (args.out / name / "qa_meta.json").write_text(text, encoding="utf-8")
-    print(table)
-    if args.write_doc is not None:
-        write_doc_section(args.write_doc, table)
-        _log(f"updated {args.write_doc}")
-    _log(f"wrote {args.out} in {elapsed:.0f}s")
-    return 0
+    (out / "qa_meta.json").write_text(text, encoding="utf-8")
+    for name in sets:
+        (out / name / "qa_meta.json").write_text(text, encoding="utf-8")
