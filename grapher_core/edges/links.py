@@ -160,8 +160,8 @@ class ChunkLinks:
     link to another chunk of its own page is kept. ``symmetric=True`` (default) makes each
     edge go both ways, as ``ForeignKeys`` does. ``embed=True`` declares
     :attr:`needs_embeddings`, so every door hands the candidates' vectors to it; without it
-    vectors are never read, so the choice is the same in every door. Zero-config detection (:mod:`grapher_core.edges.detect`) picks this for ``links``
-    on chunks.
+    vectors are never read, so the choice is the same in every door. Zero-config detection
+    (:mod:`grapher_core.edges.detect`) picks this for ``links`` on chunks.
     """
 
     field: str = "links"
