@@ -16,34 +16,23 @@ from typing import Any, Literal
 
 import numpy as np
 from langchain_core.callbacks import Callbacks
-from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.embeddings import Embeddings
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from langchain_core.documents import Document
+from pydantic import PrivateAttr, model_validator
 
 from grapher_core import GraphReranker
 from grapher_core.conventions import EXPANDED_KEY, assign_validated
 from grapher_core.diagnostics import check_score_key
 from grapher_core.errors import InputTypeError, StateError
-from grapher_core.expand import (
-    DEFAULT_BUDGET,
-    DEFAULT_HOPS,
-    DEFAULT_MAX_FETCHED,
-    DEFAULT_MAX_PER_KEY,
-    DEFAULT_MAX_SECONDS,
-    DEFAULT_SEEDS,
-)
 from grapher_core.ranking.config import load_config
 from grapher_core.request import Call, DoorIO, arun_call, run_call
 from grapher_core.request.engine import Engine, core_of
 from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
-from grapher_core.request.validation import check_field_names
 from grapher_core.rerank import (
-    DEFAULT_MAX_CANDIDATES,
-    DEFAULT_MAX_CHARS_PER_DOC,
     Reranking,
 )
 from grapher_core.utils.callsite import off_loop, skip_frames_of
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
+from langchain_grapher.fields import RerankerFields
 from langchain_grapher.neighbours import as_neighbour_source
 
 __all__ = ["GraphERReranker"]
@@ -62,7 +51,7 @@ class _Request:
     call: Call[Reranking]
 
 
-class GraphERReranker(BaseDocumentCompressor):
+class GraphERReranker(RerankerFields):
     """Rerank retrieved documents with a graph built from their metadata (GraphER).
 
     Output: new ``Document`` objects, best first, ``top_n`` of them, with the same ``id`` and
@@ -75,79 +64,10 @@ class GraphERReranker(BaseDocumentCompressor):
     ``ForeignKeys(target_field="table")``), but not through links to their (absent) id.
     """
 
-    model_config = ConfigDict(
-        extra="forbid", arbitrary_types_allowed=True, validate_assignment=True
-    )
-
-    proximities: list[Any] = Field(default_factory=list)
-    """Edge builders of :mod:`grapher_core.edges`: ``ForeignKeys()``, ``SharedEntities()``..."""
-    ranker: Any = "gcs"
-    """``"gcs"`` (default), ``"ppr"``, ``"baseline"``, ``"gat"``, ``"mlp"`` or a core ``Ranker``."""
-    alpha: float | None = Field(default=None, strict=True)
-    """The ranker's seed weight; ``None`` keeps the core's tuned default for the named ranker."""
-    top_n: int | None = Field(default=3, ge=0, strict=True)
-    """How many documents to return (LangChain rerankers' default, 3); ``None`` returns all."""
-    score_key: str | None = None
-    """Metadata key of the base retriever's score, read when ``seed_transform`` is not
-    ``"rank"`` (and kept as ``retrieval_score``); unset or absent for all: seeds from rank."""
-    seed_transform: Literal["rank", "auto", "raw", "minmax"] | None = None
-    """How base scores become seeds; ``None``: the core's one rule, the retriever's order (its
-    scores for a ranker that reads them), see :func:`grapher_core.ranking.seeds.seed_policy`."""
-    embeddings: Embeddings | None = None
-    """For rankers/proximities that need vectors (GAT, ``SemanticKNN``, expansion): the query is
-    embedded once per call and the documents in one batch -- only when the core needs them
-    (:attr:`needs_embeddings`), in the compressor and in :class:`GraphERRetriever` alike."""
-    explain: bool = Field(default=False, strict=True)
-    """Write the top contributing neighbours into ``metadata["grapher_explanation"]``."""
-    score_threshold: float | None = Field(strict=True, default=None, allow_inf_nan=False)
-    """Drop outputs whose ``relevance_score`` is below it, after ranking (so fewer than
-    ``top_n`` may come back); ``None`` (default): keep them all."""
-    max_candidates: int | None = Field(default=DEFAULT_MAX_CANDIDATES, ge=1, strict=True)
-    """Rerank at most this many documents: the first ones in the retriever's order, the rest
-    dropped with a warning said once (default 1000; ``None``: no bound)."""
-    max_chars_per_doc: int | None = Field(default=DEFAULT_MAX_CHARS_PER_DOC, ge=1, strict=True)
-    """Texts longer than this are cut before they are embedded or read by the ranker; the
-    output keeps the full text (default 10 000; ``None``: no cut)."""
-    strict: bool = Field(default=False, strict=True)
-    """Raise instead of warning once on silent no-ops (no field, no edges, no vectors, a pool
-    smaller than ``top_n * 2``, a ``score_key`` no document has)."""
-    neighbour_source: Any = None
-    """Optional: a vector store (or any ``fetch(keys)`` neighbour source) to expand from --
-    link neighbours of the top ``expand_seeds`` documents that the retriever missed are fetched
-    (one batched call per hop), scored and ranked with the rest; they come back with
-    ``metadata["grapher_expanded"] = True``. ``None`` (default): rerank the documents only."""
-    expand_seeds: int = Field(default=DEFAULT_SEEDS, strict=True)
-    """Expansion: how many top documents to follow links from (validated by the core's
-    :class:`~grapher_core.expand.Expansion`, like the other ``expand_*`` fields and
-    ``prune_threshold``)."""
-    expand_hops: int = Field(default=DEFAULT_HOPS, strict=True)
-    """Expansion: how many link steps."""
-    expand_budget: int = Field(default=DEFAULT_BUDGET, strict=True)
-    """Expansion: the most documents added per query (the most query-similar are kept)."""
-    prune_threshold: float | None = Field(default=None, strict=True)
-    """Expansion: drop fetched documents whose query cosine is below this (needs vectors)."""
-    expand_max_fetched: int | None = Field(default=DEFAULT_MAX_FETCHED, strict=True)
-    """Expansion: the most documents fetched from the store per query, over all hops (the
-    store is asked for no more; default 200; ``None``: no bound). Said once when reached."""
-    expand_max_seconds: float | None = Field(default=DEFAULT_MAX_SECONDS, strict=True)
-    """Expansion: no hop starts this many seconds after the query's first fetch (a running
-    fetch is not interrupted; default 0.2; ``None``: no bound). Said once when reached."""
-    expand_max_per_key: int | None = Field(default=DEFAULT_MAX_PER_KEY, strict=True)
-    """Expansion: a link key matching more documents than this in one fetch is a hub (a
-    category page) and skipped, now and in later queries (default 50; ``None``: no cap)."""
-
     # The engine (the core, or the core behind expansion) built from the fields' settings at
     # construction and on every assignment: one attribute, so a query on another thread never
     # sees half of a change. The core keeps the vector cache.
     _engine: Engine | None = PrivateAttr(default=None)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields(cls, data: Any) -> Any:
-        """A field it does not have is refused naming the closest one (``top_k`` -> ``top_n``)."""
-        if isinstance(data, dict):
-            check_field_names("GraphERReranker", data, cls.model_fields)
-        return data
 
     @model_validator(mode="after")
     def _build_engine(self) -> GraphERReranker:

@@ -11,23 +11,17 @@ translates types.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import (
-    Field,
     PrivateAttr,
-    field_serializer,
-    field_validator,
-    model_validator,
 )
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from grapher_core import GraphReranker, RankedCandidate
@@ -37,25 +31,15 @@ from grapher_core.conventions import (
     assign_validated,
     explanation_to_metadata,
 )
-from grapher_core.edges.serialise import proximities_from_dicts, proximity_to_dict
-from grapher_core.errors import ConfigError, InputTypeError, StateError
+from grapher_core.errors import InputTypeError, StateError
 from grapher_core.expand import (
-    DEFAULT_BUDGET,
-    DEFAULT_HOPS,
-    DEFAULT_MAX_FETCHED,
-    DEFAULT_MAX_PER_KEY,
-    DEFAULT_MAX_SECONDS,
-    DEFAULT_SEEDS,
     HubKeys,
 )
 from grapher_core.ranking.config import load_config
 from grapher_core.request import Call, DoorIO, arun_call, run_call
 from grapher_core.request.engine import Engine, core_of
 from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
-from grapher_core.request.validation import check_field_names
 from grapher_core.rerank import (
-    DEFAULT_MAX_CANDIDATES,
-    DEFAULT_MAX_CHARS_PER_DOC,
     Reranking,
 )
 from grapher_core.utils.callsite import off_loop, skip_frames_of
@@ -64,7 +48,7 @@ from llama_index_grapher.convert import (
     node_from_ranked,
     relationship_proximity,
 )
-from llama_index_grapher.embeddings import load_embed_model
+from llama_index_grapher.fields import PostprocessorFields
 from llama_index_grapher.neighbours import as_node_source
 from llama_index_grapher.stores import node_vectors
 
@@ -77,7 +61,7 @@ dispatcher = get_dispatcher(__name__)
 skip_frames_of("llama_index", "llama_index_instrumentation", "wrapt", "pydantic")
 
 
-class GraphERPostprocessor(BaseNodePostprocessor):
+class GraphERPostprocessor(PostprocessorFields):
     """Rerank retrieved nodes with a graph built from their relationships and metadata.
 
     Seeds come from the input order (the retriever's), as in the LangChain wrapper, whatever
@@ -89,144 +73,10 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     copied nodes are returned.
     """
 
-    proximities: list[Any] = Field(
-        default_factory=list,
-        description="Extra grapher_core proximities over node metadata (e.g. SharedEntities()).",
-    )
-    ranker: Any = Field(default="gcs", description='"gcs", "ppr", "gat", "mlp" or a Ranker.')
-    alpha: float | None = Field(
-        strict=True, default=None, description="Ranker alpha; None = its default."
-    )
-    top_n: int | None = Field(
-        default=None, strict=True, ge=0, description="Nodes to return; None = all."
-    )
-    use_relationships: bool = Field(
-        strict=True,
-        default=True,
-        description="Add contextual edges from PREVIOUS/NEXT node relationships.",
-    )
-    relationship_weight: float = Field(
-        strict=True, default=1.0, description="Weight of those edges."
-    )
-    seed_transform: str | None = Field(
-        default=None,
-        description="How node scores become seeds; None: the core's one rule, as in the "
-        "LangChain wrapper: the input order, or the scores for a ranker that reads them "
-        "(see grapher_core.ranking.seeds.seed_policy).",
-    )
-    keep_retrieval_score: bool = Field(
-        strict=True,
-        default=False,
-        description="Keep the retriever's score in metadata['retrieval_score'].",
-    )
-    explain: bool = Field(
-        strict=True,
-        default=False,
-        description=f"Write the neighbours that lifted a node (id, edge kinds, weight, share) "
-        f"to metadata['{EXPLANATION_KEY}'].",
-    )
-    embed_model: BaseEmbedding | None = Field(
-        default=None,
-        description="Embeds the query (and nodes without embeddings) when the ranker needs "
-        "vectors and the query bundle has none; without it the ranker gets the query text and "
-        "uses its own embedder (the GAT/MLP rankers do) or raises.",
-    )
-
-    neighbour_source: Any = Field(
-        default=None,
-        description="Optional docstore / vector store (or any fetch(keys) source) to expand "
-        "from: link neighbours (PREVIOUS/NEXT, foreign keys...) of the top expand_seeds nodes "
-        "that were not retrieved are fetched, one batched call per hop, and ranked with the "
-        f"rest (metadata['{EXPANDED_KEY}'] = True). None: rerank the retrieved nodes only.",
-    )
-    expand_seeds: int = Field(
-        strict=True,
-        default=DEFAULT_SEEDS,
-        description="Expansion: seed nodes (this, the other expand_* fields and "
-        "prune_threshold are validated by the core's Expansion).",
-    )
-    expand_hops: int = Field(
-        strict=True, default=DEFAULT_HOPS, description="Expansion: link steps."
-    )
-    expand_budget: int = Field(
-        strict=True, default=DEFAULT_BUDGET, description="Expansion: most nodes added per query."
-    )
-    prune_threshold: float | None = Field(
-        strict=True, default=None, description="Expansion: minimum query cosine of a fetched node."
-    )
-    expand_max_fetched: int | None = Field(
-        strict=True,
-        default=DEFAULT_MAX_FETCHED,
-        description="Expansion: most nodes fetched from the store per query, over all hops "
-        "(the store is asked for no more); None: no bound. Said once when reached.",
-    )
-    expand_max_seconds: float | None = Field(
-        strict=True,
-        default=DEFAULT_MAX_SECONDS,
-        description="Expansion: no hop starts this many seconds after the query's first fetch "
-        "(a running fetch is not interrupted); None: no bound. Said once when reached.",
-    )
-    expand_max_per_key: int | None = Field(
-        strict=True,
-        default=DEFAULT_MAX_PER_KEY,
-        description="Expansion: a link key matching more nodes than this in one fetch is a hub "
-        "(a category page) and skipped, now and in later queries; None: no cap.",
-    )
-
-    vector_store: Any = Field(
-        default=None,
-        description="The index's vector store (index.vector_store): the vectors "
-        "of nodes retrieved without their embedding are read from it (SimpleVectorStore, "
-        "Chroma) instead of embedded again; it must hold the embed_model's (or the learned "
-        "ranker's) vectors.",
-    )
-    auto_proximities: bool = Field(
-        strict=True,
-        default=True,
-        description="With no proximities given, detect metadata ones (foreign "
-        "keys, links, mentions, entities, doc_id + chunk_index) beside the relationships.",
-    )
-    strict: bool = Field(
-        strict=True,
-        default=False,
-        description="Raise instead of warning once on silent no-ops (no "
-        "field, no edges, no vectors, fewer nodes than top_n * 2).",
-    )
-    score_threshold: float | None = Field(
-        strict=True,
-        default=None,
-        allow_inf_nan=False,
-        description="Drop output nodes whose score (the relevance score) is below it, after "
-        "ranking; None: keep them all.",
-    )
-    max_candidates: int | None = Field(
-        default=DEFAULT_MAX_CANDIDATES,
-        ge=1,
-        strict=True,
-        description="Rerank at most this many nodes: the first ones in the retriever's order, "
-        "the rest dropped with a warning said once; None: no bound.",
-    )
-    max_chars_per_doc: int | None = Field(
-        default=DEFAULT_MAX_CHARS_PER_DOC,
-        ge=1,
-        strict=True,
-        description="Texts longer than this are cut before they are embedded or read by the "
-        "ranker; output nodes keep their full text. None: no cut.",
-    )
-
     # The engine built from the fields' settings at construction and on every assignment (one
     # attribute: never half of a change); it keeps the vector cache. Hub keys outlive rebuilds.
     _engine: Engine | None = PrivateAttr(default=None)
     _hubs: HubKeys = PrivateAttr(default_factory=HubKeys)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields(cls, data: Any) -> Any:
-        """A field it does not have is refused naming the closest one (``top_k`` -> ``top_n``):
-        LlamaIndex's models ignore unknown keywords, so a typo would run the defaults."""
-        if isinstance(data, dict):
-            check_field_names("GraphERPostprocessor", data, cls.model_fields)
-        return data
 
     def model_post_init(self, context: Any, /) -> None:
         """Build the engine now, so a bad ranker, proximity or expansion field fails here."""
@@ -274,56 +124,6 @@ class GraphERPostprocessor(BaseNodePostprocessor):
     @classmethod
     def class_name(cls) -> str:
         return "GraphERPostprocessor"
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> GraphERPostprocessor:
-        """The postprocessor a ``to_dict()`` payload describes. Every class it names resolves
-        through the allow-list (:mod:`grapher_core.allowed`) before pydantic sees it: an
-        unregistered name is a ``ConfigError`` naming the payload and key, nothing imported."""
-        return cls._from_payload(data, "from_dict payload", kwargs)
-
-    @classmethod
-    def from_json(cls, data_str: str, **kwargs: Any) -> GraphERPostprocessor:
-        try:
-            data = json.loads(data_str)
-        except (TypeError, ValueError, RecursionError) as error:
-            raise ConfigError(f"from_json payload: not a JSON object ({error})") from None
-        return cls._from_payload(data, "from_json payload", kwargs)
-
-    @classmethod
-    def _from_payload(cls, data: Any, where: str, kwargs: dict[str, Any]) -> GraphERPostprocessor:
-        if not isinstance(data, dict):
-            raise ConfigError(f"{where}: expected an object, got {type(data).__name__}")
-        data = {**data, **kwargs}
-        data.pop("class_name", None)
-        if "proximities" in data and data["proximities"] is not None:
-            data["proximities"] = proximities_from_dicts(data["proximities"], where)
-        if isinstance(data.get("embed_model"), dict):
-            data["embed_model"] = load_embed_model(data["embed_model"], where)
-        return cls(**data)
-
-    @field_serializer("proximities")
-    def _serialise_proximities(self, proximities: list[Any]) -> list[Any]:
-        """Each proximity with its class, so ``from_dict(to_dict())`` rebuilds it."""
-        return [proximity_to_dict(p) for p in proximities]
-
-    @field_validator("proximities", mode="before")
-    @classmethod
-    def _load_proximities(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return proximities_from_dicts(value, "GraphERPostprocessor")
-        return value
-
-    @field_serializer("embed_model")
-    def _serialise_embed_model(self, model: BaseEmbedding | None) -> dict[str, Any] | None:
-        """The model's own ``to_dict()`` (all its fields and its ``class_name``), not the
-        ``BaseEmbedding`` fields alone, so ``from_dict(to_dict())`` rebuilds the same model."""
-        return None if model is None else model.to_dict()
-
-    @field_validator("embed_model", mode="before")
-    @classmethod
-    def _load_embed_model(cls, value: Any) -> Any:
-        return load_embed_model(value, "GraphERPostprocessor") if isinstance(value, dict) else value
 
     @property
     def model_name(self) -> str:
