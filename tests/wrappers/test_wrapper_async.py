@@ -280,3 +280,41 @@ async def test_langchain_embeddings_batch_their_async_calls_off_the_loop() -> No
     assert len(vectors) == 64 and inner.batches == [64]
     assert len(await embeddings.aembed_query("q")) == 8
     assert threading.get_ident() not in inner.threads
+
+
+class SlowSource:
+    """A neighbour source whose fetch blocks like a remote store's (0.3 s) and returns objects
+    without vectors, so the fetched objects are embedded too: both must run off the loop."""
+
+    def __init__(self) -> None:
+        self.threads: set[int] = set()
+
+    def fetch(self, keys: Any) -> list[Any]:
+        from grapher_core import Candidate
+
+        self.threads.add(threading.get_ident())
+        time.sleep(COST)
+        wanted = [value for key in keys for _field, value in key]
+        return [Candidate(str(v), f"fetched {v}", None, {"foreign_keys": []}) for v in wanted]
+
+
+async def test_langchain_expansion_through_a_slow_store_never_stalls_the_loop() -> None:
+    """The fetch steps of expansion and the sync-only model embedding what they bring are IO the
+    async driver runs in worker threads: the loop keeps beating."""
+    source = SlowSource()
+    reranker = GraphERReranker(
+        proximities=[ForeignKeys()],
+        embeddings=SlowLangChainModel(),
+        neighbour_source=source,
+        expand_seeds=3,
+        expand_max_seconds=None,
+        top_n=20,
+    )
+    docs = [
+        Document(id=f"d{i}", page_content=f"doc {i}", metadata={"foreign_keys": [f"x{i}"]})
+        for i in range(30)
+    ]
+    stall, out = await largest_stall(lambda: reranker.acompress_documents(docs, "which ones?"))
+    assert stall <= MAX_STALL, f"the event loop stalled {stall * 1000:.0f} ms"
+    assert any(d.metadata.get("grapher_expanded") for d in out), "expansion fetched nothing"
+    assert threading.get_ident() not in source.threads  # the store was called off the loop
