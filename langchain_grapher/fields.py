@@ -71,6 +71,10 @@ class RerankerFields(BaseDocumentCompressor):
     link neighbours of the top ``expand_seeds`` documents that the retriever missed are fetched
     (one batched call per hop), scored and ranked with the rest; they come back with
     ``metadata["grapher_expanded"] = True``. ``None`` (default): rerank the documents only."""
+    ego_index: Any = None
+    """Optional: an :class:`~grapher_core.expand.egograph.EgoGraphIndex` of the corpus; with a
+    ``neighbour_source``, the members of the query's nearest ego-graphs join the documents
+    (GRAG's retrieval) instead of link expansion."""
     expand_seeds: int = Field(default=DEFAULT_SEEDS, strict=True)
     """Expansion: how many top documents to follow links from (validated by the core's
     :class:`~grapher_core.expand.Expansion`, like the other ``expand_*`` fields and

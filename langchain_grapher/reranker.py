@@ -79,6 +79,7 @@ class GraphERReranker(RerankerFields):
             self.settings,
             None if source is None else as_neighbour_source(source),
             embedder=self.embeddings,
+            ego_index=self.ego_index,
         )
         return self
 

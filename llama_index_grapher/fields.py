@@ -94,6 +94,12 @@ class PostprocessorFields(BaseNodePostprocessor):
         "that were not retrieved are fetched, one batched call per hop, and ranked with the "
         f"rest (metadata['{EXPANDED_KEY}'] = True). None: rerank the retrieved nodes only.",
     )
+    ego_index: Any = Field(
+        default=None,
+        description="Optional EgoGraphIndex of the corpus: with a neighbour_source, the members "
+        "of the query's nearest ego-graphs join the nodes (GRAG's retrieval) instead of link "
+        "expansion.",
+    )
     expand_seeds: int = Field(
         strict=True,
         default=DEFAULT_SEEDS,

@@ -86,6 +86,7 @@ class GraphERPostprocessor(PostprocessorFields):
             self.settings,
             None if source is None else as_node_source(source),
             hubs=self._hubs,
+            ego_index=self.ego_index,
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -193,7 +194,7 @@ class GraphERPostprocessor(PostprocessorFields):
             if not r.expanded:
                 out.append(self._to_node(r, nodes[r.original_rank - 1], result.edges))
                 continue
-            source = self.engine.expander.source  # type: ignore[attr-defined]
+            source = self.engine.source  # type: ignore[attr-defined]
             fetched = self._to_node(
                 r, NodeWithScore(node=source.node(r.id), score=None), result.edges
             )

@@ -20,7 +20,7 @@ import tempfile
 import warnings
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,10 @@ from grapher_core.expand.relations import relations_between
 from grapher_core.expand.seeding import seed_scores, unit
 from grapher_core.expand.source import NeighbourSource, canonical_key, check_fetched
 from grapher_core.ranking.seeds import original_scores
+from grapher_core.request.call import Call, Steps
+from grapher_core.request.door import run_call
+from grapher_core.request.needs import Fetch
+from grapher_core.request.result import Reranking
 from grapher_core.request.validation import validate_candidates
 from grapher_core.rerank import GraphReranker
 from grapher_core.utils.npz import DEFAULT_MAX_NPZ_BYTES, MAX_WIDTH, ArraySpec, read_npz
@@ -511,7 +515,14 @@ class EgoGraphReranker:
         self._diagnostics = Diagnostics(owner="EgoGraphReranker")
 
     def join(self, candidates: Sequence[Candidate], query_embedding: Any) -> ExpansionResult:
-        """Candidates plus the members of the top-``n`` ego-graphs (new ones only)."""
+        """Candidates plus the members of the top-``n`` ego-graphs (new ones only): the
+        :meth:`join_steps`, the members fetched from the source directly."""
+        return run_call(Call(self.join_steps(candidates, query_embedding)))
+
+    def join_steps(
+        self, candidates: Sequence[Candidate], query_embedding: Any
+    ) -> Steps[ExpansionResult]:
+        """The join as steps of a call: one :class:`Fetch` of the chosen ego-graphs' members."""
         items = validate_candidates(candidates)
         query = None if query_embedding is None else unit(np.asarray(query_embedding))
         if not items or query is None or self.n == 0:
@@ -524,7 +535,8 @@ class EgoGraphReranker:
                     wanted[member] = None
         if not wanted:
             return ExpansionResult(tuple(items), (), 0, 0)
-        fetched = check_fetched(self.source, self.source.fetch([((None, i),) for i in wanted]))
+        returned = yield Fetch(self.source, tuple(((None, i),) for i in wanted))
+        fetched = check_fetched(self.source, returned)
         fresh = {c.id: c for c in fetched if c.id in wanted}
         if not fresh:
             self._diagnostics.report(
@@ -547,6 +559,63 @@ class EgoGraphReranker:
             tuple(items) + tuple(scored), tuple(c.id for c in scored), 1, len(fetched), similarity
         )
 
+    def call(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        top_n: int | None = None,
+    ) -> Call[Reranking]:
+        """One request, sans-IO (see :meth:`GraphReranker.call`): the candidates' and the
+        query's vectors, the ego-graphs' members fetched, the union ranked."""
+        return Call(
+            self.steps(
+                candidates,
+                query=query,
+                query_embedding=query_embedding,
+                embedder=embedder,
+                top_n=top_n,
+            )
+        )
+
+    def steps(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        top_n: int | None = None,
+    ) -> Steps[Reranking]:
+        """The request as steps (see :meth:`call`)."""
+        filled, vector = yield from self.reranker.vector_steps(
+            self.reranker.admit(candidates),
+            query=query,
+            query_embedding=query_embedding,
+            embedder=embedder,
+            needed=True,
+        )
+        joined = yield from self.join_steps(filled, vector)
+        result = self.reranker.run_pool(
+            list(joined.candidates), query=query, query_embedding=vector, top_n=top_n
+        )
+        return replace(result, ranked=marked(result.ranked, joined))
+
+    def run(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | None = None,
+        top_n: int | None = None,
+    ) -> Reranking:
+        """The request answered by the core itself (members fetched from the source)."""
+        return run_call(
+            self.call(candidates, query=query, query_embedding=query_embedding, top_n=top_n)
+        )
+
     def rerank(
         self,
         candidates: Sequence[Candidate],
@@ -556,13 +625,16 @@ class EgoGraphReranker:
         top_n: int | None = None,
     ) -> list[RankedCandidate]:
         """Drop-in for :meth:`GraphReranker.rerank`, ego-graphs joined first."""
-        joined = self.join(candidates, query_embedding)
-        ranked = self.reranker.rerank(
-            list(joined.candidates), query=query, query_embedding=query_embedding, top_n=top_n
-        )
-        return marked(ranked, joined)
+        return self.run(
+            candidates, query=query, query_embedding=query_embedding, top_n=top_n
+        ).ranked
 
     @property
     def needs_embeddings(self) -> bool:
         """Always True: ego-graphs are chosen by query cosine."""
         return True
+
+    @property
+    def embedding_model(self) -> Any:
+        """The wrapped reranker's own embedder (see :attr:`GraphReranker.embedding_model`)."""
+        return self.reranker.embedding_model

@@ -143,6 +143,11 @@ class ExpandingReranker(RerankingEngine):
         )
 
     @property
+    def source(self) -> NeighbourSource:
+        """Where fetched objects come from."""
+        return self.expander.source
+
+    @property
     def expansion(self) -> Expansion:
         """How far expansion reaches."""
         return self.expander.expansion

@@ -226,12 +226,21 @@ def engine_for(
     *,
     embedder: Any = None,
     hubs: HubKeys | None = None,
+    ego_index: Any = None,
 ) -> Engine:
-    """The engine a door holds for ``settings``: the core reranker, or the core behind
-    expansion when the settings expand and the door has a neighbour ``source`` (``embedder``
-    embeds what the source returns without vectors when the engine is run by the core itself;
-    ``hubs``: the hub keys a door keeps across rebuilt engines)."""
+    """The engine a door holds for ``settings``: the core reranker; the core behind expansion
+    when the settings expand and the door has a neighbour ``source``; or, given an
+    ``ego_index`` (:class:`~grapher_core.expand.egograph.EgoGraphIndex`) and a ``source``, the
+    core over the candidates joined with the query's nearest ego-graphs. ``embedder`` embeds
+    what the source returns without vectors when the engine is run by the core itself;
+    ``hubs``: the hub keys a door keeps across rebuilt engines."""
     core = settings.reranker()
+    if ego_index is not None:
+        from grapher_core.expand.egograph import EgoGraphReranker
+
+        if source is None:
+            raise ConfigError("an ego-graph index needs a neighbour source to fetch members from")
+        return EgoGraphReranker(core, ego_index, source)
     if settings.expansion is None or source is None:
         return core
     from grapher_core.expand.expansion import ExpandingReranker

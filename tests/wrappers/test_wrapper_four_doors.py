@@ -287,3 +287,55 @@ async def test_four_doors_one_ranking_with_expansion(pool: str, setting: str, mo
     assert any(i not in pooled for i, _ in reference), "expansion must add something here"
     for door, ranking in doors.items():
         assert ranking == reference, door
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_every_door_can_hold_the_ego_graph_engine(mode: str) -> None:
+    """The third engine: the query's nearest ego-graphs joined, in the core and both wrappers."""
+    from grapher_core.expand import EgoGraphIndex
+
+    corpus = tables()
+    query = "orders placed"
+    objects = [Candidate(i, t, None, m) for i, t, m in corpus]
+    vectors = np.asarray([vector(t) for _i, t, _m in corpus], dtype=np.float32)
+    ego = EgoGraphIndex.build(objects, vectors, [ForeignKeys()], hops=1)
+    candidates = core_pool(corpus, query, 4)
+    source = InMemorySource(objects, embeddings=vectors)
+    core = ego.reranker(GraphReranker([ForeignKeys()], explain=0), source, n=10)
+    call = core.call(candidates, query=query, embedder=CoreEmbedder(), top_n=TOP)
+    io = DoorIO.of(CoreEmbedder())
+    result = run_call(call, io.answer) if mode == "sync" else await arun_call(call, io.aanswer)
+    expected = [(r.id, round(r.relevance or r.score, 9)) for r in result.ranked]
+    assert any(r.expanded for r in result.ranked)
+
+    store, index = lc_store(corpus), li_index(corpus)
+    lc = GraphERReranker(
+        proximities=[ForeignKeys()],
+        top_n=TOP,
+        embeddings=LangChainWords(),
+        neighbour_source=store,
+        ego_index=ego,
+    )
+    li = GraphERPostprocessor(
+        proximities=[ForeignKeys()],
+        top_n=TOP,
+        embed_model=LlamaWords(),
+        use_relationships=False,
+        neighbour_source=index.docstore,
+        vector_store=index.vector_store,
+        ego_index=ego,
+    )
+    docs = [Document(id=c.id, page_content=c.text, metadata=dict(c.metadata)) for c in candidates]
+    retrieved = index.as_retriever(similarity_top_k=4)
+    if mode == "sync":
+        lc_out = lc.rerank_documents(
+            docs, query, document_embeddings=[c.embedding for c in candidates]
+        )
+        li_out = li.postprocess_nodes(retrieved.retrieve(query), query_str=query)
+    else:
+        lc_out = await lc.arerank_documents(
+            docs, query, document_embeddings=[c.embedding for c in candidates]
+        )
+        li_out = await li.apostprocess_nodes(await retrieved.aretrieve(query), query_str=query)
+    assert _docs(lc_out) == expected
+    assert _nodes(li_out) == expected
