@@ -280,12 +280,16 @@ def run(args: argparse.Namespace) -> int:
     query = np.asarray(embedder.embed_query(question), dtype=np.float32)
     candidates = retrieve(objects, vectors, query, args.fetch)
     embed_s = time.perf_counter() - started
+    from grapher_core.request import DoorIO, run_call
     from grapher_core.rerank import GraphReranker
 
     reranker = GraphReranker(proximities_for(args.graph), args.ranker, args.alpha)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
-        result = reranker.run(candidates, query=question, query_embedding=query)
+        result = run_call(
+            reranker.call(candidates, query=question, query_embedding=query, embedder=embedder),
+            DoorIO.of(embedder).answer,
+        )
     top = min(args.top, len(candidates))
     from_cache = f"; {cached} of {len(objects)} vectors from the cache" if cached else ""
     print(
@@ -315,6 +319,7 @@ def _run_questions(
     cut: int,
 ) -> int:
     """Batch mode: one reranked list per question, printed or written to ``--out``."""
+    from grapher_core.request import DoorIO, run_call
     from grapher_core.rerank import GraphReranker
     from grapher_core.utils.progress import Progress
 
@@ -330,7 +335,10 @@ def _run_questions(
         warnings.simplefilter("always")
         for question, text, query in zip(questions, texts, queries, strict=True):
             candidates = retrieve(objects, vectors, query, args.fetch)
-            result = reranker.run(candidates, query=text, query_embedding=query, top_n=top)
+            call = reranker.call(
+                candidates, query=text, query_embedding=query, embedder=embedder, top_n=top
+            )
+            result = run_call(call, DoorIO.of(embedder).answer)
             lists.append((question, candidates[:top], result.ranked))
             counter.update()
     counter.close()

@@ -151,8 +151,11 @@ def rank_pool(
     reranker: Any, pool: Sequence[Candidate], query: str, query_embedding: np.ndarray
 ) -> list[str]:
     """The ids of one question's pool, best first, as ``reranker`` orders them: the one
-    ranking call of an evaluation."""
-    result = reranker.run(pool, query=query, query_embedding=query_embedding)
+    ranking call of an evaluation, the same request every door runs (the pool carries the
+    corpus vectors; anything else the call asks for, the core's own embedder answers)."""
+    from grapher_core.request import run_call
+
+    result = run_call(reranker.call(pool, query=query, query_embedding=query_embedding))
     return [ranked.id for ranked in result.ranked]
 
 
