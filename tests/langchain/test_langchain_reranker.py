@@ -161,7 +161,7 @@ def test_bad_input_gives_clear_errors() -> None:
 
 
 def test_bad_fields_fail_at_construction() -> None:
-    with pytest.raises(ValidationError, match="did you mean .top_n."):
+    with pytest.raises(ValidationError, match=r"did you mean 'top_n'"):
         GraphERReranker(top_k=3)  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="unknown ranker"):
         GraphERReranker(ranker="nope")
