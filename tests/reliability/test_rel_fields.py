@@ -106,3 +106,24 @@ def test_expand_hops_true_is_refused_by_the_retriever_and_from_config(tmp_path: 
     for loader in (GraphERReranker.from_config, GraphERPostprocessor.from_config):
         with pytest.raises(ValueError, match="expand_hops"):
             loader(path, expand_hops=True)
+
+
+@pytest.mark.parametrize("weight", [float("nan"), -1.0, 0.0, float("inf"), True])
+def test_a_bad_proximity_weight_is_refused_at_every_door(weight: Any, tmp_path: Path) -> None:
+    """One validator (edges/checks.check_weight) behind the constructor, a config file and a
+    ``to_dict`` payload: no door builds ``ForeignKeys(weight=nan)``."""
+    from grapher_core import ForeignKeys, GraphReranker
+    from grapher_core.errors import ConfigError, GraphERError
+
+    with pytest.raises(GraphERError, match="weight"):
+        ForeignKeys(weight=weight)
+    path = tmp_path / "c.json"
+    item = {"class": "ForeignKeys", "weight": weight}
+    path.write_text(
+        json.dumps({"grapher_config": 1, "proximities": [item]}, allow_nan=True), encoding="utf-8"
+    )
+    for loader in (GraphReranker.from_config, GraphERReranker.from_config):
+        with pytest.raises(ConfigError, match=r"proximities\[0\]"):
+            loader(path)
+    with pytest.raises(ConfigError, match=r"proximities\[0\]"):
+        GraphERPostprocessor.from_dict({"proximities": [item]})
