@@ -52,7 +52,7 @@ def config_for(
 ) -> dict[str, Any]:
     """The configuration a written config saves (validated by the core's loader): the chosen
     one, or the retriever's order; either way with what the evaluation measured."""
-    from grapher_core.ranking.config import CONFIG_VERSION, retriever_order_config
+    from grapher_core.ranking.config import retriever_order_config
 
     evaluation: dict[str, Any] = {
         "questions_file": scope.questions_file,
@@ -68,23 +68,22 @@ def config_for(
             note="keep the retriever's order: no configuration beat it on these questions",
             evaluation=evaluation,
         )
-    from grapher_core.edges.serialise import proximity_to_dict
+    from grapher_core.request.settings import RerankSettings
 
     setting = choice.setting
-    proximities = (
-        None if setting.proximities is None else [proximity_to_dict(p) for p in setting.proximities]
-    )
     evaluation["chosen"] = choice.summary(scope.ks)
     caution = "" if significant(choice, rows[0], scope.ks) else "; not significant (p >= 0.05)"
-    return {
-        "grapher_config": CONFIG_VERSION,
-        "keep_retriever_order": False,
-        "ranker": setting.ranker,
-        "alpha": setting.alpha,
-        "seed_transform": setting.seed_transform,
-        **({"ranker_options": dict(setting.options)} if setting.options else {}),
-        **common,
-        "proximities": proximities,
-        "note": f"chosen by grapher eval: {gain_text(choice, rows[0], scope.ks)}{caution}",
-        "evaluation": evaluation,
-    }
+    settings = RerankSettings(
+        proximities=setting.proximities,
+        ranker=setting.ranker,
+        alpha=setting.alpha,
+        ranker_options=dict(setting.options),
+        seed_transform=setting.seed_transform,
+        top_n=common["top_n"],
+    )
+    return settings.to_config(
+        keep_retriever_order=False,
+        fetch_k=common["fetch_k"],
+        note=f"chosen by grapher eval: {gain_text(choice, rows[0], scope.ks)}{caution}",
+        evaluation=evaluation,
+    )

@@ -204,19 +204,19 @@ class RerankSettings:
             "ranker": self.ranker,
             "alpha": self.alpha,
             "seed_transform": self.seed_transform,
-            "top_n": self.top_n,
-            "proximities": None
-            if self.proximities is None
-            else [proximity_to_dict(p) for p in self.proximities],
-            "explain": self.explain,
-            "strict": self.strict,
-            "max_candidates": self.max_candidates,
-            "max_chars_per_doc": self.max_chars_per_doc,
-            "score_threshold": self.score_threshold,
-            "expansion": None if self.expansion is None else dataclasses.asdict(self.expansion),
         }
         if self.ranker_options:
             config["ranker_options"] = dict(self.ranker_options)
+        config["top_n"] = self.top_n
+        config["proximities"] = (
+            None if self.proximities is None else [proximity_to_dict(p) for p in self.proximities]
+        )
+        defaults = RerankSettings()
+        for key in DOOR_DEFAULT_KEYS:  # left at the default: the loading door's own
+            if getattr(self, key) != getattr(defaults, key):
+                config[key] = getattr(self, key)
+        if self.expansion is not None:
+            config["expansion"] = dataclasses.asdict(self.expansion)
         return {**config, **extra}
 
 
