@@ -35,9 +35,7 @@ from grapher_core.request.validation import (
     validated_candidates,
 )
 from grapher_core.vectors import (
-    StoredVectors,
     VectorCache,
-    VectorPlan,
     clip_text,
     fill_plan,
     plan_vectors,
@@ -114,8 +112,8 @@ class GraphReranker(RerankingEngine):
     (logging + :class:`~grapher_core.diagnostics.GraphERWarning`); ``strict=True`` raises
     :class:`~grapher_core.diagnostics.GraphERDiagnosticError` instead.
 
-    Callers holding an embedding model (the LangChain and LlamaIndex wrappers) ask
-    :meth:`vector_plan` what to embed, embed exactly that, and hand it to :meth:`run_plan`;
+    Every door runs a request as :meth:`call`: the call asks the door for the vectors it needs
+    (stored, then embedded -- exactly the texts the cache does not hold) and ranks;
     ``vector_cache`` keeps the vectors between calls (see :mod:`grapher_core.vectors`).
 
     Bounds, decided here for both wrappers (which pass their documented defaults,
@@ -292,52 +290,6 @@ class GraphReranker(RerankingEngine):
             return None
         embedder = getattr(self.ranker, "embedder", None)
         return embedder if callable(getattr(embedder, "embed_documents", None)) else None
-
-    def vector_plan(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | Sequence[float] | None = None,
-        embedder: object | None = None,
-        stored: StoredVectors | None = None,
-        needed: bool | None = None,
-    ) -> VectorPlan:
-        """What a call over ``candidates`` needs embedded (:class:`~grapher_core.vectors.
-        VectorPlan`): nothing unless the ranker or a proximity reads vectors (``needed``
-        overrides: expansion always reads them); ``embedder`` is the caller's model (it only
-        keys the cache: the caller does the embedding), ``stored`` reads vectors a store holds.
-        The ranker's own embedder is looked up only when the caller has none. Only the first
-        :attr:`max_candidates` are planned (and then ranked); texts are embedded by their first
-        :attr:`max_chars_per_doc` characters."""
-        candidates = self.admit(candidates)
-        needed = (self.needs_embeddings if needed is None else needed) and bool(candidates)
-        return plan_vectors(
-            validate_candidates(candidates) if needed else candidates,
-            needed=needed,
-            embedder=embedder,
-            fallback=self.embedding_model if needed and embedder is None else None,
-            cache=self.vector_cache,
-            query=query,
-            query_embedding=query_embedding,
-            stored=stored,
-            max_chars=self.max_chars_per_doc,
-        )
-
-    def run_plan(
-        self,
-        plan: VectorPlan,
-        embedded: Any | None = None,
-        query_vector: Any | None = None,
-        *,
-        top_n: int | None = None,
-    ) -> Reranking:
-        """:meth:`run` over the plan's candidates, with ``embedded`` (one vector per
-        ``plan.missing_texts``) and ``query_vector`` filled in, checked and cached."""
-        candidates, query_embedding = fill_plan(plan, embedded, query_vector, self.vector_cache)
-        return self.run_pool(
-            candidates, query=plan.query, query_embedding=query_embedding, top_n=top_n
-        )
 
     def graph(self, candidates: Sequence[Candidate]) -> CandidateGraph:
         """The candidate graph the ranker sees (useful for inspection and plots)."""

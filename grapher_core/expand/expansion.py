@@ -68,7 +68,6 @@ from grapher_core.request.door import DoorIO, run_call
 from grapher_core.request.result import Reranking
 from grapher_core.rerank import GraphReranker, RerankingEngine
 from grapher_core.utils.callsite import warn_once
-from grapher_core.vectors import StoredVectors, VectorPlan, fill_plan
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -95,8 +94,8 @@ class ExpandingReranker(RerankingEngine):
     >>> result = reranker.run(candidates, query_embedding=q, top_n=10)
 
     Same faces as the reranker it wraps (``run`` returns a :class:`~grapher_core.rerank.
-    Reranking` with the enlarged graph's edge counts; ``rerank``, ``vector_plan``,
-    ``run_plan``), so a caller holds either and never branches. Fetched objects appear in the
+    Reranking` with the enlarged graph's edge counts; ``rerank``, ``call``), so a
+    caller holds either and never branches. Fetched objects appear in the
     output like candidates, with ``expanded=True``, ``original_score`` the seed score expansion
     gave them and ``original_rank`` beyond the candidate list's length. ``embedder`` embeds
     fetched objects the source returns without vectors; ``pruner`` scales fetched objects'
@@ -162,44 +161,6 @@ class ExpandingReranker(RerankingEngine):
     def embedding_model(self) -> Any:
         """The wrapped reranker's own embedder (see :attr:`GraphReranker.embedding_model`)."""
         return self.reranker.embedding_model
-
-    def vector_plan(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | Sequence[float] | None = None,
-        embedder: object | None = None,
-        stored: StoredVectors | None = None,
-    ) -> VectorPlan:
-        """:meth:`GraphReranker.vector_plan` of the wrapped reranker, always asking for vectors
-        (expansion reads the query's and the candidates')."""
-        return self.reranker.vector_plan(
-            candidates,
-            query=query,
-            query_embedding=query_embedding,
-            embedder=embedder,
-            stored=stored,
-            needed=True,
-        )
-
-    def run_plan(
-        self,
-        plan: VectorPlan,
-        embedded: Any | None = None,
-        query_vector: Any | None = None,
-        *,
-        top_n: int | None = None,
-    ) -> Reranking:
-        """:meth:`run` over the plan's candidates with the vectors filled in."""
-        candidates, query_embedding = fill_plan(
-            plan, embedded, query_vector, self.reranker.vector_cache
-        )
-        steps = self.expander.steps(
-            candidates, query_embedding=query_embedding, fallback=self.reranker.embedding_model
-        )
-        expansion = run_call(Call(steps), DoorIO.of(self.expander.embedder).answer)
-        return self._ranked(candidates, expansion, plan.query, query_embedding, top_n)
 
     def run(
         self,

@@ -92,9 +92,10 @@ class DoorIO:
             model = need.fallback
             if model is None:
                 return Embedded()
+            embed_query = getattr(model, "embed_query", None)  # a documents-only embedder
             return Embedded(
                 model.embed_documents(list(need.texts)) if need.texts else None,
-                model.embed_query(need.query) if need.query else None,
+                embed_query(need.query) if need.query and callable(embed_query) else None,
             )
         query = self._sync_query(need.query) if need.query else None
         vectors = self._sync_documents(list(need.texts)) if need.texts else None

@@ -1,5 +1,5 @@
-"""The core's vector plan: given > stored > cached > missing, nothing planned when nothing reads
-vectors, float32 throughout, wrong shapes refused with the counts and dimensions named."""
+"""The vectors a call asks for: given > stored > cached > missing, nothing asked for when nothing
+reads vectors, float32 throughout, wrong shapes refused with the counts and dimensions named."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import InputError
 from grapher_core.expand import ExpandingReranker, InMemorySource
 from grapher_core.ranking.base import RankContext
+from grapher_core.request import Call, Embed, Embedded, ReadStored
 from grapher_core.vectors import fill_plan, model_key, plan_vectors
 
 DIM = 4
@@ -66,74 +67,103 @@ def semantic() -> GraphReranker:
     return GraphReranker([SemanticKNN(k=1, threshold=-1.0)], "gcs")
 
 
+def plan(
+    reranker: Any,
+    candidates: list[Candidate],
+    *,
+    query: str | None = "q",
+    query_embedding: Any = None,
+    embedder: Any = None,
+    stored: Any = None,
+    needed: bool | None = None,
+) -> tuple[list[Any], Call[Any]]:
+    """The vector steps of one call run to their first :class:`Embed` (stored vectors answered
+    by ``stored``): the needs seen, and the call, waiting for the embedding answer."""
+    core = reranker.reranker if isinstance(reranker, ExpandingReranker) else reranker
+    steps = core.vector_steps(
+        candidates,
+        query=query,
+        query_embedding=query_embedding,
+        embedder=embedder,
+        needed=True if isinstance(reranker, ExpandingReranker) else needed,
+    )
+    call: Call[Any] = Call(steps)
+    needs: list[Any] = []
+    need = call.start()
+    while need is not None and not isinstance(need, Embed):
+        needs.append(need)
+        need = call.send(None if stored is None else stored(list(need.ids)))
+    if need is not None:
+        needs.append(need)
+    return needs, call
+
+
 def test_given_then_stored_then_cached_then_missing() -> None:
     reranker, model = semantic(), Named()
     reranker.vector_cache.put_many(model_key(model), ["text c"], [np.full(DIM, 3.0)])
-    stored_asked: list[list[str]] = []
 
     def stored(ids: list[str]) -> list[Any]:
-        stored_asked.append(ids)
         return [np.full(DIM, 2.0) if i == "b" else None for i in ids]
 
-    plan = reranker.vector_plan(pool(), query="q", embedder=model, stored=stored)
-    assert plan.needed and plan.model == model_key(model)
-    assert plan.model.endswith("Named:fake-4")
-    assert plan.origins == ("given", "stored", "cached", "missing")
-    assert stored_asked == [["b", "c", "d"]]  # only those without a vector
-    assert plan.missing == (3,) and plan.missing_texts == ("text d",)
-    assert plan.query_text == "q"
-    assert all(v.dtype == np.float32 for v in plan.vectors if v is not None)
-    with_query = reranker.vector_plan(pool(), query="q", query_embedding=np.ones(DIM))
-    assert with_query.query_text is None  # given: not embedded again
-    assert with_query.query_embedding is not None
-    assert with_query.query_embedding.dtype == np.float32
+    needs, call = plan(reranker, pool(), embedder=model, stored=stored)
+    assert model_key(model).endswith("Named:fake-4")
+    assert needs[0] == ReadStored(("b", "c", "d"))  # only those without a vector
+    assert needs[1] == Embed(("text d",), "q")  # b stored, c cached: d and the query missing
+    call.send(Embedded(np.full((1, DIM), 4.0), np.ones(DIM)))
+    candidates, query = call.result()
+    assert [float(c.embedding[0]) for c in candidates] == [0.0, 2.0, 3.0, 4.0]
+    assert all(c.embedding.dtype == np.float32 for c in candidates)
+    assert query.dtype == np.float32
+    needs, call = plan(reranker, pool(), query_embedding=np.ones(DIM))
+    assert needs[-1].query is None  # given: not embedded again
 
 
-def test_nothing_is_planned_when_nothing_reads_vectors() -> None:
+def test_nothing_is_asked_for_when_nothing_reads_vectors() -> None:
     def stored(ids: list[str]) -> list[Any]:
         raise AssertionError("no vector is read when none is needed")
 
     reranker = GraphReranker([ForeignKeys()], "gcs")
-    plan = reranker.vector_plan(pool(), query="q", embedder=Named(), stored=stored)
-    assert not plan.needed and plan.missing_texts == () and plan.query_text is None
+    needs, call = plan(reranker, pool(), embedder=Named(), stored=stored)
+    assert needs == [] and call.result()[0] == pool()
     assert reranker.embedding_model is None
-    assert not semantic().vector_plan([], query="q").needed  # no candidates: nothing either
-    candidates, query = fill_plan(plan, None, None)
-    assert candidates == pool() and query is None
+    assert plan(semantic(), [])[0] == []  # no candidates: nothing either
+    assert plan(reranker, pool())[1].result() == (pool(), None)
 
 
 def test_filled_vectors_are_float32_cached_and_ranked() -> None:
     ranker = OwnEmbedder()
     reranker, model = GraphReranker([ForeignKeys()], ranker), Named()
-    plan = reranker.vector_plan(pool(), query="q", embedder=model)
+    call = reranker.call(pool(), query="q", embedder=model, top_n=2)
+    assert call.start() == ReadStored(("b", "c", "d"))
+    need = call.send(None)
     assert ranker.looked_up == 0  # the caller's model: the ranker's own is never built
-    assert plan.missing_texts == ("text b", "text c", "text d")
+    assert need == Embed(("text b", "text c", "text d"), "q")
     embedded = [[1.0, 2.0, 3.0, 4.0]] * 3  # lists of Python floats, as frameworks return
-    result = reranker.run_plan(plan, embedded, [0.5] * DIM, top_n=2)
-    assert [r.id for r in result.ranked] == ["a", "b"]
+    call.send(Embedded(embedded, [0.5] * DIM))
+    assert [r.id for r in call.result().ranked] == ["a", "b"]
     context = ranker.contexts[-1]
     assert context.query_embedding is not None and context.query_embedding.dtype == np.float32
     assert {c.embedding.dtype for c in context.candidates if c.embedding is not None} == {
         np.dtype(np.float32)
     }
     assert all(c.embedding is not None for c in context.candidates)
-    again = reranker.vector_plan(pool(), query="q", embedder=model)
-    assert again.origins == ("given", "cached", "cached", "cached") and not again.missing_texts
+    needs, _ = plan(reranker, pool(), embedder=model)
+    assert needs[-1].texts == ()  # every text is cached now
 
 
-def test_without_a_caller_model_the_rankers_own_embedder_fills_and_caches() -> None:
+def test_without_a_caller_model_the_rankers_own_embedder_is_named_and_caches() -> None:
     ranker = OwnEmbedder()
     reranker = GraphReranker([ForeignKeys()], ranker)
     assert reranker.embedding_model is ranker._embedder
-    plan = reranker.vector_plan(pool(), query="q")
-    assert plan.model == model_key(ranker._embedder)
-    reranker.run_plan(plan)
+    reranker.run(pool(), query="q")  # the core's own door: no model but the ranker's
     assert ranker._embedder.calls == [["text b", "text c", "text d"]]
-    assert reranker.vector_plan(pool(), query="q").missing_texts == ()
+    assert plan(reranker, pool())[0][-1].texts == ()
+    needs, _ = plan(reranker, pool())
+    assert needs[-1].fallback is ranker._embedder  # the model a door without one uses
     uncached = GraphReranker([ForeignKeys()], OwnEmbedder())
     uncached.vector_cache.max_items = 0  # nothing kept: every call embeds again
-    uncached.run_plan(uncached.vector_plan(pool(), query="q"))
-    assert uncached.vector_plan(pool(), query="q").missing == (1, 2, 3)
+    uncached.run(pool(), query="q")
+    assert plan(uncached, pool())[0][-1].texts == ("text b", "text c", "text d")
 
 
 @pytest.mark.parametrize(
@@ -148,31 +178,31 @@ def test_without_a_caller_model_the_rankers_own_embedder_fills_and_caches() -> N
 )
 def test_wrong_shapes_are_refused(embedded: Any, query: Any, message: str) -> None:
     reranker = semantic()
-    plan = reranker.vector_plan(pool(), query="q", embedder=Named())
+    _, call = plan(reranker, pool(), embedder=Named())
     with pytest.raises(InputError, match=message):
-        reranker.run_plan(plan, embedded, query)
+        call.send(Embedded(embedded, query))
     assert len(reranker.vector_cache) == 0  # nothing wrong was cached
 
 
 def test_vectors_for_a_plan_without_missing_texts_are_refused() -> None:
-    plan = plan_vectors(
+    planned = plan_vectors(
         [Candidate("a", "x", embedding=np.ones(DIM))], needed=True, embedder=Named()
     )
     with pytest.raises(InputError, match="no text to embed"):
-        fill_plan(plan, np.ones((1, DIM)))
+        fill_plan(planned, np.ones((1, DIM)))
 
 
 def test_a_store_answering_the_wrong_count_is_named() -> None:
     with pytest.raises(InputError, match="vector store returned 1 vectors for 3 ids"):
-        semantic().vector_plan(pool(), stored=lambda ids: [None])
+        plan(semantic(), pool(), stored=lambda ids: [None])
 
 
-def test_expansion_always_plans_in_the_wrapped_rerankers_space() -> None:
+def test_expansion_always_asks_in_the_wrapped_rerankers_space() -> None:
     inner = GraphReranker([ForeignKeys("mentions", target_field="title")], "gcs")
     expanding = ExpandingReranker(inner, InMemorySource([]))
-    plan = expanding.vector_plan(pool(), query="q", embedder=Named())
-    assert plan.needed and plan.missing_texts == ("text b", "text c", "text d")
-    expanding.run_plan(plan, np.ones((3, DIM)), np.ones(DIM))
+    needs, call = plan(expanding, pool(), embedder=Named())
+    assert needs[-1].texts == ("text b", "text c", "text d")
+    call.send(Embedded(np.ones((3, DIM)), np.ones(DIM)))
     assert len(inner.vector_cache) == 3
 
 
