@@ -42,8 +42,29 @@ def test_one_document_per_table_with_foreign_keys(shop_db):
     assert json.loads(orders.metadata["fk_pairs"])  # nested list -> JSON, Chroma-safe
     assert "foreign_keys" not in docs["shop.audit_log"].metadata  # empty list omitted
     assert orders.text.startswith("Table: orders\nColumns: id (integer)")
-    embed_text = orders.get_content(metadata_mode=MetadataMode.EMBED)
-    assert "shop.customers" not in embed_text and "fk_pairs" not in embed_text
+    assert orders.get_content(metadata_mode=MetadataMode.EMBED) == orders.text  # no header
+    llm_text = orders.get_content(metadata_mode=MetadataMode.LLM)
+    assert llm_text == f"table_id: shop.orders\n\n{orders.text}"  # which database, no edges
+
+
+def test_embedded_text_is_the_langchain_loaders_page_content(shop_db):
+    from langchain_grapher import SQLSchemaLoader
+
+    loaded = {d.id: d.page_content for d in SQLSchemaLoader(shop_db, db_id="shop").load()}
+    read = GraphERSchemaReader()
+    for item in [*read.load_data(shop_db, db_id="shop"), *read.load_nodes(shop_db, db_id="shop")]:
+        assert item.get_content(metadata_mode=MetadataMode.EMBED) == loaded[item.node_id]
+
+
+def test_nodes_keep_the_table_id_through_an_index(shop_db):
+    from llama_index.core.embeddings import MockEmbedding
+
+    nodes = GraphERSchemaReader().load_nodes(shop_db, db_id="shop")
+    assert all(type(n) is TextNode and n.node_id == n.metadata[TABLE_ID_FIELD] for n in nodes)
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+    retrieved = index.as_retriever(similarity_top_k=4).retrieve("orders per customer")
+    assert {n.node.node_id for n in retrieved} == {n.node_id for n in nodes}
+    assert all(n.node.node_id == n.node.metadata[TABLE_ID_FIELD] for n in retrieved)
 
 
 def test_json_list_format_is_the_default_flat_and_readable(shop_db):
@@ -64,7 +85,8 @@ def test_foreign_keys_lift_the_joined_table_through_an_index(shop_db):
     docs = GraphERSchemaReader().load_data(shop_db, db_id="shop")
     index = VectorStoreIndex.from_documents(docs, embed_model=MockEmbedding(embed_dim=8))
     retrieved = index.as_retriever(similarity_top_k=4).retrieve("orders per customer")
-    assert all(n.node.node_id != n.node.metadata[TABLE_ID_FIELD] for n in retrieved)  # new ids
+    # from_documents runs the node parser: fresh ids, the table id only in metadata
+    assert all(n.node.node_id != n.node.metadata[TABLE_ID_FIELD] for n in retrieved)
     # Hand the retriever's nodes fixed scores so the test does not hang on MockEmbedding's ties.
     score = {
         "shop.orders": 0.9,
