@@ -286,3 +286,18 @@ def check_score_key(
         ("score-key", key),
         f"score_key={key!r} but no document has it{hint}: seeds come from the input order",
     )
+
+
+def check_relative_threshold(diagnostics: Diagnostics, threshold: float, policy: str) -> None:
+    """A ``score_threshold`` over seeds made from the order (``1/rank``) or scaled to the pool
+    (``minmax``) cuts a relative score: the first result is seeded 1.0 for any query, so a
+    cut ported from an absolute-relevance reranker (FlashRank, Cohere) keeps a nonsense query's
+    top few. Said once per threshold, never raised: the threshold may be meant that way."""
+    diagnostics.bound(
+        ("relative-threshold", threshold),
+        f"score_threshold={threshold:g} cuts a relative score: with {policy} seeds the top "
+        "result scores 1.0 for any query, so the cut keeps the first few plus what the graph "
+        "lifts, however poor the match; for an absolute cut, seed from your retriever's or an "
+        "upstream reranker's scores (seed_transform='raw', LangChain score_key=..., "
+        "GraphERRetriever(seeds='score'))",
+    )

@@ -9,14 +9,19 @@ from typing import Any, TypeVar
 import numpy as np
 
 from grapher_core.candidates import Candidate, RankedCandidate
-from grapher_core.diagnostics import Diagnostics, check_graph, check_pool
+from grapher_core.diagnostics import (
+    Diagnostics,
+    check_graph,
+    check_pool,
+    check_relative_threshold,
+)
 from grapher_core.edges.base import Proximity
 from grapher_core.edges.detect import describe, detect_proximities
 from grapher_core.edges.graph import CandidateGraph, build_graph
 from grapher_core.edges.keys import AdjacentChunks
 from grapher_core.errors import InputError, InputTypeError
 from grapher_core.ranking.base import RankContext, Ranker, builds_own_graph, needs_embeddings
-from grapher_core.ranking.calibration import relevance_scores
+from grapher_core.ranking.calibration import relevance_scores, score_scale
 from grapher_core.ranking.explain import ranked_candidates
 from grapher_core.ranking.propagation import sentence_sized
 from grapher_core.ranking.registry import make_ranker
@@ -425,6 +430,9 @@ class GraphReranker(RerankingEngine):
         out = ranked_candidates(candidates, graph, ranked, top_n, self.explain, relevance)
         threshold = self.score_threshold
         if threshold is not None:  # relevance rises with the score: a cut of the tail
+            policy = "rank" if scores is None else self.seed_policy
+            if policy in ("rank", "minmax") and score_scale(self.ranker) != "logit":
+                check_relative_threshold(self.diagnostics, threshold, policy)
             out = [r for r in out if (r.score if r.relevance is None else r.relevance) >= threshold]
         return Reranking(out, edges, proximities, graph, seeds, ranked, top_n)
 
