@@ -13,12 +13,17 @@ When a reranker is given no proximities it looks at the candidates' metadata and
   depend on which pages one pool happens to hold). One object per target (tables' foreign
   keys, passages' titles) keeps :class:`ForeignKeys` exactly as before;
 * ``entities`` -> :class:`SharedEntities`;
-* ``doc_id`` + ``chunk_index`` -> :class:`AdjacentChunks` (unless the relationships below
+* a document field (``doc_id``, ``source``, ``file_path``, or LlamaIndex's ``SOURCE``
+  relationship) + ``chunk_index`` -> :class:`AdjacentChunks`; + ``start_index`` (LangChain's
+  ``RecursiveCharacterTextSplitter(add_start_index=True)`` after a loader's ``source``) ->
+  ``AdjacentChunks(order="offset")``, chunks whose spans meet (unless the relationships below
   state the same order);
 * ``_grapher_adjacent`` (LlamaIndex ``PREVIOUS``/``NEXT`` relationships, written by the wrapper)
   -> contextual :class:`ForeignKeys`.
 
-The reranker logs the choice once per distinct set (logger ``"grapher"``, INFO). Explicit
+When the candidates look chunked (a document field repeats, or an order field has no document
+field beside it) but nothing above states their order, :func:`missing_order_hint` says the
+exact fix. The reranker logs the choice once per distinct set (logger ``"grapher"``, INFO). Explicit
 proximities are used as given and never combined with detected ones.
 """
 
@@ -37,11 +42,15 @@ from grapher_core.metadata import read_list
 __all__ = [
     "ADJACENT_FIELD",
     "CHUNK_KEYS",
+    "DOC_FIELDS",
     "LINK_FIELDS",
+    "OFFSET_FIELD",
     "PAGE_FIELDS",
+    "SOURCE_FIELD",
     "TARGET_FIELDS",
     "describe",
     "detect_proximities",
+    "missing_order_hint",
 ]
 
 LINK_FIELDS: tuple[str, ...] = ("foreign_keys", "links", "mentions")
@@ -55,7 +64,21 @@ CHUNK_LINK_FIELD = "links"
 """The link field read as links between chunked pages (:class:`ChunkLinks`) on chunks."""
 PAGE_FIELDS: tuple[str, ...] = (*TARGET_FIELDS, "doc_id")
 """Fields tried, in this order, for the page a chunk belongs to."""
-CHUNK_KEYS: tuple[str, ...] = ("chunk_index", "n_chunks_in_doc", "anchors", ADJACENT_FIELD)
+SOURCE_FIELD = "_grapher_source"
+"""Reserved field of a chunk's document id (LlamaIndex ``SOURCE`` relationship, by the wrapper)."""
+DOC_FIELDS: tuple[str, ...] = ("doc_id", "source", "file_path", SOURCE_FIELD)
+"""Fields tried, in this order, for the document whose chunk order is read."""
+INDEX_FIELD = "chunk_index"
+"""Chunk numbers (``ChunkLinkTransformer``, the shared benchmarks)."""
+OFFSET_FIELD = "start_index"
+"""Where a chunk starts in its document (LangChain splitters, ``add_start_index=True``)."""
+CHUNK_KEYS: tuple[str, ...] = (
+    INDEX_FIELD,
+    OFFSET_FIELD,
+    "n_chunks_in_doc",
+    "anchors",
+    ADJACENT_FIELD,
+)
 """Metadata keys that say the candidates are chunks of larger pages."""
 
 
@@ -118,13 +141,75 @@ def detect_proximities(candidates: Sequence[Candidate]) -> list[Any]:
         found.append(ForeignKeys(ADJACENT_FIELD, kind="contextual"))
     if _has(candidates, ENTITY_FIELD):
         found.append(SharedEntities(ENTITY_FIELD))
-    if (
-        _has(candidates, "doc_id")
-        and _has(candidates, "chunk_index")
-        and not _has(candidates, ADJACENT_FIELD)  # chunk order stated twice is one fact
-    ):
-        found.append(AdjacentChunks())
+    order = _chunk_order(candidates)
+    if order is not None:
+        found.append(order)
     return found
+
+
+def _chunk_order(candidates: Sequence[Candidate]) -> AdjacentChunks | None:
+    """Chunk order from metadata: numbers first (exact), else start offsets; none when the
+    LlamaIndex relationships state it (chunk order stated twice is one fact)."""
+    if _has(candidates, ADJACENT_FIELD):
+        return None
+    doc = next((field for field in DOC_FIELDS if _has(candidates, field)), None)
+    if doc is None:
+        return None
+    if _has(candidates, INDEX_FIELD):
+        return AdjacentChunks(doc_field=doc)
+    if _has(candidates, OFFSET_FIELD):
+        return AdjacentChunks(doc_field=doc, index_field=OFFSET_FIELD, order="offset")
+    return None
+
+
+def _repeated_document(candidates: Sequence[Candidate]) -> tuple[str, int] | None:
+    """The first document field whose values repeat, and how many candidates share one."""
+    for field in (*DOC_FIELDS, "file_name", "url"):
+        held = Counter(
+            str(c.metadata[field]) for c in candidates if c.metadata.get(field) not in (None, "")
+        )
+        shared = sum(count for count in held.values() if count > 1)
+        if shared:
+            return field, shared
+    return None
+
+
+FIXES = (
+    "split with RecursiveCharacterTextSplitter(add_start_index=True) (LangChain; 'source' + "
+    "'start_index' are then read), or number the chunks with ChunkLinkTransformer() (writes "
+    "doc_id + chunk_index), or parse with a LlamaIndex node parser such as SentenceSplitter "
+    "(its PREVIOUS/NEXT relationships are read)"
+)
+"""What makes chunk order readable, in the words a user types."""
+
+
+def missing_order_hint(candidates: Sequence[Candidate]) -> str | None:
+    """The exact fix when the candidates look chunked but state no chunk order, else ``None``.
+
+    Chunks with no order are the common case of a loader + splitter pipeline (LangChain
+    copies ``source`` to every chunk and writes no position unless asked), and the reranker
+    otherwise only says that no graph was found."""
+    if _has(candidates, ADJACENT_FIELD) or _chunk_order(candidates) is not None:
+        return None
+    ordered = next((f for f in (INDEX_FIELD, OFFSET_FIELD) if _has(candidates, f)), None)
+    if ordered is not None:  # an order, but no document to read it within
+        option = ", order='offset'" if ordered == OFFSET_FIELD else ""
+        return (
+            f"the candidates carry {ordered!r} but no document field "
+            f"({', '.join(DOC_FIELDS[:3])}), so chunk order is not read: give each document a "
+            "'source' before splitting (LangChain loaders do), or pass proximities="
+            f"[AdjacentChunks(doc_field='<your field>', index_field={ordered!r}{option})]"
+        )
+    repeated = _repeated_document(candidates)
+    if repeated is None:
+        return None
+    field, shared = repeated
+    return (
+        f"{shared} of the {len(candidates)} candidates share their {field!r} with another "
+        "(chunks of the same documents) but carry no chunk order, so no chunk is linked to "
+        f"the next: {FIXES}; with an order field of your own, pass proximities="
+        f"[AdjacentChunks(doc_field={field!r}, index_field='<your field>')]"
+    )
 
 
 def describe(proximities: Sequence[Any]) -> str:
@@ -134,5 +219,9 @@ def describe(proximities: Sequence[Any]) -> str:
         name = type(p).__name__
         field = getattr(p, "field", None) or getattr(p, "doc_field", None)
         target = getattr(p, "target_field", None)
+        if getattr(p, "order", None) == "offset":
+            target = f"by offset {getattr(p, 'index_field', '')}"
+            parts.append(f"{name}({field!r}, {target})")
+            continue
         parts.append(f"{name}({field!r}" + (f" -> {target!r})" if target else ")"))
     return ", ".join(parts) or "none"

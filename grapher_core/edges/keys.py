@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import LinkKey, index_by, links_to_matrix
 from grapher_core.edges.checks import check_weight
+from grapher_core.errors import ConfigError, InputTypeError
 from grapher_core.metadata import read_int, read_list
 
 
@@ -76,29 +78,58 @@ class ForeignKeys:
         return [((self.field, value),) for key in self.own_keys(candidate) for _f, value in key]
 
 
+ORDERS: tuple[str, ...] = ("index", "offset")
+"""How :class:`AdjacentChunks` reads its order field."""
+
+
 @dataclass(frozen=True)
 class AdjacentChunks:
-    """Contextual proximity: chunk ``k`` and chunks ``k ± 1`` of the same document, weight 1.
+    """Contextual proximity: consecutive chunks of the same document, weight 1.
 
-    Candidates without a document id or with a chunk index that is not an integer have no
-    contextual edges.
+    ``order="index"`` (default): ``index_field`` numbers the chunks, and chunk ``k`` is linked
+    to chunks ``k ± 1``. ``order="offset"``: ``index_field`` is where the chunk starts in its
+    document (LangChain's ``start_index``, ``add_start_index=True``), and offsets are not
+    consecutive numbers, so two chunks are linked when their spans meet: within a document,
+    pooled chunks are sorted by start, and each is linked to the next one when that one
+    starts after it and no later than its end (start + ``len(text)``) plus ``max_gap``
+    characters. Splitters overlap chunks (``chunk_overlap``) or strip the whitespace between
+    them (blank lines, indentation), so the next chunk starts at or a little before or after
+    the end; a chunk missing from the pool leaves a gap as long as itself, so its neighbours
+    stay apart. Only the next chunk *in the pool* is considered, so with overlap above half a
+    chunk ``k`` and ``k + 2`` (which then share text) are linked when ``k + 1`` is absent. The
+    length read is the text the ranker reads (cut by ``max_chars_per_doc``).
+
+    Candidates without a document id or with an order value that is not an integer have no
+    contextual edges. Expansion cannot guess a neighbour's offset: in ``"offset"`` order this
+    proximity gives no lookup keys.
     """
 
     doc_field: str = "doc_id"
     index_field: str = "chunk_index"
     kind: str = "contextual"
     weight: float = 1.0
+    order: str = "index"
+    max_gap: int = 32
 
     def __post_init__(self) -> None:
         check_weight("AdjacentChunks", self.weight)
+        if self.order not in ORDERS:
+            raise ConfigError(
+                f"AdjacentChunks.order must be one of {', '.join(ORDERS)}, got {self.order!r}"
+            )
+        if isinstance(self.max_gap, bool) or not isinstance(self.max_gap, int):
+            raise InputTypeError(f"AdjacentChunks.max_gap must be an int, got {self.max_gap!r}")
+        if self.max_gap < 0:
+            raise ConfigError(f"AdjacentChunks.max_gap must be >= 0, got {self.max_gap}")
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
+        if self.order == "offset":
+            return self._offset_adjacency(candidates)
         keys: list[tuple[int, tuple[str, int]]] = []
         for i, candidate in enumerate(candidates):
-            doc = candidate.metadata.get(self.doc_field)
-            index = read_int(candidate.metadata.get(self.index_field))
-            if doc is not None and str(doc) != "" and index is not None:
-                keys.append((i, (str(doc), index)))
+            position = self._position(candidate)
+            if position is not None:
+                keys.append((i, position))
         positions = index_by(keys)
         rows: list[int] = []
         cols: list[int] = []
@@ -106,6 +137,24 @@ class AdjacentChunks:
             for j in positions.get((doc, index + 1), ()):
                 rows.append(i)
                 cols.append(j)
+        return links_to_matrix(rows, cols, len(candidates), symmetric=True)
+
+    def _offset_adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
+        """Spans that meet, within a document (the rule in the class docstring)."""
+        spans: dict[str, list[tuple[int, int, int]]] = {}
+        for i, candidate in enumerate(candidates):
+            position = self._position(candidate)
+            if position is not None and position[1] >= 0:
+                doc, start = position
+                spans.setdefault(doc, []).append((start, start + len(candidate.text), i))
+        rows: list[int] = []
+        cols: list[int] = []
+        for members in spans.values():
+            members.sort()
+            for (start, end, i), (after, _end, j) in pairwise(members):
+                if start < after <= end + self.max_gap:
+                    rows.append(i)
+                    cols.append(j)
         return links_to_matrix(rows, cols, len(candidates), symmetric=True)
 
     # Expansion support (additive): the previous and next chunk of the same document.
@@ -119,7 +168,7 @@ class AdjacentChunks:
     def link_keys(self, candidate: Candidate) -> list[LinkKey]:
         """Chunks ``k - 1`` and ``k + 1`` of the candidate's document, as lookup keys."""
         position = self._position(candidate)
-        if position is None:
+        if position is None or self.order == "offset":
             return []
         doc, index = position
         return [
@@ -131,7 +180,7 @@ class AdjacentChunks:
     def own_keys(self, candidate: Candidate) -> list[LinkKey]:
         """The candidate's own (document, chunk index) key."""
         position = self._position(candidate)
-        if position is None:
+        if position is None or self.order == "offset":
             return []
         return [((self.doc_field, position[0]), (self.index_field, str(position[1])))]
 
