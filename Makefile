@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PIP_INSTALL) torch==2.13.0
-	$(PIP_INSTALL) -e ".[all,dev]"
+	$(PIP_INSTALL) -e ".[all]" --group dev
 	touch $(STAMP)
 
 demo: $(STAMP)

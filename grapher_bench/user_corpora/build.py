@@ -14,7 +14,8 @@
 
 The questions (``queries.jsonl``) are hand-written and committed; the build only checks that
 each gold id still exists in the corpus it wrote (exit code 1 when one does not).
-Needs the ``corpora`` extra: ``pip install -c constraints.txt -e ".[corpora]"``.
+Needs the ``corpora`` dependency group (pip >= 25.1, from the repository root):
+``pip install -c constraints.txt --group corpora -e .``.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ PINS: dict[str, str] = {
     "pygame": "2.6.1",
     "markdown": "3.11.3",
 }
-"""The versions the committed corpora were built from (also pinned by the ``corpora`` extra)."""
+"""The versions the committed corpora were built from (also pinned by the ``corpora`` group)."""
 
 _WAGTAIL_APPS = [
     "wagtail.contrib.forms",
@@ -188,8 +189,8 @@ def _create_in_subprocess(kind: str, path: Path) -> None:
     if done.returncode != 0:
         last = "\n".join(done.stderr.strip().splitlines()[-3:])
         raise RuntimeError(
-            f"creating the {kind} database failed (is the 'corpora' extra installed? "
-            f"pip install -c constraints.txt -e '.[corpora]'):\n{last}"
+            f"creating the {kind} database failed (is the 'corpora' dependency group "
+            f"installed? pip install -c constraints.txt --group corpora -e .):\n{last}"
         )
 
 
@@ -821,7 +822,9 @@ class _MarkdownReader:
 def _pygame_docs() -> Path:
     spec = importlib.util.find_spec("pygame")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("pygame is not installed: pip install -c constraints.txt '.[corpora]'")
+        raise RuntimeError(
+            "pygame is not installed: pip install -c constraints.txt --group corpora -e ."
+        )
     root = Path(next(iter(spec.submodule_search_locations))) / "docs" / "generated"
     if not root.is_dir():
         raise RuntimeError(f"the installed pygame has no HTML docs at {root}")
@@ -938,7 +941,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = sorted(k for k, v in versions.items() if v == "not installed")
     stale = {k: v for k, v in versions.items() if k not in missing and v != PINS[k]}
     if missing:
-        print(f"note: not installed: {', '.join(missing)} (the 'corpora' extra)", file=sys.stderr)
+        print(
+            f"note: not installed: {', '.join(missing)} (the 'corpora' dependency group)",
+            file=sys.stderr,
+        )
     if stale:
         print(f"note: versions differ from the pins {PINS}: {stale}", file=sys.stderr)
     names = args.only or list(CORPORA)

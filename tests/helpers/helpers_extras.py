@@ -30,7 +30,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "draw": ("matplotlib", "networkx"),
     "ray": ("ray",),
     "peers": ("langchain_graph_retriever", "graph2sql"),
-    # only in the dev extra: the test suites, stores and notebook runners the tests use
+    # the dev dependency group, not an extra: the test suites, stores and notebook runners
     "dev": (
         "chromadb",
         "langchain_chroma",
@@ -46,8 +46,18 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: not extras but dependency groups (PEP 735): the repository's own tools, never published
+GROUPS = frozenset({"dev"})
+
+
 def reason(extra: str, module: str) -> str:
-    """The skip reason: the extra, the missing module and the command that installs it."""
+    """The skip reason: the extra (or group), the missing module and the command that installs
+    it -- a group has no ``grapher-rerank[...]`` form, so naming one would mislead."""
+    if extra in GROUPS:
+        return (
+            f"needs the {extra} dependency group ({module}): "
+            f"pip install --group {extra} -e . (pip >= 25.1, from the repository root)"
+        )
     return f"needs the {extra} extra ({module}): pip install 'grapher-rerank[{extra}]'"
 
 
