@@ -7,7 +7,11 @@ metadata fields on the :class:`~grapher_core.Candidate` (never on the user's nod
 * :data:`ADJACENT_FIELD` -- the ids of the previous and next chunks, read by
   ``ForeignKeys(field=ADJACENT_FIELD, kind="contextual")`` (:func:`relationship_proximity`),
   so chunk adjacency works with zero metadata configuration;
-* :data:`SOURCE_FIELD` -- the id of the source document, for "same document" proximities.
+* :data:`SOURCE_FIELD` -- the id of the source document (``ref_doc_id``), one of the document
+  fields zero-config detection reads (:data:`grapher_core.edges.detect.DOC_FIELDS`): a chunk's
+  ``chunk_index`` / ``start_index`` is then read within it when no relationship states the order,
+  and chunks of one document without any order get the fix named
+  (:func:`grapher_core.edges.detect.missing_order_hint`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from llama_index.core.schema import (
 
 from grapher_core import Candidate, ForeignKeys, RankedCandidate
 from grapher_core.conventions import EDGES_KEY, GRAPHER_SCORE_KEY, RETRIEVAL_SCORE_KEY
+from grapher_core.edges.detect import SOURCE_FIELD
 from grapher_core.errors import InputTypeError
 
 __all__ = [
@@ -39,7 +44,6 @@ __all__ = [
 ]
 
 ADJACENT_FIELD = "_grapher_adjacent"
-SOURCE_FIELD = "_grapher_source"
 # The key SentenceTransformerRerank uses for the same purpose.
 
 
