@@ -6,7 +6,10 @@
 
 The text is the serialised schema (``"Table: t\\nColumns: c (type), ..."``), the id
 ``"<db_id>.<table>"``, and ``metadata["foreign_keys"]`` the ids of the tables linked by a
-foreign key in either direction -- rank with ``ForeignKeys()``.
+foreign key in either direction -- rank with ``ForeignKeys()``. ``Document.id`` is the table id,
+which ``add_documents`` hands to the store (``InMemoryVectorStore``, Chroma), so retrieved
+documents come back under the ids the foreign keys name. The text is exactly what LlamaIndex's
+``GraphERSchemaReader`` embeds, so the two frameworks retrieve and rerank the same list.
 """
 
 from __future__ import annotations
