@@ -101,8 +101,17 @@ def document_from_ranked(
 ) -> Document:
     """A new Document for a reranked candidate: same id and text, copied metadata plus scores
     (``relevance_score`` on the documented scale, the raw ``grapher_score``) and, when given,
-    the graph's edge count per kind (``grapher_edges``)."""
+    the graph's edge count per kind (``grapher_edges``).
+
+    A ``relevance_score`` the document came with (an upstream reranker's: Cohere, FlashRank, a
+    cross-encoder that keeps its score) is replaced by GraphER's, so it is kept as
+    ``retrieval_score`` unless the document has one already -- as LlamaIndex's
+    ``keep_retrieval_score`` keeps the score a reranker replaces; ``extra`` (the retriever's
+    store score) wins. Any other ``score_key`` stays under its own key in the copy."""
     metadata = dict(original.metadata)
+    upstream = metadata.get(RELEVANCE_SCORE_KEY)
+    if upstream is not None and RETRIEVAL_SCORE_KEY not in metadata and not ranked.expanded:
+        metadata[RETRIEVAL_SCORE_KEY] = upstream
     if extra:
         metadata.update(extra)
     metadata[RELEVANCE_SCORE_KEY] = ranked.score if ranked.relevance is None else ranked.relevance

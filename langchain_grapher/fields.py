@@ -43,8 +43,12 @@ class RerankerFields(BaseDocumentCompressor):
     top_n: int | None = Field(default=3, ge=0, strict=True)
     """How many documents to return (LangChain rerankers' default, 3); ``None`` returns all."""
     score_key: str | None = None
-    """Metadata key of the base retriever's score, read when ``seed_transform`` is not
-    ``"rank"`` (and kept as ``retrieval_score``); unset or absent for all: seeds from rank."""
+    """Metadata key of the base score: the retriever's, or an upstream reranker's (Cohere and
+    FlashRank write ``"relevance_score"``). It seeds the graph when the seed policy reads scores
+    (``seed_transform="raw"``, ``"auto"`` or ``"minmax"``, or a ranker that reads them; the
+    default GCS seeds from rank). The output keeps it under its own key (the metadata is
+    copied); an upstream ``relevance_score``, which GraphER's replaces, becomes
+    ``retrieval_score``. Unset, or absent from every document: seeds from rank."""
     seed_transform: Literal["rank", "auto", "raw", "minmax"] | None = None
     """How base scores become seeds; ``None``: the core's one rule, the retriever's order (its
     scores for a ranker that reads them), see :func:`grapher_core.ranking.seeds.seed_policy`."""
