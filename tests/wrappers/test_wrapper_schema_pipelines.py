@@ -104,7 +104,9 @@ def _llamaindex(urls: list[str]) -> VectorStoreIndex:
 
 
 def test_both_frameworks_embed_the_same_text_under_the_same_id(databases: list[str]) -> None:
-    langchain = {d.id: d.page_content for url in databases for d in SQLSchemaLoader(url).load()}
+    langchain = {
+        str(d.id): d.page_content for url in databases for d in SQLSchemaLoader(url).load()
+    }
     reader = GraphERSchemaReader()
     for items in (
         [d for url in databases for d in reader.load_data(url)],
