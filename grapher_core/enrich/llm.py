@@ -1,10 +1,12 @@
 """Entity extraction with any OpenAI-compatible chat model (OpenAI, vLLM, Ollama, llama.cpp).
 
-Requests run with bounded concurrency; 429, 5xx, timeouts and connection errors are retried with
-exponential backoff and jitter (``Retry-After`` honoured). ``timeout`` is a deadline for each
-whole request (connect, send and every read), not a limit per read: a server that drips one
-byte at a time cannot hold a request past it, and a request past it is a timeout like any
-other. Every other per-object problem -- an unparseable answer, a 400 -- becomes a failed
+Requests run with bounded concurrency. Retries are the openai client's own (``max_retries``:
+408, 409, 429, 5xx, timeouts and connection errors, ``Retry-After`` read by the client); only
+the wait between attempts is ours, exponential backoff with jitter bounded by ``backoff_base``
+and ``backoff_max``. ``timeout`` is a deadline for each whole attempt (connect, send and every
+read), not a limit per read: a server that drips one byte at a time cannot hold an attempt past
+it, and an attempt past it is a timeout that the client retries like any other. Every other
+per-object problem -- an unparseable answer, a 400 -- becomes a failed
 ``ExtractionResult`` for that object only. Configuration errors that would fail every object
 (401, 403, 404 model not found) stop the run with ``ExtractorConfigError`` instead of burning
 through the corpus.
@@ -14,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
+import functools
+import importlib
 import math
 import numbers
 import os
 import random
-import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -185,29 +187,6 @@ def check_api_key(value: object, option: str = "api_key") -> str:
     return value
 
 
-def _retry_after_seconds(error: Any) -> float | None:
-    response = getattr(error, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        with contextlib.suppress(ValueError):
-            return max(0.0, float(milliseconds) / 1000.0)
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def _not_int(value: Any) -> bool:
     return isinstance(value, bool) or not isinstance(value, numbers.Integral)
 
@@ -216,6 +195,67 @@ def _finite_number(value: Any) -> bool:
     """A real number that is not NaN or infinite (NaN compares False with everything, so a
     plain ``timeout <= 0`` check lets it through and the request never ends)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+#: Statuses the openai client retries by itself: a failure with one of them means it gave up.
+_RETRIED_STATUSES = frozenset({408, 409, 429})
+
+
+def _retried_status(status: int) -> bool:
+    return status in _RETRIED_STATUSES or status >= 500
+
+
+@functools.cache
+def _client_classes() -> tuple[type[Any], type[Any]]:
+    """The openai client and its HTTP client, each with the one thing this module changes.
+
+    Built on first use because openai is an optional dependency. The HTTP client puts the
+    deadline on each attempt: the client's own timeout bounds each read, which a server
+    sending a byte at a time never trips, and a deadline outside the client's call would also
+    cut short its retries. A missed deadline is raised as the HTTP library's timeout, so the
+    client retries it like any timeout. The chat client takes its wait between attempts from
+    ``backoff`` (the extractor's ``_delay``): the client's fixed 0.5 to 8 s steps are neither
+    configurable nor quick enough for tests, and there is no public hook for them.
+    """
+    import openai
+
+    http_base: type[Any] = openai.DefaultAsyncHttpxClient
+    # httpx for older openai releases, httpx2 for newer: the library the client catches
+    library = next(c for c in http_base.__mro__ if c.__name__ == "AsyncClient").__module__
+    timeout_error: Any = importlib.import_module(library.split(".")[0]).TimeoutException
+
+    class DeadlineHttpClient(http_base):
+        """Ends each HTTP exchange, body included, ``deadline`` seconds after it starts."""
+
+        def __init__(self, *, deadline: float, **options: Any) -> None:
+            super().__init__(**options)
+            self.deadline = deadline
+
+        async def send(self, request: Any, **options: Any) -> Any:
+            try:
+                return await asyncio.wait_for(super().send(request, **options), self.deadline)
+            except asyncio.TimeoutError as error:  # cancelled above: its connection is closed
+                raise timeout_error(
+                    f"no answer within the {self.deadline:g} s deadline", request=request
+                ) from error
+
+    class ChatClient(openai.AsyncOpenAI):
+        """``openai.AsyncOpenAI`` whose wait before a retry is ``backoff(attempt, retry_after)``."""
+
+        backoff: Callable[[int, float | None], float] | None = None
+
+        def _calculate_retry_timeout(
+            self, remaining_retries: int, options: Any, response_headers: Any = None
+        ) -> float:
+            if self.backoff is None:
+                return float(
+                    super()._calculate_retry_timeout(remaining_retries, options, response_headers)
+                )
+            retry_after = self._parse_retry_after_header(response_headers)
+            # older releases (1.40) pass one retry fewer: their first retry waits as a second
+            return self.backoff(max(0, self.max_retries - remaining_retries), retry_after)
+
+    return ChatClient, DeadlineHttpClient
 
 
 class OpenAIChatClient:
@@ -349,30 +389,29 @@ class OpenAIChatClient:
 
     def _async_client(self) -> Any:
         try:
-            import openai
+            chat_client, http_client = _client_classes()
         except ImportError as error:  # pragma: no cover - depends on the environment
             raise MissingDependencyError(
                 "the LLM extractor needs the openai client: pip install 'grapher-rerank[llm]'"
             ) from error
-        return openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+        client = chat_client(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            http_client=http_client(deadline=self.timeout, timeout=self.timeout),
         )
+        client.backoff = self._delay
+        return client
 
-    async def _attempt(self, client: Any, request: dict[str, Any]) -> Any:
-        """One request that ends by its deadline, ``timeout`` seconds from now, whatever the
-        server does: past it the request is cancelled (its connection closed) and
-        ``asyncio.TimeoutError`` is raised. The HTTP client's own timeout only bounds each
-        read, which a server sending a byte at a time never trips."""
-        return await asyncio.wait_for(
-            client.chat.completions.create(**request), timeout=self.timeout
-        )
-
-    def _delay(self, attempt: int, error: BaseException) -> float:
-        retry_after = _retry_after_seconds(error)
-        if retry_after is not None:
-            return min(self.backoff_max, retry_after) + random.uniform(0, self.backoff_base / 4)
-        cap = min(self.backoff_max, self.backoff_base * (2**attempt))
-        return cap / 2 + random.uniform(0, cap / 2)  # "equal jitter"
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry ``attempt + 1``: the server's ``Retry-After`` (parsed by
+        the client) bounded by ``backoff_max``, else exponential backoff with "equal jitter"."""
+        if retry_after is not None and math.isfinite(retry_after):
+            waited = min(self.backoff_max, max(0.0, retry_after))
+            return waited + random.uniform(0, self.backoff_base / 4)
+        cap = min(self.backoff_max, self.backoff_base * (2.0 ** min(attempt, 64)))
+        return cap / 2 + random.uniform(0, cap / 2)
 
     def _request(self, text: str) -> dict[str, Any]:
         request: dict[str, Any] = {"model": self.model, "messages": self.prepare(text)}
@@ -385,46 +424,45 @@ class OpenAIChatClient:
         return request
 
     async def _extract_one(self, client: Any, text: str) -> ExtractionResult:
+        """One object's request, retried by the client; what it raised becomes the result."""
         import openai
 
-        request = self._request(text)
-        last_problem = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = await self._attempt(client, request)
-            except asyncio.TimeoutError as error:  # the deadline passed: a timeout, retried
-                last_problem = f"no answer within the {self.timeout:g} s deadline"
-                if attempt < self.max_retries:
-                    await asyncio.sleep(self._delay(attempt, error))
-                continue
-            except (
-                openai.AuthenticationError,
-                openai.PermissionDeniedError,
-                openai.NotFoundError,
-            ) as error:
-                raise ExtractorConfigError(
-                    f"{self.base_url or 'OpenAI'} refused model {self.model!r} "
-                    f"(HTTP {error.status_code}): {error.message}"
-                ) from error
-            except (
-                openai.RateLimitError,
-                openai.InternalServerError,
-                openai.APITimeoutError,
-                openai.APIConnectionError,
-                openai.ConflictError,
-            ) as error:
-                status = getattr(error, "status_code", None)
-                last_problem = f"HTTP {status}" if status else type(error).__name__
-                if attempt < self.max_retries:
-                    await asyncio.sleep(self._delay(attempt, error))
-                continue
-            except openai.APIStatusError as error:
-                return ExtractionResult(None, f"HTTP {error.status_code}: {error.message}")
-            except (openai.APIError, ValueError) as error:
-                return ExtractionResult(None, f"bad response: {type(error).__name__}: {error}")
-            return self._interpret(response, text)
+        try:
+            response = await client.chat.completions.create(**self._request(text))
+        except (
+            openai.AuthenticationError,
+            openai.PermissionDeniedError,
+            openai.NotFoundError,
+        ) as error:
+            raise ExtractorConfigError(
+                f"{self.base_url or 'OpenAI'} refused model {self.model!r} "
+                f"(HTTP {error.status_code}): {error.message}"
+            ) from error
+        except openai.APITimeoutError as error:  # the deadline passed on the last attempt
+            return self._gave_up(error, f"no answer within the {self.timeout:g} s deadline")
+        except openai.APIConnectionError as error:
+            return self._gave_up(error, type(error).__name__)
+        except openai.APIStatusError as error:
+            if _retried_status(error.status_code):
+                return self._gave_up(error, f"HTTP {error.status_code}")
+            return ExtractionResult(None, f"HTTP {error.status_code}: {error.message}")
+        except (openai.APIError, ValueError) as error:
+            return ExtractionResult(None, f"bad response: {type(error).__name__}: {error}")
+        return self._interpret(response, text)
+
+    def _gave_up(self, error: Any, last_problem: str) -> ExtractionResult:
+        """The failed result of a request the client stopped retrying. Its last attempt's
+        ``x-stainless-retry-count`` header says how many were made (the server can stop the
+        retries early: ``x-should-retry: false``, a ``Retry-After`` over two minutes); clients
+        that do not send it made them all."""
+        headers = getattr(getattr(error, "request", None), "headers", None) or {}
+        try:
+            attempts = int(headers.get("x-stainless-retry-count", self.max_retries)) + 1
+        except (TypeError, ValueError):
+            attempts = self.max_retries + 1
+        plural = "" if attempts == 1 else "s"
         return ExtractionResult(
-            None, f"gave up after {self.max_retries + 1} attempts (last: {last_problem})"
+            None, f"gave up after {attempts} attempt{plural} (last: {last_problem})"
         )
 
 

@@ -106,16 +106,48 @@ def test_429_with_retry_after_and_500_are_retried(fault_server: Server) -> None:
 
 
 def test_retry_after_is_honoured() -> None:
-    from types import SimpleNamespace
+    """The wait the openai client asks for before a retry is ours: its Retry-After (header
+    parsing is the client's), bounded by backoff_max, else backoff with jitter."""
+    extractor = OpenAIEntityExtractor(
+        "m", base_url="http://127.0.0.1:9/v1", backoff_max=10, max_retries=6
+    )
+    client = extractor._async_client()
 
-    extractor = OpenAIEntityExtractor("m", base_url="http://127.0.0.1:9/v1", backoff_max=10)
-    error = SimpleNamespace(response=SimpleNamespace(headers={"retry-after": "2"}))
-    assert 2.0 <= extractor._delay(0, error) <= 2.2  # type: ignore[arg-type]
-    error = SimpleNamespace(response=SimpleNamespace(headers={"retry-after-ms": "300"}))
-    assert 0.3 <= extractor._delay(0, error) <= 0.5  # type: ignore[arg-type]
-    plain = SimpleNamespace(response=SimpleNamespace(headers={}))
-    delays = [extractor._delay(3, plain) for _ in range(50)]  # type: ignore[arg-type]
-    assert all(2.0 <= d <= 4.0 for d in delays) and len(set(delays)) > 1  # backoff with jitter
+    def wait(headers: dict[str, str], attempt: int = 0) -> float:
+        return float(client._calculate_retry_timeout(6 - attempt, None, headers))
+
+    try:
+        assert 2.0 <= wait({"retry-after": "2"}) <= 2.2
+        assert 0.3 <= wait({"retry-after-ms": "300"}) <= 0.5
+        assert 10.0 <= wait({"retry-after": "600"}) <= 10.2  # bounded by backoff_max
+        delays = [wait({}, attempt=3) for _ in range(50)]
+        assert all(2.0 <= d <= 4.0 for d in delays) and len(set(delays)) > 1  # jitter
+    finally:
+        asyncio.run(client.close())
+
+
+def test_the_clients_retries_wait_our_backoff(fault_server: Server) -> None:
+    """max_retries is the client's retry budget, and its waits are backoff_base/backoff_max
+    (the client's own steps, 0.5 s then 1 s then 2 s, would take 2.6 s or more here)."""
+    server = fault_server(fixed_status=500)
+    started = time.perf_counter()
+    (result,) = run_extraction(TEXTS[:1], make(server, max_retries=3, backoff_max=0.02)).results
+    assert time.perf_counter() - started < 2.0
+    assert server.stats.requests == 4
+    assert result.error == "gave up after 4 attempts (last: HTTP 500)"
+
+
+def test_a_servers_retry_after_is_waited_for(fault_server: Server) -> None:
+    server = fault_server(rate_429=1.0, retry_after=0.3)
+    started = time.perf_counter()
+    (result,) = run_extraction(TEXTS[:1], make(server, max_retries=2, backoff_max=10)).results
+    assert time.perf_counter() - started >= 0.6  # two waits of the server's 0.3 s
+    assert server.stats.requests == 3
+    assert result.error == "gave up after 3 attempts (last: HTTP 429)"
+    server.reset_stats()
+    (result,) = run_extraction(TEXTS[:1], make(server, max_retries=0)).results
+    assert server.stats.requests == 1
+    assert result.error == "gave up after 1 attempt (last: HTTP 429)"
 
 
 def test_timeouts_are_retried(fault_server: Server) -> None:
