@@ -288,7 +288,7 @@ def test_read_sqlite_schema_links_both_ways(tmp_path: Path) -> None:
 
 
 def test_optuna_database_matches_the_committed_corpus(tmp_path: Path) -> None:
-    pytest.importorskip("optuna", reason="needs the 'corpora' extra")
+    pytest.importorskip("optuna", reason="needs the corpora dependency group")
     from grapher_bench.user_corpora.build import create_database
 
     create_database("optuna", tmp_path / "optuna.sqlite")
