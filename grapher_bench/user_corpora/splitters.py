@@ -256,7 +256,7 @@ def split_llamaindex(texts: dict[str, str]) -> list[Chunk]:
         metadata = {
             **node.metadata,
             "source": node.ref_doc_id,
-            "start_index": node.start_char_idx,
+            "start_index": getattr(node, "start_char_idx", None),
         }
         out.append(Chunk(node.node_id, node.get_content(), str(node.ref_doc_id), metadata, node))
     return out
