@@ -16,7 +16,7 @@ from grapher_core.diagnostics import (
     check_relative_threshold,
 )
 from grapher_core.edges.base import Proximity
-from grapher_core.edges.detect import describe, detect_proximities
+from grapher_core.edges.detect import describe, detect_proximities, missing_order_hint
 from grapher_core.edges.graph import CandidateGraph, build_graph
 from grapher_core.edges.keys import AdjacentChunks
 from grapher_core.errors import InputError, InputTypeError
@@ -479,9 +479,10 @@ class GraphReranker(RerankingEngine):
                 self.diagnostics.report(
                     ("no-proximities",),
                     "no proximities given and none detected from the "
-                    "metadata (no foreign_keys, links, mentions, entities "
-                    "or doc_id + chunk_index): the order is the "
-                    "retriever's; pass proximities=[...]",
+                    "metadata (no foreign_keys, links, mentions, entities, "
+                    "doc_id + chunk_index or source + start_index): the order is the "
+                    "retriever's; pass proximities=[...]"
+                    + (f"; {hint}" if (hint := missing_order_hint(candidates)) else ""),
                 )
             else:
                 self.diagnostics.report(
