@@ -17,11 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import importlib
 import math
 import numbers
 import os
 import random
+import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -222,7 +222,7 @@ def _client_classes() -> tuple[type[Any], type[Any]]:
     http_base: type[Any] = openai.DefaultAsyncHttpxClient
     # httpx for older openai releases, httpx2 for newer: the library the client catches
     library = next(c for c in http_base.__mro__ if c.__name__ == "AsyncClient").__module__
-    timeout_error: Any = importlib.import_module(library.split(".")[0]).TimeoutException
+    timeout_error: Any = sys.modules[library.split(".")[0]].TimeoutException  # loaded by openai
 
     class DeadlineHttpClient(http_base):
         """Ends each HTTP exchange, body included, ``deadline`` seconds after it starts."""
