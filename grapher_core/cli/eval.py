@@ -48,10 +48,19 @@ from grapher_core.cli.rerank import (
     retrieve,
 )
 from grapher_core.errors import InputError
-from grapher_core.evaluation.choice import choose, config_for, significant
+from grapher_core.evaluation.choice import Choice, choose, config_for, unfit_configurations
 from grapher_core.evaluation.grid import Setting, build_grid, rankers_available
-from grapher_core.evaluation.measure import EvaluationScope, GridResult, Pools, measure_grid
-from grapher_core.evaluation.report import gain_text, render_table, report_json
+from grapher_core.evaluation.measure import (
+    EvaluationScope,
+    GridResult,
+    Pools,
+    ReembedCost,
+    measure_grid,
+    needs_vectors,
+    reembedding_ms,
+)
+from grapher_core.evaluation.report import gain_text, pct, render_table, report_json
+from grapher_core.evaluation.sources import SourceResult, by_source, losing, sources_of
 
 __all__ = ["register", "run"]
 
@@ -80,8 +89,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--k",
         default="5,10",
-        help="cut-offs of gold@K and PR@K, comma-separated (default: %(default)s); the choice "
-        "reads the smallest and the largest",
+        help="cut-offs of gold@K and PR@K, comma-separated (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--for",
+        dest="for_k",
+        metavar="topK",
+        help="the K you feed downstream (top5, top10, ...): the choice reads PR@K, gold@K "
+        "breaking ties, and the config keeps K (default: the smallest --k)",
     )
     parser.add_argument(
         "--mentions",
@@ -115,11 +130,23 @@ def _parse_ks(value: str) -> list[int]:
     return ks
 
 
-def _check(args: argparse.Namespace) -> tuple[list[int], list[str]]:
+def _parse_for(value: str | None, ks: list[int]) -> int:
+    """``--for top5`` (or ``5``): the cut-off the choice reads; the smallest K without it."""
+    if value is None:
+        return ks[0]
+    text = value.strip().lower().removeprefix("top").lstrip("-_ ")
+    if not text.isdigit() or int(text) < 1:
+        raise InputError(f"--for must be topK with K >= 1 (top5, top10, ...), got {value!r}")
+    return int(text)
+
+
+def _check(args: argparse.Namespace) -> tuple[list[int], int, list[str]]:
     """Refuse a bad command line before anything is read or embedded."""
     from grapher_core.ranking.registry import available_rankers
 
     ks = _parse_ks(args.k)
+    for_k = _parse_for(args.for_k, ks)
+    ks = sorted({*ks, for_k})
     if args.top_n < 1:
         raise InputError("--top-n must be >= 1")
     if args.top_n < ks[-1]:
@@ -140,7 +167,7 @@ def _check(args: argparse.Namespace) -> tuple[list[int], list[str]]:
             raise InputError(f"--{option.replace('_', '-')} {path} is a directory")
         if path is not None and not path.resolve().parent.is_dir():
             raise InputError(f"--{option.replace('_', '-')} {path}: no folder {path.parent}")
-    return ks, rankers
+    return ks, for_k, rankers
 
 
 @dataclass(frozen=True)
@@ -160,13 +187,14 @@ class _Retrieval:
 def run(args: argparse.Namespace) -> int:
     from grapher_core.edges.detect import describe, detect_proximities
 
-    ks, rankers = _check(args)
+    ks, for_k, rankers = _check(args)
     objects = _read_objects(args)
     questions = read_questions(args.questions, {o.id for o in objects}, need_gold=True)
     objects = _prepare(args, objects)
     retrieval = _retrieve(args, objects, questions)
     detected = detect_proximities([Candidate(o.id, "", None, o.metadata) for o in objects])
-    skipped, built = rankers_available(rankers, retrieval.embedder)
+    loaded: dict[str, tuple[str, ...]] = {}
+    skipped, built = rankers_available(rankers, retrieval.embedder, loaded)
     grid = build_grid(rankers, detected, skipped)
     _print_setup(args, len(objects), retrieval, detected, skipped, grid)
     measured = measure_grid(grid, built, retrieval.pools, progress=not args.no_progress)
@@ -176,8 +204,11 @@ def run(args: argparse.Namespace) -> int:
     scope = EvaluationScope(
         str(args.questions), tuple(q.id for q in questions), len(objects), args.top_n, tuple(ks)
     )
-    choice = choose(measured.rows, ks)
-    _print_outcome(measured, scope, choice)
+    excluded = unfit_configurations(measured.rows, measured.messages, loaded)
+    choice = choose(measured.rows, for_k, excluded)
+    cost = _reembed_cost(measured, built, detected, retrieval)
+    sources = sources_of(objects, retrieval.pools.gold, databases=bool(args.database))
+    results = _print_outcome(measured, scope, choice, cost, sources)
     config = config_for(choice, measured.rows, scope)
     if args.write_config is not None:
         from grapher_core.ranking.config import write_config
@@ -190,14 +221,30 @@ def run(args: argparse.Namespace) -> int:
             measured.rows,
             scope,
             config=config,
-            chosen=choice,
+            choice=choice,
             model=retrieval.model,
             graph=describe(detected),
             skipped=reasons,
+            cost=cost,
+            sources=None if results is None else [r.to_dict() for r in results],
         )
         _write_json(args.json, report)
         print(f"wrote {args.json}")
     return 0
+
+
+def _reembed_cost(
+    measured: GridResult, built: dict[str, Any], detected: Sequence[Any], retrieval: _Retrieval
+) -> ReembedCost:
+    """Which configurations read vectors, and (only then) what embedding one pool costs with
+    the evaluation's own model."""
+    labels = frozenset(
+        row.name
+        for row in measured.rows
+        if row.setting is not None and needs_vectors(row.setting, built, detected)
+    )
+    ms = reembedding_ms(retrieval.embedder, retrieval.pools) if labels else 0.0
+    return ReembedCost(ms, labels)
 
 
 def _read_objects(args: argparse.Namespace) -> list[CorpusObject]:
@@ -277,28 +324,99 @@ def _print_setup(
         print(f"  {setting.label}")
 
 
-def _print_outcome(measured: GridResult, scope: EvaluationScope, choice: Any) -> None:
-    """The table, the ceiling the candidates set, the rerankers' notes and the advice."""
+def _print_outcome(
+    measured: GridResult,
+    scope: EvaluationScope,
+    choice: Choice,
+    cost: ReembedCost,
+    sources: Sequence[Sequence[str]] | None,
+) -> list[SourceResult] | None:
+    """The table, what a wrapper pays, the ceiling the candidates set, the rerankers' notes,
+    the choice with its reason, and PR@K by source (returned for the report)."""
     rows, ks = measured.rows, scope.ks
     base = rows[0]
     print()
-    print(render_table(rows, ks, choice))
+    print(render_table(rows, ks, choice, cost))
+    _print_latency(cost, scope)
     print(
         f"\ngold among the {scope.top_n} candidates: "
         f"{base.gold_at(scope.top_n):.1%} (no reranking goes above it)"
     )
     for message, count in measured.notes.items():
         print(f"note ({count} configuration{'s' if count > 1 else ''}): {message}")
-    if choice is None:
-        print("\nkeep the retriever's order: no configuration beat it on these questions")
+    for label, warning in choice.excluded.items():
+        print(f"not chosen: {label}: its ranker warned that it does not fit: {_first(warning)}")
+    print(f"\nchoice on PR@{choice.k}: {choice.reason}")
+    if choice.hint is not None:
+        print(f"more questions: {choice.hint}")
+    if choice.row is not None:
+        print(f"best: {choice.row.name} ({gain_text(choice.row, base, ks, choice.k)})")
+    return _print_sources(choice, base, sources)
+
+
+def _first(message: str) -> str:
+    """A warning's first sentence, for a one-line mention."""
+    return message.split(". ")[0].rstrip(".") + "."
+
+
+def _print_latency(cost: ReembedCost, scope: EvaluationScope) -> None:
+    """What the two latency columns mean, and how a wrapper avoids re-embedding."""
+    print(
+        "\nms p50: the median rerank call with the candidates' vectors at hand; ms re-embed: "
+        "what a wrapper pays per query when its store does not hand the vectors back"
+    )
+    if not cost.labels:
+        print("(no configuration reads vectors: the two are the same)")
         return
-    print(f"\nbest: {choice.name} ({gain_text(choice, base, ks)})")
-    if not significant(choice, base, ks):
+    print(
+        f"re-embedding the {scope.top_n} candidates' texts costs {cost.ms:,.0f} ms per query "
+        f"with the evaluation's model, for {len(cost.labels)} configuration"
+        f"{'s' if len(cost.labels) > 1 else ''} whose ranker or graph reads vectors"
+    )
+    print(
+        "to avoid it, hand the store's vectors back: LangChain: GraphERRetriever over an "
+        "InMemoryVectorStore or Chroma store embedded with the reranker's model; LlamaIndex: "
+        "GraphERPostprocessor(vector_store=index.vector_store)"
+    )
+
+
+SOURCE_TABLE_MAX = 25
+"""More sources than this: only those below the retriever are listed."""
+
+
+def _print_sources(
+    choice: Choice, base: Any, sources: Sequence[Sequence[str]] | None
+) -> list[SourceResult] | None:
+    """PR@K by source for the recommended row (the default when the advice is to keep the
+    retriever's order), naming every source where it is below the retriever."""
+    row = choice.row if choice.row is not None else choice.default
+    if sources is None or row is None:
+        return None
+    k = choice.k
+    results = by_source(row, base, sources, k)
+    who = "chosen" if row is choice.row else "default"
+    if len(results) <= SOURCE_TABLE_MAX:
         print(
-            f"caution: not significant on {len(scope.question_ids)} questions (p >= 0.05 for "
-            f"PR@{max(ks)} and gold@{min(ks)}): the gain may be chance; more questions "
-            "would tell"
+            f"\nPR@{k} by source (retriever -> {who}; a question counts in each source of "
+            "its gold):"
         )
+        width = max(len(r.source) for r in results)
+        for r in results:
+            print(
+                f"  {r.source.ljust(width)}  {r.questions:>5} q  {pct(r.retriever):>5} -> "
+                f"{pct(r.row):>5}  +{r.wins}/-{r.losses}"
+            )
+    below = losing(results)
+    if not below:
+        print(f"no source where the {who} configuration is below the retriever on PR@{k}")
+        return results
+    named = ", ".join(
+        f"{r.source} ({pct(r.retriever)} -> {pct(r.row)}, -{r.losses}/+{r.wins} of {r.questions})"
+        for r in below[:10]
+    )
+    more = f" and {len(below) - 10} more" if len(below) > 10 else ""
+    print(f"below the retriever on PR@{k} ({who}): {named}{more}")
+    return results
 
 
 def _write_json(path: Path, report: dict[str, Any]) -> None:

@@ -1,78 +1,249 @@
 """Choosing a configuration, and the config file the choice becomes.
 
-A configuration is chosen only where it is nowhere below the retriever's own order, so the
-advice is never worse than keeping that order, which is the choice when nothing beats it.
+The default (GCS at its defaults, rank seeds, the detected graph) is what a user deploys
+without choosing; a grid of a dozen configurations measured on a few dozen questions always
+holds one that is a question or two ahead of it by chance. So the choice prefers the default
+and switches only to a configuration that beats *the default* with the exact paired McNemar
+test at p < 0.05 on PR@K, K being the cut-off the user feeds downstream; a configuration
+whose ranker warned that it does not fit these inputs is never chosen. When the default is
+below the retriever's own order and nothing beats it significantly, the advice is to keep
+that order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from grapher_core.evaluation.grid import DEFAULT
 from grapher_core.evaluation.measure import EvaluationScope, Measurement
-from grapher_core.evaluation.report import gain_text
+from grapher_core.evaluation.paired import PairedComparison, compare_paired
+from grapher_core.evaluation.report import pct
+from grapher_core.utils.stats import mcnemar_exact
 
-__all__ = ["choose", "config_for", "significant"]
+__all__ = [
+    "LEVEL",
+    "UNFIT_MARKERS",
+    "Choice",
+    "choose",
+    "config_for",
+    "questions_needed",
+    "unfit_configurations",
+]
+
+LEVEL = 0.05
+"""The p-value below which a win over the default is taken as real."""
+
+UNFIT_MARKERS: tuple[str, ...] = (
+    "never saw",  # the GAT's / MLP's shipped checkpoint on edge kinds it was not trained on
+    "not expected to improve",  # g-rag's shipped checkpoint against a strong retriever
+    "ranked below the retriever's own order",  # qa-gnn's shipped checkpoint off its set
+)
+"""Phrases of the learned rankers' own warnings that they do not fit the inputs (their texts
+carry no stable code, so the phrases are matched). PPR's caveat ("can rank below ...") asks to
+measure it, which the evaluation does; it does not set PPR aside."""
 
 
-def choose(rows: Sequence[Measurement], ks: Sequence[int]) -> Measurement | None:
-    """The best configuration by PR@<largest K>, then gold@<smallest K>, then MRR -- only
-    among those nowhere below the retriever (``rows[0]``) on gold@<smallest K>,
-    PR@<smallest K> and PR@<largest K>, and above it on that order; ``None``: keep the
-    retriever's order."""
-    small, large = min(ks), max(ks)
-    base = rows[0]
+@dataclass(frozen=True)
+class Choice:
+    """What the evaluation recommends: ``row`` (``None``: keep the retriever's order), the
+    cut-off ``k`` it was chosen on, the default it was weighed against, the one-line
+    ``reason``, what more questions would tell (``hint``) and the configurations set aside
+    (label -> the warning that set them aside)."""
 
-    def key(row: Measurement) -> tuple[int, int, float]:
-        return (
-            int(row.perfect(large).sum()),
-            int(row.hits(small).sum()),
-            float(row.reciprocal().sum()),
+    row: Measurement | None
+    k: int
+    default: Measurement | None
+    reason: str
+    hint: str | None = None
+    excluded: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def keeps_default(self) -> bool:
+        return self.row is not None and self.row is self.default
+
+
+def unfit_configurations(
+    rows: Sequence[Measurement],
+    messages: Mapping[str, Iterable[str]],
+    load_messages: Mapping[str, Iterable[str]] | None = None,
+) -> dict[str, str]:
+    """Label -> the warning that says the configuration's ranker does not fit these inputs.
+    A ranker warns once per process, so what one configuration said holds for every
+    configuration of the same ranker over the same graph; what a ranker said while loading
+    (``load_messages``, ranker -> messages) holds for all of its configurations."""
+    said: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        if row.setting is not None:
+            key = (row.setting.ranker, row.setting.graph)
+            said.setdefault(key, []).extend(messages.get(row.name, ()))
+    out: dict[str, str] = {}
+    for row in rows:
+        setting = row.setting
+        if setting is None:
+            continue
+        heard = [*said[(setting.ranker, setting.graph)]]
+        heard += list((load_messages or {}).get(setting.ranker, ()))
+        warning = next((m for m in heard if any(mark in m for mark in UNFIT_MARKERS)), None)
+        if warning is not None:
+            out[row.name] = warning
+    return out
+
+
+def _key(row: Measurement, k: int) -> tuple[int, int]:
+    """PR@K's questions, then gold@K's objects: what the choice compares."""
+    return int(row.perfect(k).sum()), int(row.hits(k).sum())
+
+
+def _versus(row: Measurement, other: Measurement, k: int) -> PairedComparison:
+    return compare_paired(row.perfect(k), other.perfect(k))
+
+
+def _find_default(rows: Sequence[Measurement], excluded: Mapping[str, str]) -> Measurement | None:
+    """The default's row; without GCS in the grid, the first configuration measured that
+    did not warn (what the user asked for first)."""
+    fit = [row for row in rows[1:] if row.name not in excluded]
+    return next((row for row in fit if row.setting == DEFAULT), fit[0] if fit else None)
+
+
+def choose(
+    rows: Sequence[Measurement], k: int, excluded: Mapping[str, str] | None = None
+) -> Choice:
+    """The recommendation on PR@``k`` (gold@``k`` breaking ties), ``rows[0]`` being the
+    retriever's order: the best configuration that beats the default significantly and is
+    not below the retriever; else the default when it is at or above the retriever (and
+    changes some question's gold@``k``: otherwise deploying it buys nothing measured); else
+    the retriever's order."""
+    excluded = dict(excluded or {})
+    base, n = rows[0], len(rows[0].gold_ranks)
+    default = _find_default(rows, excluded)
+    if default is None:
+        return Choice(
+            None, k, None, _keep_retriever("no configuration was measured"), None, excluded
         )
-
-    def safe(row: Measurement) -> bool:
-        return (
-            row.hits(small).sum() >= base.hits(small).sum()
-            and row.perfect(small).sum() >= base.perfect(small).sum()
-            and row.perfect(large).sum() >= base.perfect(large).sum()
+    others = [r for r in rows[1:] if r is not default and r.name not in excluded]
+    winners = [
+        r
+        for r in others
+        if _significant_win(_versus(r, default, k)) and _key(r, k) >= _key(base, k)
+    ]
+    if winners:
+        best = max(winners, key=lambda r: (*_key(r, k), float(r.reciprocal().sum())))
+        test = _versus(best, default, k)
+        reason = (
+            f"switch to {best.name}: it beats the default ({default.name}) on PR@{k} "
+            f"{_counts(test)}, significant on {n} questions; {_against_retriever(best, base, k)}"
         )
+        return Choice(best, k, default, reason, None, excluded)
+    hint = _hint(others, default, k, n)
+    if _key(default, k) < _key(base, k):
+        why = (
+            f"the default ({default.name}) is below it on PR@{k} "
+            f"({pct(base.perfect(k).mean())} -> {pct(default.perfect(k).mean())}, "
+            f"{_counts(_versus(default, base, k))}) and nothing beat the default significantly"
+        )
+        return Choice(None, k, default, _keep_retriever(why), hint, excluded)
+    if (default.hits(k) == base.hits(k)).all():
+        why = f"the default ({default.name}) changes no question's gold@{k}"
+        return Choice(None, k, default, _keep_retriever(why), hint, excluded)
+    reason = (
+        f"keep the default ({default.name}): no configuration beat it significantly on "
+        f"PR@{k}; {_against_retriever(default, base, k)}"
+    )
+    return Choice(default, k, default, reason, hint, excluded)
 
-    eligible = [row for row in rows[1:] if safe(row) and key(row) > key(base)]
-    return max(eligible, key=key) if eligible else None  # max keeps the first of equals
+
+def _significant_win(test: PairedComparison) -> bool:
+    return test.wins > test.losses and test.p < LEVEL
 
 
-def significant(row: Measurement, base: Measurement, ks: Sequence[int]) -> bool:
-    """Whether the paired tests of PR@<largest K> or gold@<smallest K> reach p < 0.05."""
-    tests = row.versus(base, ks)
-    return min(tests[f"PR@{max(ks)}"].p, tests[f"gold@{min(ks)}"].p) < 0.05
+def _counts(test: PairedComparison) -> str:
+    return f"+{test.wins}/-{test.losses}, McNemar p={test.p:.2g}"
+
+
+def _keep_retriever(why: str) -> str:
+    return f"keep the retriever's order: no configuration beat it on these questions ({why})"
+
+
+def _against_retriever(row: Measurement, base: Measurement, k: int) -> str:
+    return (
+        f"against the retriever PR@{k} {pct(base.perfect(k).mean())} -> "
+        f"{pct(row.perfect(k).mean())} ({_counts(_versus(row, base, k))})"
+    )
+
+
+def _hint(others: Sequence[Measurement], default: Measurement, k: int, n: int) -> str | None:
+    """The closest contender the test did not support, and how many questions would make a
+    win of its size significant."""
+    ahead = [(r, _versus(r, default, k)) for r in others]
+    ahead = [(r, t) for r, t in ahead if t.wins > t.losses]
+    if not ahead:
+        return None
+    row, test = max(ahead, key=lambda pair: (pair[1].wins - pair[1].losses, -pair[1].p))
+    text = (
+        f"{row.name} won {test.wins}/{test.losses} against the default on PR@{k}, "
+        f"p={test.p:.2g}: not significant on {n} questions"
+    )
+    if test.p < LEVEL:  # significant over the default but below the retriever
+        return (
+            f"{row.name} beats the default on PR@{k} ({_counts(test)}) but is below the retriever"
+        )
+    needed = questions_needed(test.wins, test.losses, n)
+    if needed is None:
+        return f"{text}; a win this size would need more than {100 * n:,} questions"
+    return f"{text}; with ~{needed:,} questions a win this size would be significant"
+
+
+def questions_needed(wins: int, losses: int, n: int, most: int = 100) -> int | None:
+    """About how many questions a win of this size (the same shares of won and lost
+    questions) needs to reach p < :data:`LEVEL`; ``None`` beyond ``most`` times ``n``."""
+    if wins <= losses or n < 1:
+        return None
+
+    def significant_at(questions: int) -> bool:
+        scale = questions / n
+        return mcnemar_exact(round(wins * scale), round(losses * scale)) < LEVEL
+
+    low, high = n, most * n
+    if not significant_at(high):
+        return None
+    while high - low > max(1, low // 50):  # the p-value falls with the questions: bisect
+        middle = (low + high) // 2
+        if significant_at(middle):
+            high = middle
+        else:
+            low = middle
+    digits = max(0, int(math.log10(high)) - 1)  # two significant figures, rounded up
+    return int(math.ceil(high / 10**digits) * 10**digits)
 
 
 def config_for(
-    choice: Measurement | None, rows: Sequence[Measurement], scope: EvaluationScope
+    choice: Choice, rows: Sequence[Measurement], scope: EvaluationScope
 ) -> dict[str, Any]:
     """The configuration a written config saves (validated by the core's loader): the chosen
-    one, or the retriever's order; either way with what the evaluation measured."""
+    one, or the retriever's order; either way with what the evaluation measured and why."""
     from grapher_core.ranking.config import retriever_order_config
 
+    ks = scope.ks
     evaluation: dict[str, Any] = {
         "questions_file": scope.questions_file,
         "questions": len(scope.question_ids),
         "corpus_objects": scope.n_objects,
-        "k": list(scope.ks),
-        "retriever": rows[0].summary(scope.ks),
+        "k": list(ks),
+        "for_k": choice.k,
+        "retriever": rows[0].summary(ks),
     }
-    common = {"top_n": max(scope.ks), "fetch_k": scope.top_n}
-    if choice is None or choice.setting is None:
-        return retriever_order_config(
-            **common,
-            note="keep the retriever's order: no configuration beat it on these questions",
-            evaluation=evaluation,
-        )
+    if choice.default is not None:
+        evaluation["default"] = choice.default.summary(ks)
+    common = {"top_n": choice.k, "fetch_k": scope.top_n}
+    if choice.row is None or choice.row.setting is None:
+        return retriever_order_config(**common, note=choice.reason, evaluation=evaluation)
     from grapher_core.request.settings import RerankSettings
 
-    setting = choice.setting
-    evaluation["chosen"] = choice.summary(scope.ks)
-    caution = "" if significant(choice, rows[0], scope.ks) else "; not significant (p >= 0.05)"
+    setting = choice.row.setting
+    evaluation["chosen"] = choice.row.summary(ks)
     settings = RerankSettings(
         proximities=setting.proximities,
         ranker=setting.ranker,
@@ -84,6 +255,6 @@ def config_for(
     return settings.to_config(
         keep_retriever_order=False,
         fetch_k=common["fetch_k"],
-        note=f"chosen by grapher eval: {gain_text(choice, rows[0], scope.ks)}{caution}",
+        note=f"chosen by grapher eval: {choice.reason}",
         evaluation=evaluation,
     )

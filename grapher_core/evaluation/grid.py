@@ -13,6 +13,7 @@ from grapher_core.errors import GraphERError
 
 __all__ = [
     "ALPHAS",
+    "DEFAULT",
     "FULL_CHUNK_ORDER",
     "MAX_CONFIGS",
     "SEEDS",
@@ -56,6 +57,11 @@ class Setting:
         return f"{self.ranker} alpha={self.alpha_text} seeds={self.seeds} graph={self.graph}"
 
 
+DEFAULT = Setting("gcs", ALPHAS["gcs"][0], "rank", "detected")
+"""The configuration a user gets without choosing (GCS at its defaults, rank seeds, the graph
+detected in the metadata): the one an alternative must beat, significantly, to be chosen."""
+
+
 def build_grid(
     rankers: Sequence[str], detected: Sequence[Any], available: dict[str, str | None]
 ) -> list[Setting]:
@@ -81,10 +87,12 @@ def build_grid(
 
 
 def rankers_available(
-    rankers: Sequence[str], embedder: Any
+    rankers: Sequence[str], embedder: Any, said: dict[str, tuple[str, ...]] | None = None
 ) -> tuple[dict[str, str | None], dict[str, Any]]:
     """Per ranker: ``None`` (usable) or the reason it is skipped; and the learned rankers
-    built once (their checkpoint loads once, not per configuration)."""
+    built once (their checkpoint loads once, not per configuration). ``said``, when given,
+    receives what each built ranker warned while loading (a checkpoint's own caveats), so the
+    choice can read them."""
     reasons: dict[str, str | None] = {}
     built: dict[str, Any] = {}
     for name in rankers:
@@ -92,20 +100,30 @@ def rankers_available(
             reasons[name] = None
             continue
         try:
-            built[name] = _build_ranker(name, embedder)
+            built[name], messages = _build_ranker(name, embedder)
         except (GraphERError, ImportError, OSError, TypeError) as error:
             reasons[name] = " ".join(str(error).split()) or type(error).__name__
             continue
         reasons[name] = None
+        if said is not None and messages:
+            said[name] = messages
     return reasons, built
 
 
-def _build_ranker(name: str, embedder: Any) -> Any:
+def _build_ranker(name: str, embedder: Any) -> tuple[Any, tuple[str, ...]]:
+    """The ranker, and what GraphER warned while building it (torch-geometric's import-time
+    deprecations are dropped: they say nothing about the fit)."""
     from grapher_core.ranking.registry import make_ranker
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch-geometric's import-time deprecations
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:  # a learned ranker checks that the vectors are those it was trained on
-            return make_ranker(name, embedder=embedder)
+            ranker = make_ranker(name, embedder=embedder)
         except TypeError:  # a ranker that takes no embedder
-            return make_ranker(name)
+            ranker = make_ranker(name)
+    messages = tuple(
+        dict.fromkeys(
+            str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)
+        )
+    )
+    return ranker, messages

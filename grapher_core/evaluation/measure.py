@@ -33,10 +33,13 @@ __all__ = [
     "GridResult",
     "Measurement",
     "Pools",
+    "ReembedCost",
     "measure_grid",
     "measure_retriever",
     "measure_setting",
+    "needs_vectors",
     "rank_pool",
+    "reembedding_ms",
     "reranker_for",
 ]
 
@@ -125,12 +128,31 @@ class Measurement:
 @dataclass(frozen=True)
 class GridResult:
     """The retriever's row then one per configuration measured; what the rerankers warned
-    about (message -> configurations that said it) and the configurations that failed
-    (label -> reason)."""
+    about (message -> configurations that said it), the configurations that failed
+    (label -> reason), and each configuration's own messages (label -> messages), so the
+    choice can set aside a configuration whose ranker said it does not fit."""
 
     rows: tuple[Measurement, ...]
     notes: Mapping[str, int]
     failed: Mapping[str, str]
+    messages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReembedCost:
+    """What a wrapper pays per query beyond the rerank call when its store does not hand the
+    candidates' vectors back: ``ms`` to embed one pool's texts, for the configurations
+    (``labels``) whose ranker or graph reads vectors."""
+
+    ms: float
+    labels: frozenset[str]
+
+    def wrapper_ms(self, row: Measurement) -> float | None:
+        """The row's median rerank call, plus the embedding when it reads vectors."""
+        latency = row.latency()
+        if latency is None:
+            return None
+        return latency["median"] + (self.ms if row.name in self.labels else 0.0)
 
 
 def reranker_for(setting: Setting, built: Mapping[str, Any]) -> Any:
@@ -199,6 +221,7 @@ def measure_grid(
     rows = [measure_retriever(pools)]
     notes: dict[str, int] = {}
     failed: dict[str, str] = {}
+    said: dict[str, tuple[str, ...]] = {}
     counter = Progress(len(grid) * len(pools), "reranking", enabled=progress)
     for setting in grid:
         try:
@@ -207,7 +230,34 @@ def measure_grid(
             failed[setting.label] = " ".join(str(error).split()) or type(error).__name__
             continue
         rows.append(row)
+        said[setting.label] = tuple(messages)
         for message in messages:
             notes[message] = notes.get(message, 0) + 1
     counter.close()
-    return GridResult(tuple(rows), notes, failed)
+    return GridResult(tuple(rows), notes, failed, said)
+
+
+def needs_vectors(setting: Setting, built: Mapping[str, Any], detected: Sequence[Any]) -> bool:
+    """Whether the configuration's ranker or graph reads the candidates' vectors: a wrapper
+    whose store does not hand them back then embeds every candidate's text on each call."""
+    from grapher_core.ranking.base import needs_embeddings
+
+    proximities = detected if setting.proximities is None else setting.proximities
+    ranker = built.get(setting.ranker)
+    return needs_embeddings(ranker) or any(needs_embeddings(p) for p in proximities)
+
+
+def reembedding_ms(embedder: Any, pools: Pools, samples: int = 3) -> float:
+    """What embedding one question's candidate texts costs, in ms (the median of up to
+    ``samples`` pools, after one untimed call that loads the model): the price per query of
+    a wrapper whose store does not hand the vectors back."""
+    if not pools.candidates or not pools.candidates[0]:
+        return 0.0
+    embedder.embed_documents([pools.candidates[0][0].text or " "])  # load the model, untimed
+    times: list[float] = []
+    for pool in pools.candidates[:samples]:
+        texts = [candidate.text or " " for candidate in pool]
+        start = time.perf_counter()
+        embedder.embed_documents(texts)
+        times.append((time.perf_counter() - start) * 1000)
+    return float(np.median(times))

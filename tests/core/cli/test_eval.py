@@ -85,6 +85,7 @@ def test_pooled_databases_graph_beats_the_retriever_and_the_config_loads(
     questions = write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
     config_path, report_path = tmp_path / "best.json", tmp_path / "report.json"
     args = ["eval", *pooled, "--questions", str(questions), "--top-n", "6", "--k", "2,3"]
+    args += ["--for", "top3"]  # the choice reads PR@3 (without it: the smallest K)
     code = main([*args, "--write-config", str(config_path), "--json", str(report_path)])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -105,7 +106,9 @@ def test_pooled_databases_graph_beats_the_retriever_and_the_config_loads(
     assert report["k"] == [2, 3] and report["question_ids"] == ["q1", "q2", "q3"]
     assert len(configs) == 10  # gcs 3 alphas + ppr 2, each with rank and score seeds
     best = next(row for row in configs if row["name"] == report["chosen"])
-    assert best["metrics"]["PR@3"] == 1.0 and best["metrics"]["PR@2"] == 1.0
+    # the default is kept (was: the row also perfect on PR@2, a question ahead of it, p=1)
+    assert best["name"] == "gcs alpha=0.1 seeds=rank graph=detected" == report["default"]
+    assert best["metrics"]["PR@3"] == 1.0 and "keep the default" in report["reason"]
     assert best["vs_retriever"]["PR@3"] == {"wins": 2, "losses": 0, "p": 0.5}
     assert best["latency_ms"]["median"] > 0
     assert retriever["gold_ranks"][0] == [1, 5]  # buyers: 5th, behind three "placed" tables
@@ -420,13 +423,14 @@ def test_mentions_link_a_corpus_without_links(
     assert "graph detected in the metadata: ForeignKeys('mentions')" in capsys.readouterr().out
 
 
-def test_chunk_order_at_full_share_is_tried_chosen_and_loaded(
+def test_chunk_order_at_full_share_is_tried_named_and_loaded(
     tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Answers that span a chunk and the one after it, which shares no word with the question:
     the default damps chunk order where it is a pool's only evidence, so only the grid's
-    full-share configuration lifts the continuation; its config carries the option, and the
-    core and both wrappers load the same ranker."""
+    full-share configuration lifts the continuation; on two questions that is named as what
+    more questions would tell, not chosen; its config carries the option, and the core and both
+    wrappers load the same ranker."""
     documents = {
         "volcano": ["lava erupts from the crater", "it cools into basalt rock", "tourists hike"],
         "river": ["the delta floods every spring", "farmers plant rice there", "boats sail"],
@@ -449,10 +453,20 @@ def test_chunk_order_at_full_share_is_tried_chosen_and_loaded(
     config_path = tmp_path / "best.json"
     args = ["eval", "--corpus", str(corpus), "--questions", str(questions), "--top-n", "10"]
     args += ["--k", "2,3", "--rankers", "gcs", "--no-progress", "--write-config", str(config_path)]
-    assert main(args) == 0
+    assert main([*args, "--for", "top3", "--json", str(tmp_path / "report.json")]) == 0
     out = capsys.readouterr().out
     assert "grid: 7 configurations" in out  # gcs 3 alphas x 2 seeds + chunk order at full share
-    assert "best: gcs alpha=0.1 seeds=rank graph=detected, chunk order full" in out
+    # full share wins both questions, which is not significant (p=0.5): it is named, not chosen
+    # (it was chosen before the choice had to beat the default significantly)
+    full = "gcs alpha=0.1 seeds=rank graph=detected, chunk order full"
+    assert f"more questions: {full} won 2/0 against the default on PR@3, p=0.5" in out
+    assert "best:" not in out and "keep the retriever's order" in out
+    report = json.loads((tmp_path / "report.json").read_text())
+    config = load_config(config_path)
+    assert config["keep_retriever_order"] is True
+    full_row = next(row for row in report["rows"] if row["name"] == full)
+    assert full_row["config"]["ranker_options"] == {"alone_weights": {}}
+    write_config(config_path, {"grapher_config": 1, "ranker_options": {"alone_weights": {}}})
     config = load_config(config_path)
     assert config["ranker_options"] == {"alone_weights": {}}
     core = GraphReranker.from_config(config_path)

@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 from grapher_core import Candidate, ForeignKeys
+from grapher_core.candidates import CorpusObject
 from grapher_core.edges.keys import AdjacentChunks
-from grapher_core.evaluation.choice import choose, config_for, significant
+from grapher_core.edges.semantic import SemanticKNN
+from grapher_core.evaluation.choice import (
+    Choice,
+    choose,
+    config_for,
+    questions_needed,
+    unfit_configurations,
+)
 from grapher_core.evaluation.grid import (
     FULL_CHUNK_ORDER,
     MAX_CONFIGS,
@@ -22,13 +30,18 @@ from grapher_core.evaluation.measure import (
     EvaluationScope,
     Measurement,
     Pools,
+    ReembedCost,
     measure_grid,
     measure_retriever,
+    needs_vectors,
     rank_pool,
+    reembedding_ms,
     reranker_for,
 )
 from grapher_core.evaluation.report import gain_text, pct, render_table, report_json
+from grapher_core.evaluation.sources import by_source, losing, source_field, sources_of
 from grapher_core.ranking.config import CONFIG_VERSION
+from grapher_core.utils.stats import mcnemar_exact
 
 GCS = Setting("gcs", 0.1, "rank", "detected")
 PPR = Setting("ppr", 0.3, "score", "detected")
@@ -86,46 +99,155 @@ def test_measurement_metrics_latency_and_paired_tests() -> None:
     assert tests["gold@2"].wins == 1 and tests["gold@2"].losses == 0
 
 
-def test_choice_needs_a_gain_and_nothing_below_the_retriever() -> None:
-    assert choose([RETRIEVER, WORSE, BETTER], [2, 3]) is BETTER
-    assert choose([RETRIEVER, WORSE], [2, 3]) is None
-    # PR@3 up but gold@2 down: not safe, so not chosen
-    trade = measurement("trade", [(3, 2), (3, 2), (3,)])
-    assert choose([RETRIEVER, trade], [2, 3]) is None
-    twin = measurement("twin", [(1, 2), (1, 3), (1,)])
-    assert choose([RETRIEVER, BETTER, twin], [2, 3]) is BETTER  # the first of equals
-    assert not significant(BETTER, RETRIEVER, [2, 3])
+def test_choice_keeps_the_default_when_nothing_beats_it_significantly() -> None:
+    # BETTER is the default (GCS at its defaults), above the retriever; WORSE is below
+    choice = choose([RETRIEVER, WORSE, BETTER], 2)
+    assert choice.row is BETTER and choice.keeps_default and choice.default is BETTER
+    assert choice.reason.startswith("keep the default (better): no configuration beat it")
+    # an alternative a question ahead of the default, not significantly: the default stays
+    ahead = measurement("ahead", [(1, 2), (1, 2), (1,)], PPR)
+    kept = choose([RETRIEVER, BETTER, ahead], 2)
+    assert kept.row is BETTER
+    assert kept.hint is not None and kept.hint.startswith("ahead won 1/0 against the default")
+    assert "not significant on 3 questions" in kept.hint
+
+
+def test_choice_keeps_the_retrievers_order_when_the_default_is_below_it() -> None:
+    below = measurement("below", [(3, 5), (1, 4), (1,)])
+    keep = choose([RETRIEVER, below], 2)
+    assert keep.row is None and "is below it on PR@2" in keep.reason
+    assert keep.reason.startswith("keep the retriever's order: no configuration beat it")
+    same = measurement("same", list(RETRIEVER.gold_ranks))
+    assert choose([RETRIEVER, same], 2).row is None  # the default changes nothing
+
+
+def many(ranks: tuple[int | None, ...], count: int) -> list[tuple[int | None, ...]]:
+    return [ranks] * count
+
+
+def test_choice_switches_when_an_alternative_beats_the_default_significantly() -> None:
+    retriever = Measurement("retriever", None, tuple(many((1, 4), 12)))
+    default = measurement("default", many((1, 4), 10) + many((1, 2), 2))
+    alternative = measurement("ppr", many((1, 2), 12), PPR)
+    choice = choose([retriever, default, alternative], 2)
+    assert choice.row is alternative and choice.default is default
+    assert choice.reason.startswith("switch to ppr: it beats the default (default) on PR@2")
+    assert "+10/-0" in choice.reason
+    # on PR@5 (--for top5) every row has all its gold: the default stays
+    assert choose([retriever, default, alternative], 5).row is not alternative
+
+
+def test_a_warned_configuration_is_never_chosen() -> None:
+    retriever = Measurement("retriever", None, tuple(many((1, 4), 12)))
+    default = measurement("default", many((1, 4), 12))
+    gat = measurement("gat", many((1, 2), 12), Setting("gat", None, "rank", "detected"))
+    gat_score = measurement("gat2", many((1, 2), 12), Setting("gat", None, "score", "detected"))
+    rows = [retriever, default, gat, gat_score]
+    warning = "gat: ... linked by contextual edges it never saw. There it is below GCS"
+    excluded = unfit_configurations(rows, {"gat": (warning,), "default": ("other note",)})
+    assert excluded == {"gat": warning, "gat2": warning}  # one warning: the whole ranker
+    assert choose(rows, 2).row is gat  # unwarned, it would win significantly
+    choice = choose(rows, 2, excluded)
+    assert choice.row is None and choice.excluded == excluded  # default = retriever's order
+    loaded = unfit_configurations(rows, {}, {"gat": ("g-rag ... not expected to improve ...",)})
+    assert set(loaded) == {"gat", "gat2"}
+    ppr = "ppr can rank below the retriever's own order: ... measure it on your data"
+    assert unfit_configurations(rows, {"default": (ppr,)}) == {}  # a caveat, not a misfit
+    table = render_table(rows, [2], choice)
+    assert table.count("warned: not chosen") == 2
+
+
+def test_questions_needed_grows_as_the_win_shrinks() -> None:
+    assert questions_needed(1, 3, 40) is None  # a loss
+    small, large = questions_needed(3, 1, 40), questions_needed(6, 1, 40)
+    assert small is not None and large is not None and small > large >= 40
+    wins, losses = round(3 * small / 40), round(1 * small / 40)
+    assert mcnemar_exact(wins, losses) < 0.05
+    assert questions_needed(101, 100, 10) is None  # beyond 100 times the questions
+
+
+def choice_of(row: Measurement | None) -> Choice:
+    return Choice(row, 2, BETTER, "why")
 
 
 def test_config_of_the_choice_and_of_keeping_the_retrievers_order() -> None:
     rows = [RETRIEVER, BETTER]
-    config = config_for(BETTER, rows, SCOPE)
+    config = config_for(choice_of(BETTER), rows, SCOPE)
     assert config["grapher_config"] == CONFIG_VERSION and config["keep_retriever_order"] is False
     assert (config["ranker"], config["alpha"], config["seed_transform"]) == ("gcs", 0.1, "rank")
-    assert config["top_n"] == 3 and config["fetch_k"] == 6 and config["proximities"] is None
-    assert config["note"].endswith("; not significant (p >= 0.05)")
+    # top_n is the K the choice was made for (was: the largest K)
+    assert config["top_n"] == 2 and config["fetch_k"] == 6 and config["proximities"] is None
+    assert config["note"] == "chosen by grapher eval: why"
     assert config["evaluation"]["chosen"]["metrics"]["PR@3"] == 1.0
     assert config["evaluation"]["corpus_objects"] == 10 and config["evaluation"]["k"] == [2, 3]
-    keep = config_for(None, rows, SCOPE)
+    assert config["evaluation"]["for_k"] == 2 and "default" in config["evaluation"]
+    keep = config_for(choice_of(None), rows, SCOPE)
     assert keep["keep_retriever_order"] is True and keep["ranker"] == "baseline"
-    assert "chosen" not in keep["evaluation"]
+    assert "chosen" not in keep["evaluation"] and keep["note"] == "why"
 
 
 def test_table_gain_and_report() -> None:
     rows = [RETRIEVER, BETTER]
-    table = render_table(rows, [2, 3], BETTER).splitlines()
+    choice = choice_of(BETTER)
+    table = render_table(rows, [2, 3], choice).splitlines()
     assert table[0].split()[:4] == ["ranker", "alpha", "seeds", "graph"]
+    assert "PR@2 vs retr." in table[0] and "PR@2 vs default" in table[0]
     assert table[2].startswith("retriever ") and table[3].endswith("<- best")
-    assert "+2/-0 p=0.5" in table[3]
-    assert gain_text(BETTER, RETRIEVER, [2, 3]).startswith("PR@3 33.3 -> 100.0 (McNemar p=0.5)")
+    assert "+1/-0 p=1" in table[3] and " default " in table[3]
+    assert gain_text(BETTER, RETRIEVER, [2, 3], 3).startswith("PR@3 33.3 -> 100.0 (McNemar p=0.5)")
     assert pct(0.5) == "50.0"
     report = report_json(
-        rows, SCOPE, config={}, chosen=BETTER, model="m", graph="none", skipped={"gat": "why"}
+        rows, SCOPE, config={}, choice=choice, model="m", graph="none", skipped={"gat": "why"}
     )
     assert report["gold_ids"] == 5 and report["gold_among_candidates"] == 1.0
     assert report["rows"][0]["vs_retriever"] is None and report["chosen"] == "better"
     assert report["rows"][1]["vs_retriever"]["PR@3"] == {"wins": 2, "losses": 0, "p": 0.5}
     assert report["skipped"] == {"gat": "why"} and report["question_ids"] == ["q1", "q2", "q3"]
+    assert report["for_k"] == 2 and report["reason"] == "why"
+
+
+def test_latency_columns_add_the_reembedding_to_rows_that_read_vectors() -> None:
+    semantic = Setting("gcs", 0.1, "rank", "semantic", (SemanticKNN(),))
+    assert needs_vectors(semantic, {}, []) and not needs_vectors(GCS, {}, [ForeignKeys()])
+    assert needs_vectors(GCS, {}, [SemanticKNN()])  # detected graphs count for "detected"
+    vectors = measurement("vectors", [(1, 2), (1, 3), (1,)], semantic)
+    cost = ReembedCost(250.0, frozenset({"vectors"}))
+    assert cost.wrapper_ms(vectors) == pytest.approx(252.0) and cost.wrapper_ms(BETTER) == 2.0
+    assert cost.wrapper_ms(RETRIEVER) is None
+    lines = render_table([RETRIEVER, BETTER, vectors], [2, 3], choice_of(BETTER), cost)
+    header, _, _, plain, reads = lines.splitlines()
+    assert "ms p50" in header and "ms re-embed" in header
+    assert " 2.00         2.00 " in plain and " 2.00          252 " in reads
+
+    class Clock:
+        def __init__(self) -> None:
+            self.calls: list[int] = []
+
+        def embed_documents(self, texts: list[str]) -> np.ndarray:
+            self.calls.append(len(texts))
+            return np.zeros((len(texts), 4))
+
+    clock = Clock()
+    assert reembedding_ms(clock, pools()) >= 0 and clock.calls == [1, 4, 4]  # load, then 2 pools
+
+
+def test_pr_at_k_by_source_names_the_source_that_loses() -> None:
+    objects = [CorpusObject(i, "", {}) for i in ("shop.a", "shop.b", "crm.c", "crm.d")]
+    gold = (("shop.a",), ("shop.b", "crm.c"), ("crm.d",))
+    sources = sources_of(objects, gold, databases=True)
+    assert sources == (("shop",), ("shop", "crm"), ("crm",))
+    retriever = Measurement("retriever", None, ((1,), (1, 2), (1,)))
+    row = measurement("row", [(1,), (1, 2), (4,)])
+    results = by_source(row, retriever, sources, 2)
+    assert [(r.source, r.questions, r.wins, r.losses) for r in results] == [
+        ("crm", 2, 0, 1),
+        ("shop", 2, 0, 0),
+    ]
+    assert [r.source for r in losing(results)] == ["crm"]
+    chunks = [CorpusObject("x#0", "", {"doc_id": "x"}), CorpusObject("y#0", "", {"doc_id": "y"})]
+    assert source_field(chunks) == "doc_id"
+    assert sources_of(chunks, (("x#0", "y#0"),), databases=False) == (("x", "y"),)
+    assert sources_of([CorpusObject("z", "", {})], (("z",),), databases=False) is None
 
 
 def pools() -> Pools:
