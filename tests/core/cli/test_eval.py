@@ -494,3 +494,91 @@ def test_ranker_options_are_checked_on_load(tmp_path: Path) -> None:
     path.write_text(json.dumps(keep))
     with pytest.raises(ConfigError, match="contradicts keep_retriever_order"):
         load_config(path)
+
+
+class UnfitRanker:
+    """A stand-in for the shipped GAT on edges it was not trained on: it reads vectors, puts
+    every gold table first (so it would win) and warns, as the GAT does, that it never saw
+    these edges."""
+
+    name = "gat"
+    needs_embeddings = True
+
+    def __init__(self, gold: set[str]) -> None:
+        self.gold = gold
+
+    def rank(self, graph: Any, seeds: Any, context: Any) -> Any:
+        import warnings
+
+        import numpy as np
+
+        warnings.warn(
+            "gat: these candidates are linked by contextual edges it never saw. There it is "
+            "below GCS; use ranker='gcs'",
+            stacklevel=2,
+        )
+        ids = [c.id for c in context.candidates]
+        return np.array([2.0 if i in self.gold else 0.0 for i in ids]) + np.asarray(seeds)
+
+
+def test_a_warned_ranker_is_never_chosen_and_its_latency_counts_the_reembedding(
+    tmp_path: Path,
+    pooled: list[str],
+    embedder: HashEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    gold = {g for q in QUESTIONS for g in q["gold"]}
+    monkeypatch.setattr(
+        "grapher_core.cli.eval.rankers_available",
+        lambda rankers, embedder, said=None: (
+            {r: None for r in rankers},
+            {"gat": UnfitRanker(gold)},
+        ),
+    )
+    questions = write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
+    report_path = tmp_path / "report.json"
+    args = ["eval", *pooled, "--questions", str(questions), "--top-n", "6", "--k", "2,3"]
+    args += ["--rankers", "gcs,gat", "--no-progress", "--json", str(report_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    report = json.loads(report_path.read_text())
+    gat_rows = [row for row in report["rows"] if row["name"].startswith("gat ")]
+    assert len(gat_rows) == 2
+    assert report["chosen"] is None or not report["chosen"].startswith("gat ")
+    assert set(report["not_chosen_warned"]) == {row["name"] for row in gat_rows}
+    assert "not chosen: gat alpha=default seeds=rank graph=detected: its ranker warned" in out
+    assert sum(1 for line in out.splitlines() if line.endswith("warned: not chosen")) == 2
+    # the latency a wrapper pays: the GAT's rows add embedding the 6 candidates' texts
+    assert report["reembedding_ms_per_query"] > 0
+    for row in gat_rows:
+        assert row["needs_vectors"] is True
+        assert row["wrapper_ms_reembedding"] == pytest.approx(
+            row["latency_ms"]["median"] + report["reembedding_ms_per_query"]
+        )
+    assert "re-embedding the 6 candidates' texts costs" in out
+    assert "GraphERPostprocessor(vector_store=index.vector_store)" in out
+
+
+def test_pr_at_k_by_database(
+    tmp_path: Path,
+    pooled: list[str],
+    embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the unit test in tests/core/evaluation names a losing source; here the CLI's breakdown
+    zoo = [
+        {"id": "z1", "text": "placed theme", "gold": ["zoo.exhibits"]},
+        {"id": "z2", "text": "species placed weight", "gold": ["zoo.animals"]},
+    ]
+    questions = write_jsonl(tmp_path / "questions.jsonl", QUESTIONS[:2] + zoo)
+    report_path = tmp_path / "report.json"
+    args = ["eval", *pooled, "--questions", str(questions), "--top-n", "6", "--k", "1,3"]
+    args += ["--rankers", "gcs", "--no-progress", "--json", str(report_path), "--for", "top1"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    report = json.loads(report_path.read_text())
+    sources = {row["source"]: row for row in report["by_source"]}
+    assert set(sources) == {"shop", "zoo"} and sources["shop"]["questions"] == 2
+    assert "PR@1 by source (retriever -> default" in out  # the retriever's order is kept
+    assert "no source where the default configuration is below the retriever on PR@1" in out
