@@ -13,11 +13,14 @@ damps it where it is a pool's only evidence; full share suits answers that span 
 chunks).
 
 Per configuration: gold@K (gold objects in the top K / all gold objects), PR@K (questions with
-all their gold in the top K), MRR, the rerank call's median and p95 latency, and exact paired
-tests against the retriever's order (McNemar on per-question PR@K, a sign test on per-question
-gold@K; two-sided). The best configuration is chosen by PR@<largest K>, then gold@<smallest
-K>, then MRR -- but only when it is nowhere below the retriever on gold@<smallest K>,
-PR@<smallest K> and PR@<largest K>; otherwise the advice is to keep the retriever's order.
+all their gold in the top K), MRR, the rerank call's median latency with the vectors at hand and
+what a wrapper pays re-embedding the candidates when its store does not hand them back, and
+exact paired tests on the K of ``--for`` (default: the smallest ``--k``) against the retriever
+and the default. The choice reads PR@K (gold@K breaking ties): it keeps the default (GCS at its
+defaults, rank seeds, the detected graph) unless another configuration beats the default with
+McNemar p < 0.05 and is not below the retriever; a configuration whose ranker warned that it
+does not fit is never chosen; when the default is below the retriever (or changes nothing) the
+advice is to keep the retriever's order. PR@K by source names any source where it loses.
 ``--write-config`` saves the choice for ``GraphReranker.from_config`` and both wrappers'
 ``from_config``; ``--json`` writes the whole report.
 
