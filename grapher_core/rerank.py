@@ -368,10 +368,16 @@ class GraphReranker(RerankingEngine):
         (``needed`` overrides: expansion always reads them); the door's ``embedder`` only keys
         the cache, the ranker's own is named as the fallback when the door has none."""
         needed = (self.needs_embeddings if needed is None else needed) and bool(candidates)
-        if needed:
-            candidates = validate_candidates(candidates)
+        if not needed:  # nothing reads vectors: nothing to ask, nothing to copy
+            query_vector = (
+                None
+                if query_embedding is None
+                else np.asarray(query_embedding, dtype=np.float32).ravel()
+            )
+            return list(candidates), query_vector
+        candidates = validate_candidates(candidates)
         stored = None
-        without = tuple(c.id for c in candidates if c.embedding is None) if needed else ()
+        without = tuple(c.id for c in candidates if c.embedding is None)
         if without:
             held = yield ReadStored(without)
             stored = None if held is None else (lambda _ids: held)
