@@ -56,6 +56,10 @@ __all__ = [
 
 T = TypeVar("T")
 
+REEMBED_NOTE_AT = 10
+"""Texts embedded in one call, for want of a store's vectors, from which the cost is said once:
+a learned ranker then pays the whole pool's embedding on every new query."""
+
 DEFAULT_MAX_CANDIDATES = 1000
 """The wrappers' default bound on the documents/nodes reranked per call: a retriever asked for
 far more than a reranker can use (the paper reranks 200) costs graph building and embedding
@@ -392,6 +396,16 @@ class GraphReranker(RerankingEngine):
             stored=stored,
             max_chars=self.max_chars_per_doc,
         )
+        if stored is None and len(plan.missing_texts) >= REEMBED_NOTE_AT:
+            self.diagnostics.bound(
+                ("re-embedding",),
+                f"this call embeds {len(plan.missing_texts)} candidate texts that arrived "
+                "without vectors and are not cached: every new pool costs its embedding "
+                "(seconds per query on a CPU for long chunks). Hand the reranker the store's "
+                "vectors instead -- LangChain: GraphERReranker(vector_store=store) or "
+                "GraphERRetriever; LlamaIndex: GraphERPostprocessor(vector_store="
+                "index.vector_store)",
+            )
         answer = Embedded()
         if plan.missing_texts or plan.query_text is not None:
             answer = yield Embed(plan.missing_texts, plan.query_text, plan.fallback)

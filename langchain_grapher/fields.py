@@ -70,6 +70,11 @@ class RerankerFields(BaseDocumentCompressor):
     strict: bool = Field(default=False, strict=True)
     """Raise instead of warning once on silent no-ops (no field, no edges, no vectors, a pool
     smaller than ``top_n * 2``, a ``score_key`` no document has)."""
+    vector_store: Any = None
+    """The vector store the documents come from (``InMemoryVectorStore``, Chroma): the vectors
+    a ranker or proximity reads are taken from it, not embedded again per query; it must hold
+    ``embeddings``' vectors (or, without ``embeddings``, the learned ranker's model's:
+    ``GraphEREmbeddings``). ``None``: documents without vectors are embedded (and cached)."""
     neighbour_source: Any = None
     """Optional: a vector store (or any ``fetch(keys)`` neighbour source) to expand from --
     link neighbours of the top ``expand_seeds`` documents that the retriever missed are fetched

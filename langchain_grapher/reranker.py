@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -34,6 +35,7 @@ from grapher_core.utils.callsite import off_loop, skip_frames_of
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
 from langchain_grapher.fields import RerankerFields
 from langchain_grapher.neighbours import as_neighbour_source
+from langchain_grapher.stores import vectors_by_id
 
 __all__ = ["GraphERReranker"]
 
@@ -187,8 +189,10 @@ class GraphERReranker(RerankerFields):
         return mine is not None and getattr(theirs, "embedder", None) is mine
 
     def _io(self) -> DoorIO:
-        """This door's IO: the LangChain embedding model (sync and async methods)."""
-        return DoorIO.of(self.embeddings)
+        """This door's IO: the LangChain embedding model (sync and async methods) and the
+        vectors its store holds by document id."""
+        store = self.vector_store
+        return DoorIO.of(self.embeddings, None if store is None else partial(vectors_by_id, store))
 
     def _request(
         self,

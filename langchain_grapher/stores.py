@@ -75,6 +75,13 @@ def stored_vectors(store: Any, documents: Sequence[Document]) -> list[Any] | Non
     """The store's vector of each document (``None`` where it has none), or ``None`` when the
     store does not give vectors back."""
     ids = [None if d.id is None else str(d.id) for d in documents]
+    return vectors_by_id(store, ids)
+
+
+def vectors_by_id(store: Any, ids: Sequence[str | None]) -> list[Any] | None:
+    """The vector ``store`` holds for each id (``None`` where it holds none), or ``None`` when
+    the store does not give vectors back: ``InMemoryVectorStore`` (its dict) and Chroma
+    (``get(include=["embeddings"])``)."""
     known = [i for i in ids if i is not None]
     if not known:
         return None
