@@ -27,7 +27,7 @@ from grapher_core.ranking.propagation import sentence_sized
 from grapher_core.ranking.registry import make_ranker
 from grapher_core.ranking.seeds import make_seeds, seed_policy
 from grapher_core.request.call import Call, Steps
-from grapher_core.request.door import run_call
+from grapher_core.request.door import DoorIO, run_call
 from grapher_core.request.needs import Embed, Embedded, ReadStored
 from grapher_core.request.result import Reranking
 from grapher_core.request.validation import (
@@ -71,8 +71,47 @@ full text. It bounds the cost of a pathological document (a whole book in one ch
 
 
 class RerankingEngine:
-    """What every engine (:class:`GraphReranker`, the expanding one) offers besides ``run``:
-    the ranked list alone."""
+    """What every engine (:class:`GraphReranker`, the expanding and ego-graph ones) shares: a
+    request is its :meth:`steps`; :meth:`call` makes them a sans-IO call for a door, and
+    :meth:`run` answers that call with the engine's own IO (:meth:`own_io`)."""
+
+    def steps(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        top_n: int | None = None,
+    ) -> Steps[Reranking]:
+        raise NotImplementedError
+
+    def own_io(self) -> DoorIO:
+        """The IO :meth:`run` answers with: no model but the core's own, no store; sources
+        fetched directly."""
+        return DoorIO()
+
+    def call(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        query: str | None = None,
+        query_embedding: np.ndarray | Sequence[float] | None = None,
+        embedder: object | None = None,
+        top_n: int | None = None,
+    ) -> Call[Reranking]:
+        """One request over ``candidates``, sans-IO: it asks its door for what it needs
+        (stored vectors, embeddings, fetches), then ranks. ``embedder`` names the door's model
+        (the embedding space of the cache; the door does the embedding)."""
+        return Call(
+            self.steps(
+                candidates,
+                query=query,
+                query_embedding=query_embedding,
+                embedder=embedder,
+                top_n=top_n,
+            )
+        )
 
     def run(
         self,
@@ -82,7 +121,10 @@ class RerankingEngine:
         query_embedding: np.ndarray | None = None,
         top_n: int | None = None,
     ) -> Reranking:
-        raise NotImplementedError
+        """:meth:`rerank` plus what the graph was (edges per kind, proximities used): the
+        request's :meth:`call`, answered by :meth:`own_io`."""
+        call = self.call(candidates, query=query, query_embedding=query_embedding, top_n=top_n)
+        return run_call(call, self.own_io().answer)
 
     def rerank(
         self,
@@ -304,42 +346,6 @@ class GraphReranker(RerankingEngine):
         """The candidate graph the ranker sees (useful for inspection and plots)."""
         candidates = validate_candidates(candidates)
         return build_graph(candidates, self.proximities_for(candidates))
-
-    def run(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | None = None,
-        top_n: int | None = None,
-    ) -> Reranking:
-        """:meth:`rerank` plus what the graph was (edges per kind, proximities used): the
-        request's :meth:`call`, answered by the core itself (no model but the ranker's own)."""
-        return run_call(
-            self.call(candidates, query=query, query_embedding=query_embedding, top_n=top_n)
-        )
-
-    def call(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | Sequence[float] | None = None,
-        embedder: object | None = None,
-        top_n: int | None = None,
-    ) -> Call[Reranking]:
-        """One request over ``candidates``, sans-IO: it asks its door for stored vectors and
-        embeddings (only what the ranker and proximities read), then ranks. ``embedder`` names
-        the door's model (the embedding space of the cache; the door does the embedding)."""
-        return Call(
-            self.steps(
-                candidates,
-                query=query,
-                query_embedding=query_embedding,
-                embedder=embedder,
-                top_n=top_n,
-            )
-        )
 
     def steps(
         self,

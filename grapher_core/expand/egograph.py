@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from grapher_core.candidates import Candidate, CorpusObject, RankedCandidate
+from grapher_core.candidates import Candidate, CorpusObject
 from grapher_core.diagnostics import Diagnostics, GraphERWarning, stacklevel_outside
 from grapher_core.edges.base import LinkKey
 from grapher_core.errors import ConfigError, InputError, InputTypeError, SidecarError
@@ -43,7 +43,7 @@ from grapher_core.request.door import run_call
 from grapher_core.request.needs import Fetch
 from grapher_core.request.result import Reranking
 from grapher_core.request.validation import validate_candidates
-from grapher_core.rerank import GraphReranker
+from grapher_core.rerank import GraphReranker, RerankingEngine
 from grapher_core.utils.npz import DEFAULT_MAX_NPZ_BYTES, MAX_WIDTH, ArraySpec, read_npz
 
 __all__ = [
@@ -486,7 +486,7 @@ def _label(candidate: Candidate) -> str:
     return candidate.id
 
 
-class EgoGraphReranker:
+class EgoGraphReranker(RerankingEngine):
     """The top-``n`` ego-graphs' members join the candidates; ``reranker`` ranks the union.
 
     Members come from ``source`` by id in one batched call; their seed scores follow
@@ -559,27 +559,6 @@ class EgoGraphReranker:
             tuple(items) + tuple(scored), tuple(c.id for c in scored), 1, len(fetched), similarity
         )
 
-    def call(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | Sequence[float] | None = None,
-        embedder: object | None = None,
-        top_n: int | None = None,
-    ) -> Call[Reranking]:
-        """One request, sans-IO (see :meth:`GraphReranker.call`): the candidates' and the
-        query's vectors, the ego-graphs' members fetched, the union ranked."""
-        return Call(
-            self.steps(
-                candidates,
-                query=query,
-                query_embedding=query_embedding,
-                embedder=embedder,
-                top_n=top_n,
-            )
-        )
-
     def steps(
         self,
         candidates: Sequence[Candidate],
@@ -602,32 +581,6 @@ class EgoGraphReranker:
             list(joined.candidates), query=query, query_embedding=vector, top_n=top_n
         )
         return replace(result, ranked=marked(result.ranked, joined))
-
-    def run(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | None = None,
-        top_n: int | None = None,
-    ) -> Reranking:
-        """The request answered by the core itself (members fetched from the source)."""
-        return run_call(
-            self.call(candidates, query=query, query_embedding=query_embedding, top_n=top_n)
-        )
-
-    def rerank(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | None = None,
-        top_n: int | None = None,
-    ) -> list[RankedCandidate]:
-        """Drop-in for :meth:`GraphReranker.rerank`, ego-graphs joined first."""
-        return self.run(
-            candidates, query=query, query_embedding=query_embedding, top_n=top_n
-        ).ranked
 
     @property
     def needs_embeddings(self) -> bool:

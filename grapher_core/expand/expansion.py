@@ -162,20 +162,6 @@ class ExpandingReranker(RerankingEngine):
         """The wrapped reranker's own embedder (see :attr:`GraphReranker.embedding_model`)."""
         return self.reranker.embedding_model
 
-    def run(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | None = None,
-        top_n: int | None = None,
-    ) -> Reranking:
-        """Expand, then rank: the ranked candidates (fetched objects included), the edges per
-        kind of the enlarged graph and the proximities used, as :meth:`GraphReranker.run`."""
-        return self.run_with_expansion(
-            candidates, query=query, query_embedding=query_embedding, top_n=top_n
-        )[0]
-
     def rerank_with_expansion(
         self,
         candidates: Sequence[Candidate],
@@ -203,28 +189,12 @@ class ExpandingReranker(RerankingEngine):
         steps = self._steps(
             candidates, query=query, query_embedding=query_embedding, embedder=None, top_n=top_n
         )
-        return run_call(Call(steps), DoorIO.of(self.expander.embedder).answer)
+        return run_call(Call(steps), self.own_io().answer)
 
-    def call(
-        self,
-        candidates: Sequence[Candidate],
-        *,
-        query: str | None = None,
-        query_embedding: np.ndarray | Sequence[float] | None = None,
-        embedder: object | None = None,
-        top_n: int | None = None,
-    ) -> Call[Reranking]:
-        """One request, sans-IO (see :meth:`GraphReranker.call`): the candidates' vectors,
-        then one fetch per hop (and the fetched objects' vectors), then the ranking."""
-        return Call(
-            self.steps(
-                candidates,
-                query=query,
-                query_embedding=query_embedding,
-                embedder=embedder,
-                top_n=top_n,
-            )
-        )
+    def own_io(self) -> DoorIO:
+        """:meth:`run` answers with this reranker's ``embedder`` (what the source returns
+        without vectors), the source fetched directly."""
+        return DoorIO.of(self.expander.embedder)
 
     def steps(
         self,
