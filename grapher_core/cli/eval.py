@@ -62,7 +62,8 @@ from grapher_core.evaluation.measure import (
     needs_vectors,
     reembedding_ms,
 )
-from grapher_core.evaluation.report import gain_text, pct, render_table, report_json
+from grapher_core.evaluation.metrics import pct
+from grapher_core.evaluation.report import gain_text, render_table, report_json
 from grapher_core.evaluation.sources import SourceResult, by_source, losing, sources_of
 
 __all__ = ["register", "run"]

@@ -19,8 +19,8 @@ from typing import Any
 
 from grapher_core.evaluation.grid import DEFAULT
 from grapher_core.evaluation.measure import EvaluationScope, Measurement
+from grapher_core.evaluation.metrics import pct
 from grapher_core.evaluation.paired import PairedComparison, compare_paired
-from grapher_core.evaluation.report import pct
 from grapher_core.utils.stats import mcnemar_exact
 
 __all__ = [

@@ -23,6 +23,7 @@ __all__ = [
     "found_in_top",
     "gold_in_top_k",
     "gold_ranks",
+    "pct",
     "perfect_recall_at_k",
 ]
 
@@ -81,3 +82,8 @@ def check_cutoff(k: int) -> None:
     """Refuse a cut-off K that is not a positive integer."""
     if not isinstance(k, int) or k < 1:
         raise InputError(f"k must be a positive integer, got {k!r}")
+
+
+def pct(value: float) -> str:
+    """A fraction as the tables print it: percent, one decimal."""
+    return f"{100 * value:.1f}"

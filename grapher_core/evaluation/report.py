@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from grapher_core.evaluation.measure import EvaluationScope, Measurement, ReembedCost
+from grapher_core.evaluation.metrics import pct
 from grapher_core.evaluation.paired import PairedComparison, compare_paired
 
 if TYPE_CHECKING:
@@ -16,11 +17,6 @@ __all__ = ["gain_text", "pct", "render_table", "report_json"]
 
 TEXT_COLUMNS = 4
 """The table's leading columns that describe a configuration (left-aligned)."""
-
-
-def pct(value: float) -> str:
-    """A fraction as the table prints it: percent, one decimal."""
-    return f"{100 * value:.1f}"
 
 
 def render_table(

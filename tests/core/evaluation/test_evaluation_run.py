@@ -38,7 +38,8 @@ from grapher_core.evaluation.measure import (
     reembedding_ms,
     reranker_for,
 )
-from grapher_core.evaluation.report import gain_text, pct, render_table, report_json
+from grapher_core.evaluation.metrics import pct
+from grapher_core.evaluation.report import gain_text, render_table, report_json
 from grapher_core.evaluation.sources import by_source, losing, source_field, sources_of
 from grapher_core.ranking.config import CONFIG_VERSION
 from grapher_core.utils.stats import mcnemar_exact
