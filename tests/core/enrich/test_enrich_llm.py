@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from enrich_fault_server import FaultServer, fake_entities
+from helpers_extras import needs
 
 from grapher_core import CorpusObject
 from grapher_core.enrich import (
@@ -108,6 +109,7 @@ def test_429_with_retry_after_and_500_are_retried(fault_server: Server) -> None:
 def test_retry_after_is_honoured() -> None:
     """The wait the openai client asks for before a retry is ours: its Retry-After (header
     parsing is the client's), bounded by backoff_max, else backoff with jitter."""
+    needs("llm", "openai")
     extractor = OpenAIEntityExtractor(
         "m", base_url="http://127.0.0.1:9/v1", backoff_max=10, max_retries=6
     )
