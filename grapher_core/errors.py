@@ -61,8 +61,10 @@ class InputFileNotFoundError(GraphERError, FileNotFoundError):
     """A file or folder the caller named does not exist."""
 
 
-class MissingDependencyError(GraphERError, ImportError):
-    """An optional extra is needed for what was asked (the message names the extra)."""
+class MissingDependencyError(GraphERError, ModuleNotFoundError):
+    """An optional extra is needed for what was asked (the message names the extra). A
+    ``ModuleNotFoundError`` (so an ``ImportError``): code that treats a missing optional
+    module as absent -- ``pytest.importorskip`` among them -- treats it so too."""
 
 
 class StateError(GraphERError, RuntimeError):

@@ -71,6 +71,7 @@ def test_every_error_is_a_graphererror_and_keeps_its_builtin() -> None:
     assert all(issubclass(cls, GraphERError) for cls in classes)
     assert issubclass(errors.InputError, ValueError)
     assert issubclass(errors.InputTypeError, TypeError)
+    assert issubclass(errors.MissingDependencyError, ModuleNotFoundError)
     assert issubclass(errors.MissingDependencyError, ImportError)
     assert issubclass(errors.InputFileNotFoundError, FileNotFoundError)
     assert issubclass(errors.NotFoundError, KeyError)
