@@ -1,6 +1,6 @@
 """Chunk order as the frameworks' own splitters write it: zero-config GraphER in both wrappers.
 
-``python -m grapher_bench.user_corpora.splitters [--out docs/user_corpora.md]``
+``python -m grapher_bench.user_corpora.splitters [--links] [--out docs/user_corpora.md]``
 
 The pages of the two documentation corpora (Python-Markdown's ``docs/`` and pygame's HTML
 reference, as ``build`` extracted them: a page is its chunks joined by blank lines) are split
@@ -28,6 +28,19 @@ the first passage and the last chunk holding the second; a question counts for a
 those are two consecutive chunks of the page (the others are reported, not scored). Metrics as
 in ``run``: gold@5, PR@5, PR@10 of the packaged MiniLM retriever (``k=20``) and of
 ``GraphERReranker(top_n=10)`` / ``GraphERPostprocessor(top_n=10)``, zero config.
+
+``--links`` measures the same splits with the manuals' hyperlinks kept (:func:`measure_links`,
+its own section between :data:`LINK_MARKERS`). The corpora's text has its markup stripped, so
+each original chunk's ``links`` (``page#anchor``) and ``anchors`` are carried onto the re-split
+chunk overlapping it most (anchors: the chunk where the section starts) and every wrapper reads
+them with its own extractor, as a user would: LangChain ``ChunkLinkTransformer()`` then
+``LinkTransformer()``, LlamaIndex ``GraphERLinkExtractor()``, each over a copy of the chunk
+whose text ends with the links as relative Markdown links (``[link](../ref/surface.html#x)``);
+what they write is copied onto the chunk with its plain text, so the text embedded is the
+text's. LlamaIndex nodes keep every metadata key out of the embedded text (the extractor hides
+its own, the pipeline the rest); ablations on the LlamaIndex split show the postprocessor with
+relationships only, links only and both, and the same with the metadata embedded in the node
+text (``excluded_embed_metadata_keys=[]``).
 """
 
 from __future__ import annotations
@@ -44,9 +57,10 @@ from grapher_bench.sections import write_section
 from grapher_bench.user_corpora import HERE
 from grapher_bench.user_corpora.run import Score, _run_system, score
 
-__all__ = ["MARKERS", "QUESTIONS", "Question", "main"]
+__all__ = ["LINK_MARKERS", "MARKERS", "QUESTIONS", "Question", "main", "measure_links"]
 
 MARKERS = ("<!-- user-splitters:start -->", "<!-- user-splitters:end -->")
+LINK_MARKERS = ("<!-- user-splitters-links:start -->", "<!-- user-splitters-links:end -->")
 FETCH_K = 20
 TOP_N = 10
 
@@ -233,8 +247,9 @@ def split_langchain(texts: dict[str, str]) -> list[Chunk]:
     return out
 
 
-def split_llamaindex(texts: dict[str, str]) -> list[Chunk]:
-    """``SentenceSplitter`` over documents with the page as ``doc_id``, relationships kept."""
+def split_llamaindex(texts: dict[str, str], key: str = "file_name") -> list[Chunk]:
+    """``SentenceSplitter`` over documents with the page as ``doc_id``, relationships kept;
+    ``key``: the metadata key naming the page (a reader's ``file_name``, or ``source``)."""
     from llama_index.core import Document as LlamaDocument
     from llama_index.core.node_parser import SentenceSplitter
 
@@ -245,9 +260,9 @@ def split_llamaindex(texts: dict[str, str]) -> list[Chunk]:
         LlamaDocument(
             text=texts[n],
             doc_id=n,
-            metadata={"file_name": n},
-            excluded_embed_metadata_keys=["file_name"],
-            excluded_llm_metadata_keys=["file_name"],
+            metadata={key: n},
+            excluded_embed_metadata_keys=[key],
+            excluded_llm_metadata_keys=[key],
         )
         for n in sorted(texts)
     ]
@@ -361,6 +376,9 @@ def measure(corpus: str, split: str, embedder: Any) -> Cell:
     return Cell(len(chunks), len(gold), skipped, scores, same, said)
 
 
+_COMPARED = ("LangChain GraphERReranker()", "LlamaIndex GraphERPostprocessor()")
+
+
 def _table(cells: dict[tuple[str, str], Cell]) -> str:
     lines = [
         "| corpus | split (chunks) | system | gold@5 | PR@5 | PR@10 | same ranking |",
@@ -368,12 +386,271 @@ def _table(cells: dict[tuple[str, str], Cell]) -> str:
     ]
     for (corpus, split), cell in cells.items():
         for system, s in cell.scores.items():
-            same = f"{cell.same}/{cell.scored}" if "GraphER" in system else ""
+            same = f"{cell.same}/{cell.scored}" if system in _COMPARED else ""
             lines.append(
                 f"| {corpus} ({cell.scored} q) | {split} ({cell.chunks}) | {system} | "
                 f"{s.gold_at_5}/{s.gold_total} | {100 * s.pr5:.1f} | {100 * s.pr10:.1f} | {same} |"
             )
     return "\n".join(lines)
+
+
+# --- the hyperlinked variant (``--links``) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Section:
+    """One chunk of the built corpus, as a span of its page's text, with its links."""
+
+    start: int
+    end: int
+    anchors: tuple[str, ...]
+    links: tuple[str, ...]
+
+
+def page_sections(corpus: str) -> dict[str, list[_Section]]:
+    """Per page, the built chunks as spans of :func:`pages`' text, with anchors and links."""
+    from grapher_core.metadata import read_list
+
+    parts: dict[str, list[tuple[int, str, tuple[str, ...], tuple[str, ...]]]] = {}
+    with (HERE / corpus / "corpus.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            obj = json.loads(line)
+            meta = obj["metadata"]
+            parts.setdefault(str(meta["doc_id"]), []).append(
+                (
+                    int(meta["chunk_index"]),
+                    obj["text"],
+                    tuple(read_list(meta.get("anchors"))),
+                    tuple(read_list(meta.get("links"))),
+                )
+            )
+    out: dict[str, list[_Section]] = {}
+    for page, chunks in parts.items():
+        at = 0
+        spans = []
+        for _i, text, anchors, links in sorted(chunks):
+            spans.append(_Section(at, at + len(text), anchors, links))
+            at += len(text) + 2
+        out[page] = spans
+    return out
+
+
+def _span(chunk: Chunk) -> tuple[int, int]:
+    """The chunk's characters in its page (LangChain ``start_index``, LlamaIndex char idx)."""
+    start = chunk.langchain_metadata.get("start_index")
+    if start is None:
+        raise SystemExit(f"{chunk.id}: no start offset")
+    end = getattr(chunk.node, "end_char_idx", None)
+    return int(start), int(end) if end is not None else int(start) + len(chunk.text)
+
+
+def carry_links(
+    chunks: Sequence[Chunk], sections: dict[str, list[_Section]]
+) -> dict[str, tuple[list[str], list[str]]]:
+    """Chunk id -> (anchors, link targets) carried over from the built corpus's chunks."""
+    by_page: dict[str, list[tuple[Chunk, int, int]]] = {}
+    for chunk in chunks:
+        by_page.setdefault(chunk.page, []).append((chunk, *_span(chunk)))
+    out: dict[str, tuple[list[str], list[str]]] = {c.id: ([], []) for c in chunks}
+    for page, own in by_page.items():
+        for section in sections.get(page, []):
+            holding = [c for c, s, e in own if s <= section.start < e]
+            home = max(holding, key=lambda c: _span(c)[0]) if holding else None
+            if home is None:  # the section starts in stripped whitespace: the next chunk
+                later = [c for c, s, _e in own if s >= section.start]
+                home = min(later, key=lambda c: _span(c)[0]) if later else own[-1][0]
+            out[home.id][0].extend(a for a in section.anchors if a not in out[home.id][0])
+            overlap = [(min(e, section.end) - max(s, section.start), -s, c) for c, s, e in own]
+            best = max(overlap, key=lambda t: (t[0], t[1]))[2]
+            out[best.id][1].extend(t for t in section.links if t not in out[best.id][1])
+    return out
+
+
+def _markup(page: str, targets: Sequence[str]) -> str:
+    """The link targets as a user's page writes them: relative Markdown links."""
+    import posixpath
+
+    here = posixpath.dirname(page) or "."
+    hrefs = []
+    for target in targets:
+        path, _hash, anchor = target.partition("#")
+        href = posixpath.relpath(path, here)
+        hrefs.append(f"[link]({href}#{anchor})" if anchor else f"[link]({href})")
+    return " ".join(hrefs)
+
+
+LINK_KEYS = ("links", "anchors")
+"""What the link extractors write (and the carried anchors they read)."""
+
+
+def _langchain_links(
+    chunks: Sequence[Chunk], carried: dict[str, tuple[list[str], list[str]]]
+) -> dict[str, dict[str, Any]]:
+    """Chunk id -> metadata after ``ChunkLinkTransformer()`` + ``LinkTransformer()``."""
+    from langchain_core.documents import Document
+
+    from langchain_grapher.transformers import ChunkLinkTransformer, LinkTransformer
+
+    documents = []
+    for c in chunks:
+        anchors, links = carried[c.id]
+        metadata: dict[str, Any] = {"source": c.page, "start_index": _span(c)[0]}
+        if anchors:
+            metadata["anchors"] = list(anchors)
+        text = c.text + ("\n\n" + _markup(c.page, links) if links else "")
+        documents.append(Document(id=c.id, page_content=text, metadata=metadata))
+    documents = list(ChunkLinkTransformer().transform_documents(documents))
+    documents = list(LinkTransformer(fmt="markdown").transform_documents(documents))
+    return {str(d.id): dict(d.metadata) for d in documents}
+
+
+def _llamaindex_links(
+    chunks: Sequence[Chunk],
+    carried: dict[str, tuple[list[str], list[str]]],
+    *,
+    relationships: bool,
+) -> list[Any]:
+    """Plain-text nodes carrying what ``GraphERLinkExtractor()`` wrote on their linked copies;
+    without ``relationships`` the PREVIOUS / NEXT ones are dropped (SOURCE kept)."""
+    from llama_index.core.schema import NodeRelationship, TextNode
+
+    from llama_index_grapher.extractors import GraphERLinkExtractor
+
+    plain: list[Any] = []
+    marked: list[Any] = []
+    for c in chunks:
+        anchors, links = carried[c.id]
+        metadata: dict[str, Any] = {"source": c.page}
+        if c.node.relationships:  # a node parser's node: what the reader wrote
+            metadata.update(c.node.metadata)
+        else:  # a LangChain chunk: what its splitter wrote
+            metadata["start_index"] = _span(c)[0]
+        if anchors:
+            metadata["anchors"] = list(anchors)
+        rel = {
+            k: v
+            for k, v in c.node.relationships.items()
+            if relationships or k not in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT)
+        }
+        keys = [k for k in metadata if k not in LINK_KEYS]
+        for text, into in (
+            (c.text, plain),
+            (c.text + ("\n\n" + _markup(c.page, links) if links else ""), marked),
+        ):
+            node = TextNode(
+                id_=c.id,
+                text=text,
+                metadata=dict(metadata),
+                relationships=dict(rel),
+                excluded_embed_metadata_keys=list(keys),
+                excluded_llm_metadata_keys=list(keys),
+            )
+            into.append(node)
+    extracted = GraphERLinkExtractor(fmt="markdown").process_nodes(marked)
+    for node, done in zip(plain, extracted, strict=True):
+        node.metadata = dict(done.metadata)
+        node.excluded_embed_metadata_keys = list(done.excluded_embed_metadata_keys)
+        node.excluded_llm_metadata_keys = list(done.excluded_llm_metadata_keys)
+    return plain
+
+
+def _without_links(nodes: Sequence[Any]) -> list[Any]:
+    out = []
+    for node in nodes:
+        copy = node.model_copy(deep=True)
+        copy.metadata = {k: v for k, v in copy.metadata.items() if k not in LINK_KEYS}
+        out.append(copy)
+    return out
+
+
+def _embedded(nodes: Sequence[Any]) -> list[Any]:
+    """The same nodes with their whole metadata in the embedded text (none excluded)."""
+    out = []
+    for node in nodes:
+        copy = node.model_copy(deep=True)
+        copy.excluded_embed_metadata_keys = []
+        out.append(copy)
+    return out
+
+
+def _llamaindex_nodes(
+    nodes: Sequence[Any], embedder: Any, label: str
+) -> dict[str, Callable[[str], list[str]]]:
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import MetadataMode, QueryBundle
+
+    from llama_index_grapher import GraphERLlamaEmbedding, GraphERPostprocessor
+
+    embedder.embed_documents(
+        [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes], desc=label
+    )
+    index = VectorStoreIndex(
+        list(nodes), embed_model=GraphERLlamaEmbedding(embedder), show_progress=False
+    )
+    retriever = index.as_retriever(similarity_top_k=FETCH_K)
+    post = GraphERPostprocessor(top_n=TOP_N)
+
+    def plain(text: str) -> list[str]:
+        return [n.node.node_id for n in retriever.retrieve(text)]
+
+    def reranked(text: str) -> list[str]:
+        bundle = QueryBundle(text)
+        found = post.postprocess_nodes(retriever.retrieve(bundle), query_bundle=bundle)
+        return [n.node.node_id for n in found]
+
+    return {
+        f"LlamaIndex retriever{label}": plain,
+        f"LlamaIndex GraphERPostprocessor(){label}": reranked,
+    }
+
+
+def measure_links(corpus: str, split: str, embedder: Any, *, ablate: bool) -> Cell:
+    """Every system on one corpus split one way, hyperlinks kept; ``ablate``: the LlamaIndex
+    ablations too (relationships only, links only; metadata embedded or not)."""
+    from types import SimpleNamespace
+
+    texts = pages(corpus)
+    chunks = split_langchain(texts) if split == SPLITS[0] else split_llamaindex(texts, key="source")
+    carried = carry_links(chunks, page_sections(corpus))
+    gold: dict[str, list[str]] = {}
+    skipped = []
+    for question in QUESTIONS[corpus]:
+        found = gold_for(question, chunks)
+        if found is None:
+            skipped.append(question.id)
+        else:
+            gold[question.id] = found
+    queries = [SimpleNamespace(id=q.id, text=q.text) for q in QUESTIONS[corpus] if q.id in gold]
+    lc_meta = _langchain_links(chunks, carried)
+    linked = [Chunk(c.id, c.text, c.page, lc_meta[c.id], c.node) for c in chunks]
+    embedder.embed_documents([c.text for c in chunks], desc=f"{corpus} / {split}")
+    both = _llamaindex_links(chunks, carried, relationships=True)
+    systems = {**_langchain(linked, embedder), **_llamaindex_nodes(both, embedder, "")}
+    if ablate:
+        links_only = _llamaindex_links(chunks, carried, relationships=False)
+        rels_only = _without_links(both)
+        variants = {
+            ", relationships only": rels_only,
+            ", links only": links_only,
+            ", metadata embedded": _embedded(both),
+            ", relationships only, metadata embedded": _embedded(rels_only),
+            ", links only, metadata embedded": _embedded(links_only),
+        }
+        for label, nodes in variants.items():
+            found_systems = _llamaindex_nodes(nodes, embedder, label)
+            if "relationships only" in label or "links only" in label:
+                found_systems = {k: v for k, v in found_systems.items() if "GraphER" in k}
+            systems.update(found_systems)
+    scores: dict[str, Score] = {}
+    rankings: dict[str, dict[str, list[str]]] = {}
+    said: list[str] = []
+    for name, search in systems.items():
+        rankings[name], messages = _run_system(search, queries)
+        scores[name] = score(rankings[name], gold)
+        said += [f"{name}: {m}" for m in messages if f"{name}: {m}" not in said]
+    lc, li = rankings["LangChain GraphERReranker()"], rankings["LlamaIndex GraphERPostprocessor()"]
+    same = sum(lc[q] == li[q] for q in gold)
+    return Cell(len(chunks), len(gold), skipped, scores, same, said)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -383,6 +660,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out", default=None, help="markdown file to write the section into")
+    parser.add_argument(
+        "--links",
+        action="store_true",
+        help="the hyperlinked variant (links kept, LlamaIndex ablations) into its own section",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     from pathlib import Path
@@ -391,11 +673,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from grapher_core.embeddings import default_embedder
 
     embedder = CachedEmbedder(default_embedder(), EmbeddingCache(), progress=False)
-    cells = {
-        (corpus, split): measure(corpus, split, embedder)
-        for corpus in QUESTIONS
-        for split in SPLITS
-    }
+    if args.links:
+        cells = {
+            (corpus, split): measure_links(corpus, split, embedder, ablate=split == SPLITS[1])
+            for corpus in QUESTIONS
+            for split in SPLITS
+        }
+    else:
+        cells = {
+            (corpus, split): measure(corpus, split, embedder)
+            for corpus in QUESTIONS
+            for split in SPLITS
+        }
     elapsed = time.perf_counter() - started
     command = "python -m grapher_bench.user_corpora.splitters " + " ".join(
         argv if argv is not None else sys.argv[1:]
@@ -418,7 +707,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     body = "\n".join(notes)
     print(body)
     if args.out is not None:
-        write_section(Path(args.out), *MARKERS, body)
+        write_section(Path(args.out), *(LINK_MARKERS if args.links else MARKERS), body)
         print(f"updated {args.out}", file=sys.stderr)
     return 0
 
