@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -183,12 +182,6 @@ def resolve(
     if load and isinstance(target, Lazy):
         return target.load()
     return target
-
-
-def registered(kind: Kind) -> Mapping[str, Target]:
-    """A read-only view of the names of ``kind`` (for the ranker registry's listing)."""
-    _check_kind(kind)
-    return dict(_NAMES[kind])
 
 
 def _unregister(kind: Kind, name: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -417,10 +416,7 @@ class GraphReranker(RerankingEngine):
             answer = yield Embed(plan.missing_texts, plan.query_text, plan.fallback)
             if not isinstance(answer, Embedded):
                 raise InputTypeError(f"an Embed need is answered with Embedded, got {answer!r}")
-        # The door embedded (with the fallback when it has no model): nothing is embedded here.
-        return fill_plan(
-            replace(plan, fallback=None), answer.vectors, answer.query, self.vector_cache
-        )
+        return fill_plan(plan, answer.vectors, answer.query, self.vector_cache)
 
     def run_pool(
         self,

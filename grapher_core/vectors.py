@@ -117,8 +117,8 @@ class VectorPlan:
     ``origins``: per candidate, where its vector comes from (:data:`ORIGINS`). The caller
     embeds exactly ``missing_texts`` (one batch, in that order) and ``query_text`` when it is
     not ``None`` (the query vector is neither given nor unneeded), then hands the vectors back.
-    ``fallback``: the core's own embedder, asked for the missing texts when the caller has no
-    model (a learned ranker's MiniLM; its vectors are cached too).
+    ``fallback``: the core's own embedder (a learned ranker's MiniLM), named for a door that
+    has no model of its own; the door embeds with it, and its vectors are cached too.
     """
 
     candidates: tuple[Candidate, ...] = field(repr=False)
@@ -213,8 +213,9 @@ def fill_plan(
 ) -> tuple[list[Candidate], np.ndarray | None]:
     """The plan's candidates with their vectors filled in, and the query vector.
 
-    ``embedded``: one vector per ``plan.missing_texts`` (the caller's model); without it the
-    plan's ``fallback`` embedder is asked, and without that the candidates stay without vectors.
+    ``embedded``: one vector per ``plan.missing_texts``, embedded by the door (with the plan's
+    ``fallback`` when it has no model of its own); without it the candidates stay without
+    vectors -- nothing is embedded here.
     New vectors are checked (count, one dimension with the others and the query), cached under
     the plan's model, and stored as float32 like every other planned vector.
     """
@@ -226,8 +227,6 @@ def fill_plan(
     dim = next((v.shape[0] for v in vectors if v is not None), None)
     rows = None
     if plan.missing:
-        if embedded is None and plan.fallback is not None:
-            embedded = plan.fallback.embed_documents(list(plan.missing_texts))
         if embedded is not None:
             rows = _rows(embedded, len(plan.missing), dim)
             dim = rows.shape[1]

@@ -48,6 +48,7 @@ from llama_index_grapher.convert import (
     node_from_ranked,
     relationship_proximity,
 )
+from llama_index_grapher.extractors import exclude_from_text
 from llama_index_grapher.fields import PostprocessorFields
 from llama_index_grapher.neighbours import as_node_source
 from llama_index_grapher.stores import node_vectors
@@ -199,7 +200,7 @@ class GraphERPostprocessor(PostprocessorFields):
                 r, NodeWithScore(node=source.node(r.id), score=None), result.edges
             )
             fetched.node.metadata[EXPANDED_KEY] = True
-            _exclude(fetched.node, EXPANDED_KEY)
+            exclude_from_text(fetched.node, [EXPANDED_KEY])
             out.append(fetched)
         return out
 
@@ -214,7 +215,7 @@ class GraphERPostprocessor(PostprocessorFields):
         )
         if self.explain:
             out.node.metadata[EXPLANATION_KEY] = explanation_to_metadata(ranked)
-            _exclude(out.node, EXPLANATION_KEY)
+            exclude_from_text(out.node, [EXPLANATION_KEY])
         return out
 
     def _postprocess_nodes(
@@ -262,13 +263,6 @@ class GraphERPostprocessor(PostprocessorFields):
         ``"baseline"`` ranker over rank seeds: the nodes' order, unchanged."""
         config = load_config(path)
         return cls(**{**config_fields(config, settings_of(config, str(path))), **fields})
-
-
-def _exclude(node: Any, key: str) -> None:
-    """Keep a GraphER field out of the text the embedding model and the LLM read."""
-    for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
-        if key not in keys:
-            keys.append(key)
 
 
 def _sync_only(model: BaseEmbedding) -> bool:
