@@ -31,8 +31,11 @@ __all__ = [
     "Diff",
     "Failure",
     "Table",
+    "check_claim",
     "check_claims",
     "parse_tables",
+    "phrase_pattern",
+    "source_value",
 ]
 
 NUMBER = re.compile(r"[-+−]?\d+(?:\.\d+)?(?:e[-+−]?\d+)?")

@@ -599,6 +599,116 @@ def _readme() -> list[Claim]:
     ]
 
 
+QA_EVAL = "docs/qa_eval.md"
+READER_400 = Cell(QA_EVAL, "Results with a reader that can read #2", "both (400 questions)", "")
+READER_300 = Cell(QA_EVAL, "Results with a reader that can read #3", "both (300 questions)", "")
+
+
+def _reader(base: Cell, column: str, part: int) -> Cell:
+    """A cell of the stronger reader's pooled results (Δ, lost, gained, p)."""
+    return Cell(base.doc, base.table, base.row, column, part)
+
+
+def _small_reader(set_name: str, row: str, column: str) -> Cell:
+    """docs/qa_eval.md's per-set table of the 135M reader's run."""
+    questions = "192" if set_name == MUS else "200"
+    return Cell(QA_EVAL, f"{set_name} ({questions} questions, top 10)", row, column)
+
+
+def _answer_level() -> list[Claim]:
+    """Answer-level numbers quoted from docs/qa_eval.md's tables."""
+    context, gold = "answer in context", "gold in answer"
+    best = {MUS: "gat[entities-capped]", HOT: "expand-gcs", WIKI: "expand-gcs"}
+    in_context = [
+        _small_reader(name, row, context) for name in best for row in ("baseline", best[name])
+    ]
+    in_answer = [
+        _small_reader(name, row, gold) for name in best for row in ("baseline", best[name])
+    ]
+    graph_vs_flat = [
+        Diff(
+            _small_reader(name, f"{best[name]} + graph context", gold),
+            _small_reader(name, best[name], gold),
+        )
+        for name in best
+    ]
+    return [
+        *bench(
+            "(musique {} → {} %, p = #; hotpotqa {} → {} %, p = #; 2wikimultihopqa {} → {} %,",
+            *in_context,
+        ),
+        *bench("(gold in answer {} → {} %, {} → {} %, {} → {} % with p", *in_answer),
+        *bench("(gold in answer vs flat {}, {}, {} with", *graph_vs_flat),
+        *bench(
+            "`expand-gat` (the expansion study's best, PR@10 {} on these 200), is the one"
+            " answer-level difference below 0.05: gold in answer {} → {} %,",
+            _small_reader(WIKI, "expand-gat", "PR@K"),
+            _small_reader(WIKI, "baseline", gold),
+            _small_reader(WIKI, "expand-gat", gold),
+        ),
+        *bench(
+            "answer in context {} points ({} question lost, {} gained, p = {}), gold in the answer"
+            " {} (p = {}), judge {} (p = {});",
+            *[_reader(READER_400, context, part) for part in range(4)],
+            *[_reader(READER_400, gold, part) for part in (0, 3)],
+            *[_reader(READER_400, "judge (both verdicts parsed)", part) for part in (0, 4)],
+        ),
+        *bench(
+            "the answer {} (p = {}) and judge {} (p = {}) over 300 questions",
+            *[_reader(READER_300, gold, part) for part in (0, 3)],
+            *[_reader(READER_300, "judge (both verdicts parsed)", part) for part in (0, 4)],
+        ),
+        *chain(
+            README,
+            "(+{} points, {} question lost and {} gained, p = {}), and the answers move the same"
+            " way but not significantly: gold answer in the reply {} points, p = {}; the same top"
+            " 10 rendered as a graph (`:graph`) does not help that reader (gold {}, p = {},",
+            [
+                *[_reader(READER_400, context, part) for part in range(4)],
+                *[_reader(READER_400, gold, part) for part in (0, 3)],
+                *[_reader(READER_300, gold, part) for part in (0, 3)],
+            ],
+        ),
+    ]
+
+
+def _readme_studies() -> list[Claim]:
+    """README numbers from the G-RAG and qa-gnn studies' own tables."""
+    headline = Cell(
+        "docs/qa_gnn.md",
+        "Headline: qa-gnn against the position prior (not credited)",
+        "2wikimultihopqa_sentences | 3-fold CV (training folds)",
+        "",
+    )
+    recall = Cell(
+        "docs/qa_gnn.md",
+        "Recall@5 (the paper's metric), PR@5, PR@10",
+        "2wikimultihopqa_sentences (3-fold CV) (n=458) | qa-gnn",
+        "rel. vs dense",
+    )
+    grag = Cell(
+        "docs/grag.md",
+        "At a glance: what it gains, against what / Use GCS, not G-RAG, on passages",
+        "hotpotqa",
+        "G-RAG-RL − w/o, MRR [95 % CI]",
+    )
+    seeds_column = "qa-gnn − prior, seeds 0-2 (mean ± sd)"
+    return [
+        *chain(README, "which brings it to {} to +1.3.", [grag]),
+        *chain(README, "Measured: {} % relative Recall@5", [recall]),
+        *chain(
+            README,
+            "(qa-gnn − prior {} points, p = {}; {} ± {} over three seeds)",
+            [
+                _reader(headline, "qa-gnn − prior R@5 (points)", 0),
+                _reader(headline, "paired p", 0),
+                _reader(headline, seeds_column, 0),
+                _reader(headline, seeds_column, 1),
+            ],
+        ),
+    ]
+
+
 CLAIMS: list[Claim] = [
     *WHERE_THE_GRAPH_HELPS,
     *CHUNKS,
@@ -610,4 +720,6 @@ CLAIMS: list[Claim] = [
     *_llm_reading(),
     *_learned_rankers(),
     *_readme(),
+    *_answer_level(),
+    *_readme_studies(),
 ]

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 from doc_claims import BENCH, CLAIMS, passages
 
-from grapher_bench.doc_numbers import Cell, Claim, Diff, check_claims, parse_tables
+from grapher_bench.doc_numbers import (
+    Cell,
+    Claim,
+    Diff,
+    check_claim,
+    check_claims,
+    parse_tables,
+    phrase_pattern,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -138,3 +146,28 @@ def test_the_real_tables_catch_the_drift_this_check_was_written_for(tmp_path: Pa
     failures = [str(failure) for failure in check_claims([claim], tmp_path)]
     assert len(failures) == 1
     assert "prose says 47.9, the table says 40.1" in failures[0]
+
+
+def test_every_claim_fails_when_its_prose_number_changes() -> None:
+    """No claim is vacuous: nudging the number it checks, in memory, makes it fail."""
+    texts = {name: (ROOT / name).read_text(encoding="utf-8") for name in {c.file for c in CLAIMS}}
+    docs = {
+        name: parse_tables((ROOT / name).read_text(encoding="utf-8"))
+        for name in {cell.doc for claim in CLAIMS for cell in _cells(claim)}
+    }
+    silent = []
+    for claim in CLAIMS:
+        text = texts[claim.file]
+        match = phrase_pattern(claim.phrase).search(text)
+        assert match is not None, claim.phrase
+        said = match.group(1)
+        nudged = said[:-1] + ("1" if said[-1] != "1" else "2")
+        mutated = text[: match.start(1)] + nudged + text[match.end(1) :]
+        if check_claim(claim, mutated, docs) is None:
+            silent.append(f"{claim.file}: {claim.phrase!r} ({said} → {nudged})")
+    assert not silent, "\n".join(silent)
+
+
+def _cells(claim: Claim) -> list[Cell]:
+    source = claim.source
+    return [source.a, source.b] if isinstance(source, Diff) else [source]
