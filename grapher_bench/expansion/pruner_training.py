@@ -8,6 +8,13 @@ on everything given (used for sets outside the list).
 
     python -m grapher_bench.expansion.pruner_training --data ../shared/benchmarks \\
         --datasets musique hotpotqa spider_train --out pruners --lodo
+
+With ``--train-splits`` the datasets are the TRAIN splits of ``$GRAPHER_TRAIN_DATA``
+(``<name>/train``), so the pruner never sees a dev question; ``--seeds 0,1,2`` writes one
+``all`` pruner per seed under ``<out>/seed<k>/`` (validation: 20 % of the train questions):
+
+    python -m grapher_bench.expansion.pruner_training --train-splits \\
+        --datasets hotpotqa 2wikimultihopqa musique --seeds 0,1,2 --out pruners
 """
 
 from __future__ import annotations
@@ -59,7 +66,13 @@ def build_examples(folder: Path, *, limit: int | None = None) -> list[Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=None, help="benchmarks root")
+    parser.add_argument(
+        "--train-splits",
+        action="store_true",
+        help="read <name>/train under $GRAPHER_TRAIN_DATA (or --data) instead",
+    )
+    parser.add_argument("--seeds", default="0", help="comma list; several: <out>/seed<k>/")
     parser.add_argument("--datasets", nargs="+", required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
@@ -67,9 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args(argv)
-    from grapher_core.learned.pruner import train_pruner
-
-    examples = {name: build_examples(args.data / name, limit=args.limit) for name in args.datasets}
+    if args.data is None and not args.train_splits:
+        parser.error("--data is required without --train-splits")
+    examples = {
+        name: build_examples(_folder(args, name), limit=args.limit) for name in args.datasets
+    }
     summary: dict[str, Any] = {}
     for name, items in examples.items():
         positives = sum(int(e.labels.sum()) for e in items)
@@ -85,19 +100,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         else {}
     )
     runs["all"] = list(args.datasets)  # for sets outside the list (and the shipped one)
+    seeds = [int(s) for s in str(args.seeds).split(",") if s]
+    for seed in seeds:
+        out = args.out if len(seeds) == 1 else args.out / f"seed{seed}"
+        summary.update(_train_runs(examples, runs, out, seed, args.train_splits))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return 0
+
+
+def _folder(args: argparse.Namespace, name: str) -> Path:
+    """The dataset folder: ``<data>/<name>``, or its train split with ``--train-splits``."""
+    if args.train_splits:
+        from grapher_bench.train_data import train_folder
+
+        return train_folder(name, args.data)
+    return Path(args.data) / name
+
+
+def _train_runs(
+    examples: dict[str, list[Any]],
+    runs: dict[str, list[str]],
+    out: Path,
+    seed: int,
+    train_splits: bool,
+) -> dict[str, Any]:
+    """One pruner per run (``label -> source datasets``), saved under ``out``."""
+    import time
+
+    from grapher_core.learned.pruner import train_pruner
+
+    summary: dict[str, Any] = {}
     for label, sources in runs.items():
         train = [e for n in sources for e in examples[n]]
-        pruner, metrics = train_pruner(train)
+        started = time.perf_counter()
+        pruner, metrics = train_pruner(train, seed=seed)
+        named = [f"{n}/train" for n in sources] if train_splits else sources
         pruner.save(
-            args.out / label,
-            trained_on=sources,
+            out / label,
+            trained_on=named,
             validation=metrics,
             loss="bce on fetched objects' gold labels (retrieval, not GRAG's LM loss)",
         )
-        summary[label] = {**summary.get(label, {}), "trained_on": sources, "validation": metrics}
-        print(f"{label}: trained on {sources}: {metrics}", flush=True)
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    return 0
+        key = label if out.name != f"seed{seed}" else f"seed{seed}/{label}"
+        seconds = round(time.perf_counter() - started, 1)
+        summary[key] = {"trained_on": named, "validation": metrics, "seconds": seconds}
+        print(f"{key}: trained on {named}: {metrics} ({seconds}s)", flush=True)
+    return summary
 
 
 if __name__ == "__main__":
