@@ -246,13 +246,13 @@ def run_eval(args: argparse.Namespace) -> int:
     from grapher_bench.data import load_dataset
     from grapher_bench.report import combined_table
     from grapher_bench.runner import run_dataset
-    from grapher_core.learned.gat.checkpoint import load_checkpoint
+    from grapher_core.learned.gat.checkpoint import GAT
     from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
     from grapher_core.ranking.registry import register_ranker
 
     names: list[str] = []
     for path in args.checkpoint:
-        _, config = load_checkpoint(path)  # fail early, before any retrieval
+        _, config = GAT.load(path)  # fail early, before any retrieval
         cls = GATRanker if config.model.architecture == "gat" else MLPRanker
         name = checkpoint_label(config.model.architecture, path, names)
         register_ranker(name, partial(cls, path))

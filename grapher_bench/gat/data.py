@@ -234,7 +234,7 @@ def train(
     paper's protocol: train on BIRD, select on a Spider train sample); without it, held-out
     databases of the training data itself (``config.val_fraction``)."""
     from grapher_bench.data import load_dataset
-    from grapher_core.learned.gat.checkpoint import CheckpointConfig, save_checkpoint
+    from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 
     started = time.perf_counter()
     paths = (
@@ -313,5 +313,5 @@ def train(
         },
         metrics={"validation": result.best_metrics, "validation_reference": result.reference},
     )
-    saved = save_checkpoint(result.model, checkpoint, out)
+    saved = GAT.save(result.model, checkpoint, out)
     return result, saved

@@ -769,7 +769,7 @@ def _write_markers(doc: Path, body: str, name: str = "grag") -> None:
 def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
     from grapher_bench.grag.bench import examples_for
     from grapher_core.embeddings import default_embedder
-    from grapher_core.learned.grag.checkpoint import GRAGConfig, save_grag
+    from grapher_core.learned.grag.checkpoint import GRAG, GRAGConfig
     from grapher_core.learned.grag.model import GRAGSpec
     from grapher_core.learned.grag.train import train_grag
 
@@ -804,7 +804,7 @@ def _ship(qs: Any, args: argparse.Namespace, hidden: int, lr: float) -> None:
         },
         metrics={"validation": result.best_metrics},
     )
-    save_grag(result.model, config, args.ship)
+    GRAG.save(result.model, config, args.ship)
     _log(f"shipped checkpoint -> {args.ship} (val {result.best_metrics})")
 
 

@@ -351,7 +351,7 @@ def _timing(trained: dict[str, Any]) -> dict[str, Any]:
 # -- commands ---------------------------------------------------------------------------------
 def run_train(args: argparse.Namespace) -> int:
     from grapher_bench.qa_gnn.data import merge_sets
-    from grapher_core.learned.qa_gnn.checkpoint import QAGNNConfig, save_qa_gnn
+    from grapher_core.learned.qa_gnn.checkpoint import QA_GNN, QAGNNConfig
 
     sets = [_load(Path(folder).parent, Path(folder).name, args) for folder in args.data]
     data = merge_sets(sets, "+".join(s.name for s in sets))
@@ -374,7 +374,7 @@ def run_train(args: argparse.Namespace) -> int:
         },
         metrics={"validation": result.stage2["val"]},
     )
-    weights, meta = save_qa_gnn(result.model, config, args.out)
+    weights, meta = QA_GNN.save(result.model, config, args.out)
     print(f"wrote {weights} and {meta} ({result.seconds:.0f}s)")
     return 0
 
@@ -466,7 +466,7 @@ def _shipped_model(sets: dict[str, Any], args: argparse.Namespace) -> Path:
     if args.checkpoint is not None:
         return Path(args.checkpoint)
     from grapher_bench.qa_gnn.data import merge_sets
-    from grapher_core.learned.qa_gnn.checkpoint import QAGNNConfig, save_qa_gnn
+    from grapher_core.learned.qa_gnn.checkpoint import QA_GNN, QAGNNConfig
 
     data = merge_sets(list(sets.values()), "sentences")
     trained = _train(data, args)
@@ -487,7 +487,7 @@ def _shipped_model(sets: dict[str, Any], args: argparse.Namespace) -> Path:
         metrics={"validation": result.stage2["val"]},
     )
     stem = args.out / "qa_gnn_minilm"
-    save_qa_gnn(result.model, config, stem)
+    QA_GNN.save(result.model, config, stem)
     return stem
 
 

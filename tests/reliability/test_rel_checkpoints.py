@@ -12,13 +12,13 @@ import pytest
 
 from grapher_core.errors import CheckpointError
 from grapher_core.learned.gat import checkpoint as checkpoint_module
-from grapher_core.learned.gat.checkpoint import default_checkpoint, load_checkpoint
+from grapher_core.learned.gat.checkpoint import GAT
 
 pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
 
 
 def copy_of(architecture: str, tmp_path: Path) -> Path:
-    stem = default_checkpoint(architecture)
+    stem = GAT.default_path(architecture)
     for suffix in (".json", ".safetensors"):
         shutil.copy(stem.with_name(stem.name + suffix), tmp_path / f"ck{suffix}")
     return tmp_path / "ck"
@@ -59,10 +59,10 @@ def test_config_sizes_checked_against_tensors_before_building(
     monkeypatch.setattr(checkpoint_module, "GraphERNet", never)
     if architecture == "mlp" and message in ("heads", "edge_dim"):
         monkeypatch.undo()  # the MLP has no attention heads nor edge features: nothing to check
-        load_checkpoint(stem)
+        GAT.load(stem)
         return
     with pytest.raises(CheckpointError, match=message) as caught:
-        load_checkpoint(stem)
+        GAT.load(stem)
     assert str(meta) in str(caught.value)
 
 
@@ -114,5 +114,5 @@ def test_broken_files_wrapped_with_the_path(
     stem = copy_of("gat", tmp_path)
     damage(stem.with_suffix(".safetensors"))
     with pytest.raises(CheckpointError) as caught:
-        load_checkpoint(stem)
+        GAT.load(stem)
     assert str(stem.with_suffix(named)) in str(caught.value)

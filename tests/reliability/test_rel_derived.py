@@ -143,17 +143,17 @@ def _copy(stem: Path, tmp_path: Path) -> Path:
 def _family(name: str) -> tuple[Callable[[Path], Path], Callable[[Path], Any]]:
     """How to make a checkpoint of family ``name`` in a folder, and how to load one."""
     if name == "gat":
-        from grapher_core.learned.gat.checkpoint import default_checkpoint, load_checkpoint
+        from grapher_core.learned.gat.checkpoint import GAT
 
-        return lambda tmp: _copy(default_checkpoint("gat"), tmp), load_checkpoint
+        return lambda tmp: _copy(GAT.default_path("gat"), tmp), GAT.load
     if name == "g-rag":
-        from grapher_core.learned.grag.checkpoint import default_grag_checkpoint, load_grag
+        from grapher_core.learned.grag.checkpoint import GRAG
 
-        return lambda tmp: _copy(default_grag_checkpoint(), tmp), load_grag
+        return lambda tmp: _copy(GRAG.default_path(), tmp), GRAG.load
     if name == "qa-gnn":
-        from grapher_core.learned.qa_gnn.checkpoint import default_qa_gnn_checkpoint, load_qa_gnn
+        from grapher_core.learned.qa_gnn.checkpoint import QA_GNN
 
-        return lambda tmp: _copy(default_qa_gnn_checkpoint(), tmp), load_qa_gnn
+        return lambda tmp: _copy(QA_GNN.default_path(), tmp), QA_GNN.load
     from grapher_core.learned.pruner import LearnedPruner, build_pruner
 
     def toy(tmp: Path) -> Path:

@@ -39,7 +39,7 @@ from grapher_core.errors import (  # noqa: E402
 )
 from grapher_core.expand.pruning import CosinePruner  # noqa: E402
 from grapher_core.learned import pruner as pruner_module  # noqa: E402
-from grapher_core.learned.gat.checkpoint import default_checkpoint, load_checkpoint  # noqa: E402
+from grapher_core.learned.gat.checkpoint import GAT  # noqa: E402
 from grapher_core.learned.grag import checkpoint as grag_checkpoint  # noqa: E402
 from grapher_core.learned.grag.features import edge_arrays, neighbour_weights  # noqa: E402
 from grapher_core.learned.grag.model import GRAGNet, GRAGSpec, NeighbourMean  # noqa: E402
@@ -206,23 +206,15 @@ def set_in(*path: Any) -> Callable[[dict[str, Any]], None]:
 
 
 def _grag(tmp: Path) -> Path:
-    return copy_stem(grag_checkpoint.default_grag_checkpoint(), tmp)
+    return copy_stem(grag_checkpoint.GRAG.default_path(), tmp)
 
 
 def _qa(tmp: Path) -> Path:
-    return copy_stem(qa_checkpoint.default_qa_gnn_checkpoint(), tmp)
+    return copy_stem(qa_checkpoint.QA_GNN.default_path(), tmp)
 
 
 def _gat(tmp: Path) -> Path:
-    return copy_stem(default_checkpoint("gat"), tmp)
-
-
-def _load_grag(stem: Path) -> Any:
-    return grag_checkpoint.load_grag(stem)
-
-
-def _load_qa(stem: Path) -> Any:
-    return qa_checkpoint.load_qa_gnn(stem)
+    return copy_stem(GAT.default_path("gat"), tmp)
 
 
 def _load_pruner(stem: Path) -> Any:
@@ -230,10 +222,10 @@ def _load_pruner(stem: Path) -> Any:
 
 
 FAMILIES = {
-    "grag": (_grag, _load_grag, grag_checkpoint, "GRAGNet"),
-    "qa-gnn": (_qa, _load_qa, qa_checkpoint, "QAGNNNet"),
+    "grag": (_grag, grag_checkpoint.GRAG.load, grag_checkpoint, "GRAGNet"),
+    "qa-gnn": (_qa, qa_checkpoint.QA_GNN.load, qa_checkpoint, "QAGNNNet"),
     "pruner": (toy_pruner, _load_pruner, pruner_module, "build_pruner"),
-    "gat": (_gat, load_checkpoint, None, None),
+    "gat": (_gat, GAT.load, None, None),
 }
 
 TAMPERED = {

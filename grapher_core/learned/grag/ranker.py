@@ -31,11 +31,8 @@ from grapher_core.enrich.concepts import (
     warn_once,
 )
 from grapher_core.errors import ConfigError, InputError
-from grapher_core.learned.grag.checkpoint import (
-    check_grag_embeddings,
-    default_grag_checkpoint,
-    load_grag,
-)
+from grapher_core.learned.base_ranker import FamilyRanker, OnDevice, check_option
+from grapher_core.learned.grag.checkpoint import GRAG, GRAGConfig
 from grapher_core.learned.grag.features import (
     DEFAULT_MAX_SCAN,
     GRAPH_MODES,
@@ -45,19 +42,13 @@ from grapher_core.learned.grag.features import (
     node_texts,
     path_concepts,
 )
-from grapher_core.learned.grag.model import NeighbourMean
-from grapher_core.learned.inputs import (
-    as_matrix,
-    check_rank_inputs,
-    default_embedder_checked,
-    object_vectors,
-    query_vector,
-)
+from grapher_core.learned.grag.model import GRAGNet, NeighbourMean
+from grapher_core.learned.inputs import as_matrix
 from grapher_core.ranking.base import RankContext
-from grapher_core.utils.threads import torch_threads
 
 NOT_EXPECTED_TO_HELP = (
-    "g-rag is a faithful reproduction of G-RAG, not expected to improve a strong retriever: "
+    "g-rag is a port of G-RAG (see docs/grag.md for where it differs), not expected to "
+    "improve a strong retriever: "
     "measured here the shipped checkpoint is -3.9 to +1.3 MRR against the retriever's own order "
     "on hotpotqa, 2wikimultihopqa, musique and squad_chunks, never significantly better "
     "(docs/grag.md); use ranker='gcs' or 'gat' to improve retrieval"
@@ -68,29 +59,21 @@ not lose to the retriever without being told."""
 
 def _check_options(
     *,
-    threads: object,
     concept_format: object,
     concept_field: object,
     text: object,
     graph: object,
     paths: object,
     strict: object,
+    max_pairs: object,
+    concept_cache_size: object,
 ) -> None:
     """Refuse a bad option before the checkpoint is loaded, naming it and what it may be
-    (``threads=True`` would otherwise pass as 1, ``concept_format="xml"`` fail per query)."""
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-    ):
-        raise ConfigError(
-            f"GRAGRanker: threads must be a positive integer or None, got {threads!r}"
-        )
+    (``concept_format="xml"`` would otherwise fail per query)."""
+    owner = "GRAGRanker"
     if concept_format not in CONCEPT_FORMATS:
         raise ConfigError(
-            f"GRAGRanker: concept_format must be one of {CONCEPT_FORMATS}, got {concept_format!r}"
-        )
-    if not isinstance(concept_field, str) or not concept_field:
-        raise ConfigError(
-            f"GRAGRanker: concept_field must be a metadata field name, got {concept_field!r}"
+            f"{owner}: concept_format must be one of {CONCEPT_FORMATS}, got {concept_format!r}"
         )
     for option, value, allowed in (
         ("text", text, TEXT_MODES),
@@ -99,14 +82,22 @@ def _check_options(
     ):
         if value is not None and value not in allowed:
             raise ConfigError(
-                f"GRAGRanker: {option} must be one of {allowed} or None (the checkpoint's), "
+                f"{owner}: {option} must be one of {allowed} or None (the checkpoint's), "
                 f"got {value!r}"
             )
+    if not isinstance(concept_field, str) or not concept_field:
+        raise ConfigError(
+            f"{owner}: concept_field must be a metadata field name, got {concept_field!r}"
+        )
     if not isinstance(strict, bool):
-        raise ConfigError(f"GRAGRanker: strict must be True or False, got {strict!r}")
+        raise ConfigError(f"{owner}: strict must be True or False, got {strict!r}")
+    check_option(owner, "max_pairs", max_pairs, low=1)
+    if concept_cache_size is None:
+        raise ConfigError(f"{owner}: concept_cache_size must be an integer, got None")
+    check_option(owner, "concept_cache_size", concept_cache_size, low=0)
 
 
-class GRAGRanker:
+class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):
     """A trained G-RAG network as a ``Ranker`` (``ranker="g-rag"``).
 
     ``checkpoint``: a checkpoint stem (default: the shipped one). ``text``: ``"concepts"``
@@ -124,6 +115,7 @@ class GRAGRanker:
     one question may scan (:data:`~grapher_core.learned.grag.features.DEFAULT_MAX_SCAN`;
     ``None``: no bound); past it ``rank`` raises before allocating. The question graph's edges
     are never listed: memory stays linear in the candidates (docs/reliability.md).
+    ``embedder``, ``device`` and ``threads`` as for every learned ranker.
     """
 
     name: ClassVar[str] = "g-rag"
@@ -149,64 +141,29 @@ class GRAGRanker:
         max_pairs: int | None = DEFAULT_MAX_SCAN,
     ) -> None:
         _check_options(
-            threads=threads,
             concept_format=concept_format,
             concept_field=concept_field,
             text=text,
             graph=graph,
             paths=paths,
             strict=strict,
+            max_pairs=max_pairs,
+            concept_cache_size=concept_cache_size,
         )
-        if max_pairs is not None and (
-            not isinstance(max_pairs, int) or isinstance(max_pairs, bool) or max_pairs < 1
-        ):
-            raise ConfigError(f"max_pairs must be a positive integer or None, got {max_pairs!r}")
-        if (
-            not isinstance(concept_cache_size, int)
-            or isinstance(concept_cache_size, bool)
-            or concept_cache_size < 0
-        ):
-            raise ConfigError(
-                f"concept_cache_size must be a non-negative integer, got {concept_cache_size!r}"
-            )
-        path = default_grag_checkpoint() if checkpoint is None else checkpoint
-        self.model, self.config = load_grag(path, device)
-        if checkpoint is None:
+        super().__init__(GRAG, checkpoint, embedder=embedder, device=device, threads=threads)
+        if self.shipped:
             warn_once(NOT_EXPECTED_TO_HELP)
         self.text = self.config.text if text is None else text
         self.graph = self.config.graph if graph is None else graph
-        if self.text not in TEXT_MODES:
-            raise ConfigError(f"text must be one of {TEXT_MODES}, got {self.text!r}")
-        if self.graph not in GRAPH_MODES:
-            raise ConfigError(f"graph must be one of {GRAPH_MODES}, got {self.graph!r}")
         self.paths = self.config.paths if paths is None else paths
-        if self.paths not in PATH_MODES:
-            raise ConfigError(f"paths must be one of {PATH_MODES}, got {self.paths!r}")
-        if embedder is not None:
-            check_grag_embeddings(
-                self.config, self.config.embedding_dim, getattr(embedder, "name", None)
-            )
         self.concept_field = concept_field
         self.concept_format = concept_format
-        self._embedder = embedder
         self._parser = parser
-        self.device = device
-        self.threads = threads
         self.strict = strict
         self.max_pairs = max_pairs
         self._concept_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._concept_cache_size = concept_cache_size
         self._questions: OrderedDict[str, ConceptGraph] = OrderedDict()
-
-    # --- lazily built helpers ------------------------------------------------------------
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            dim = self.config.embedding_dim
-            self._embedder = default_embedder_checked(
-                lambda name: check_grag_embeddings(self.config, dim, name)
-            )
-        return self._embedder
 
     @property
     def parser(self) -> SpacyConceptParser:
@@ -214,25 +171,19 @@ class GRAGRanker:
             self._parser = SpacyConceptParser()
         return self._parser
 
-    def describe(self) -> dict[str, Any]:
-        return self.config.to_json()
-
-    # --- ranking -----------------------------------------------------------------------------
-    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+    def score(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         """One score ``y . x_i`` per candidate, in their order."""
         import torch
 
         candidates = context.candidates
-        n = check_rank_inputs(graph, seeds, context)
-        if n == 0:
-            return np.zeros(0)
+        n = len(candidates)
         needs_question = self.text != "plain" or self.graph == "question"
         if needs_question and not context.query:  # also narrows context.query for mypy
             raise InputError(
                 f"the g-rag ranker (text={self.text!r}, graph={self.graph!r}) needs "
                 "the question text: pass query= to rerank()"
             )
-        query = self._query_vector(context)
+        query = self.query_vector(context)
         question = self.question_graph(context.query) if needs_question and context.query else None
         documents = None
         by_kind_ok = all(k in graph.by_kind for k in ("concept_nodes", "concept_edges"))
@@ -242,15 +193,17 @@ class GRAGRanker:
             n, documents, question, self.graph, graph.by_kind, max_pairs=self.max_pairs
         )
         x = self.node_features(candidates, documents, question)
-        with torch_threads(self.threads, self.device), torch.inference_mode():
-            scores = self.model(
-                torch.from_numpy(x).to(self.device),
+
+        def run(tensor: OnDevice) -> Any:
+            return self.model(
+                tensor(x),
                 NeighbourMean.from_weights(edges, self.device),
                 None,
-                torch.from_numpy(query).to(self.device).reshape(1, -1),
+                tensor(query).reshape(1, -1),
                 torch.zeros(n, dtype=torch.long, device=self.device),
             )
-        return scores.detach().cpu().numpy().astype(np.float64)
+
+        return self.infer(run)
 
     def question_graph(self, question: str) -> ConceptGraph:
         cached = self._questions.get(question)
@@ -303,7 +256,7 @@ class GRAGRanker:
             texts = node_texts([c.text for c in candidates], documents, question, self.paths)
             texts = sanitise_texts(texts, [c.id for c in candidates], "the g-rag ranker")
             return self._checked(self.embedder.embed_documents(texts), len(candidates))
-        plain = self._document_vectors(candidates)
+        plain = self.object_vectors(candidates)
         if self.text == "plain":
             return plain
         documents, question = _both(documents, question)
@@ -327,19 +280,8 @@ class GRAGRanker:
 
     def _checked(self, vectors: Any, n: int) -> np.ndarray:
         array = _numeric_rows(vectors, n)
-        check_grag_embeddings(self.config, int(array.shape[1]))
+        self.check_dimension(int(array.shape[1]))
         return as_matrix(array, self.config.embedding_dim, "the embedder's vectors", n)
-
-    def _check_dimension(self, size: int) -> None:
-        check_grag_embeddings(self.config, size)
-
-    def _query_vector(self, context: RankContext) -> np.ndarray:
-        return query_vector(context, lambda: self.embedder, self._check_dimension, "g-rag")
-
-    def _document_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
-        return object_vectors(
-            candidates, self.config.embedding_dim, lambda: self.embedder, self._check_dimension
-        )
 
 
 def _numeric_rows(vectors: Any, n: int) -> np.ndarray:

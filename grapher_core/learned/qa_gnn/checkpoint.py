@@ -6,44 +6,32 @@ settings, the score-adjustment alpha, and the score-fusion logistic regression (
 coefficients over the min-max scaled [retriever, adjusted, GNN] scores). Weights are stored in
 float16 (half the size; loaded back as float32), nothing is pickled. Loading validates every
 config field's range and compares the declared sizes with the weights' header before the model
-is built (:mod:`grapher_core.learned.weights`).
+is built (the shared :class:`~grapher_core.learned.family.Family`, :data:`QA_GNN`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from importlib import resources
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from grapher_core.errors import CheckpointError, EmbeddingMismatchError
+from grapher_core.errors import CheckpointError
+from grapher_core.learned.family import Expected, Family, JSONConfig
 from grapher_core.learned.qa_gnn.model import QAGNNNet, QAGNNSpec
-from grapher_core.learned.weights import (
-    MAX_SIZE,
-    Rule,
-    check_config,
-    check_sizes,
-    check_spec_sizes,
-    load_state,
-    load_tensors,
-    open_checkpoint,
-    write_weights,
-)
+from grapher_core.learned.weights import MAX_SIZE, Rule
 from grapher_core.ranking.seeds import minmax
 
 __all__ = [
     "FUSION_FEATURES",
+    "MAX_EGO_DEPTH",
+    "QA_GNN",
     "QA_GNN_FORMAT",
     "FusionCoefficients",
     "QAGNNConfig",
-    "default_qa_gnn_checkpoint",
     "fusion_features",
-    "load_qa_gnn",
     "qa_gnn_shapes",
-    "save_qa_gnn",
 ]
 
 QA_GNN_FORMAT = "grapher-qa-gnn/1"
@@ -87,8 +75,8 @@ class FusionCoefficients:
         return self.intercept + features @ np.asarray(self.coef, dtype=np.float64)
 
 
-@dataclass
-class QAGNNConfig:
+@dataclass(frozen=True)
+class QAGNNConfig(JSONConfig):
     """What a set of query-aware GNN weights means; written as ``<stem>.json``."""
 
     model: QAGNNSpec
@@ -103,71 +91,6 @@ class QAGNNConfig:
     training: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     format: str = QA_GNN_FORMAT
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["model"] = self.model.to_dict()
-        data["fusion"] = {
-            "coef": list(self.fusion.coef),
-            "intercept": self.fusion.intercept,
-            "features": list(self.fusion.features),
-        }
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any, where: str = "config") -> QAGNNConfig:
-        if not isinstance(data, dict):
-            raise CheckpointError(f"{where}: expected a JSON object")
-        if data.get("format") != QA_GNN_FORMAT:
-            raise CheckpointError(
-                f"{where}: not a query-aware GNN checkpoint (format "
-                f"{data.get('format')!r}, expected {QA_GNN_FORMAT!r})"
-            )
-        check_spec_sizes(
-            where,
-            data.get("model"),
-            ("embedding_dim", "hidden", "heads", "edge_types", "edge_type_dim", "fusion"),
-        )
-        check_config(where, data, RULES)
-        try:
-            model = dict(data["model"])
-            model["fusion"] = tuple(model.get("fusion", (512, 256, 128)))
-            fusion = dict(data.get("fusion", {}))
-            threshold = data.get("ego_query_threshold")
-            return cls(
-                model=QAGNNSpec(**model),
-                embedding_model=str(data["embedding_model"]),
-                embedding_dim=int(data["embedding_dim"]),
-                fusion=FusionCoefficients(
-                    tuple(fusion.get("coef", (1.0, 0.0, 0.0))),
-                    float(fusion.get("intercept", 0.0)),
-                    tuple(fusion.get("features", FUSION_FEATURES)),
-                ),
-                adjust_alpha=float(data.get("adjust_alpha", 0.7)),
-                knn_k=int(data.get("knn_k", 5)),
-                knn_threshold=float(data.get("knn_threshold", 0.6)),
-                ego_depth=int(data.get("ego_depth", 1)),
-                ego_query_threshold=None if threshold is None else float(threshold),
-                training=dict(data.get("training", {})),
-                metrics=dict(data.get("metrics", {})),
-            )
-        except (KeyError, TypeError, ValueError, OverflowError) as error:  # ConfigError included
-            raise CheckpointError(f"{where}: malformed query-aware GNN config ({error})") from None
-
-    def check_embeddings(self, dim: int, model_name: str | None = None) -> None:
-        """Refuse vectors from another model or of another dimension."""
-        if model_name is not None and model_name != self.embedding_model:
-            raise EmbeddingMismatchError(
-                f"this qa-gnn checkpoint was trained on embeddings from {self.embedding_model!r}, "
-                f"not {model_name!r}; use that model, or train one for yours with "
-                "`grapher-bench qagnn-train`"
-            )
-        if dim != self.embedding_dim:
-            raise EmbeddingMismatchError(
-                f"this qa-gnn checkpoint expects {self.embedding_dim}-d embeddings (from "
-                f"{self.embedding_model!r}) but got {dim}-d ones; use that model, or train one "
-                "for yours with `grapher-bench qagnn-train`"
-            )
 
 
 #: The deepest ego-subgraph a checkpoint may ask for: each hop can multiply the subgraphs' size.
@@ -192,11 +115,36 @@ RULES: dict[str, Rule] = {
 }
 
 
-def qa_gnn_shapes(spec: QAGNNSpec) -> dict[str, tuple[tuple[int, ...] | None, str]]:
-    """The tensors whose shapes pin every size field of ``spec`` (:func:`check_sizes`)."""
+def _parse(data: dict[str, Any], where: str) -> QAGNNConfig:
+    model = dict(data["model"])
+    model["fusion"] = tuple(model.get("fusion", (512, 256, 128)))
+    fusion = dict(data.get("fusion", {}))
+    threshold = data.get("ego_query_threshold")
+    return QAGNNConfig(
+        model=QAGNNSpec(**model),
+        embedding_model=str(data["embedding_model"]),
+        embedding_dim=int(data["embedding_dim"]),
+        fusion=FusionCoefficients(
+            tuple(fusion.get("coef", (1.0, 0.0, 0.0))),
+            float(fusion.get("intercept", 0.0)),
+            tuple(fusion.get("features", FUSION_FEATURES)),
+        ),
+        adjust_alpha=float(data.get("adjust_alpha", 0.7)),
+        knn_k=int(data.get("knn_k", 5)),
+        knn_threshold=float(data.get("knn_threshold", 0.6)),
+        ego_depth=int(data.get("ego_depth", 1)),
+        ego_query_threshold=None if threshold is None else float(threshold),
+        training=dict(data.get("training", {})),
+        metrics=dict(data.get("metrics", {})),
+    )
+
+
+def qa_gnn_shapes(config: QAGNNConfig) -> Expected:
+    """The tensors whose shapes pin every size field of the config's model spec."""
+    spec = config.model
     h, d, heads = spec.hidden, spec.embedding_dim, spec.heads
     width = h * (2 if spec.centre else 1) + d
-    expected: dict[str, tuple[tuple[int, ...] | None, str]] = {
+    expected: Expected = {
         "encoder.edge_embed.weight": ((spec.edge_types, spec.edge_type_dim), "edge_types"),
         "encoder.convs.0.lin.weight": ((h, d), "hidden, embedding_dim"),
         "encoder.convs.0.att_src": ((1, heads, h // heads), "heads, hidden"),
@@ -211,41 +159,28 @@ def qa_gnn_shapes(spec: QAGNNSpec) -> dict[str, tuple[tuple[int, ...] | None, st
     return expected
 
 
-def default_qa_gnn_checkpoint() -> Path:
-    """Stem of the query-aware GNN checkpoint shipped in the package (MiniLM)."""
-    return Path(str(resources.files("grapher_core") / "data" / "qa_gnn_minilm"))
+def _build(config: QAGNNConfig) -> QAGNNNet:
+    return QAGNNNet(config.model)
 
 
-def save_qa_gnn(model: QAGNNNet, config: QAGNNConfig, path: str | Path) -> tuple[Path, Path]:
-    """Write ``<stem>.safetensors`` (fp16) and ``<stem>.json``; returns both paths."""
-    if model.spec != config.model:
-        raise CheckpointError("the model's spec differs from config.model")
-    state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}
-    return write_weights(state, config.to_json(), path, metadata={"format": QA_GNN_FORMAT})
-
-
-def load_qa_gnn(path: str | Path, device: str = "cpu") -> tuple[QAGNNNet, QAGNNConfig]:
-    """Read a checkpoint (safetensors only: no pickle) into an eval-mode float32 model; the
-    config is validated and its sizes compared with the weights' header before building."""
-    checkpoint = open_checkpoint(path)
-    config = QAGNNConfig.from_json(checkpoint.config, str(checkpoint.meta))
-    spec = config.model
-    check_sizes(
-        checkpoint.shapes,
-        qa_gnn_shapes(spec),
-        f"{checkpoint.meta} does not match {checkpoint.weights}",
-        layers={
-            "encoder.convs.": (spec.layers, "layers"),
-            "fusion.fusion.": (2 * len(spec.fusion), "fusion layers"),
-        },
-    )
-    model = QAGNNNet(spec)
-    tensors = load_tensors(checkpoint, device)
-    load_state(
-        model,
-        {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()},
-        f"{checkpoint.weights} does not match {checkpoint.meta}",
-    )
-    model.to(device)
-    model.eval()
-    return model, config
+QA_GNN: Family[QAGNNNet, QAGNNConfig] = Family(
+    title="qa-gnn",
+    stamp={"format": QA_GNN_FORMAT},
+    spec_key="model",
+    sizes=("embedding_dim", "hidden", "heads", "edge_types", "edge_type_dim", "fusion"),
+    rules=RULES,
+    parse=_parse,
+    shapes=qa_gnn_shapes,
+    build=_build,
+    shipped={"qa-gnn": "qa_gnn_minilm"},
+    train_command="grapher-bench qagnn-train",
+    weights_format=QA_GNN_FORMAT,
+    layers=lambda config: {
+        "encoder.convs.": (config.model.layers, "layers"),
+        "fusion.fusion.": (2 * len(config.model.fusion), "fusion layers"),
+    },
+    half=True,
+)
+"""The query-aware GNN family (fp16 weights): ``QA_GNN.load(path)``,
+``QA_GNN.save(model, config, path)``, ``QA_GNN.default_path()``,
+``QA_GNN.check_embeddings(config, dim, name)``."""

@@ -16,9 +16,9 @@ embeddings are computed with the configured embedder, which must be the checkpoi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -27,18 +27,8 @@ from grapher_core.edges.graph import CandidateGraph
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import ConfigError, InputError, StateError
-from grapher_core.learned.inputs import (
-    check_rank_inputs,
-    default_embedder_checked,
-    object_vectors,
-    query_vector,
-)
-from grapher_core.learned.qa_gnn.checkpoint import (
-    MAX_EGO_DEPTH,
-    QAGNNConfig,
-    default_qa_gnn_checkpoint,
-    load_qa_gnn,
-)
+from grapher_core.learned.base_ranker import FamilyRanker, OnDevice, check_option
+from grapher_core.learned.qa_gnn.checkpoint import MAX_EGO_DEPTH, QA_GNN, QAGNNConfig
 from grapher_core.learned.qa_gnn.features import (
     DEFAULT_MAX_EGO_ENTRIES,
     EgoBatch,
@@ -47,10 +37,10 @@ from grapher_core.learned.qa_gnn.features import (
     typed_edges,
     with_semantic,
 )
+from grapher_core.learned.qa_gnn.model import QAGNNNet
 from grapher_core.ranking.base import RankContext
 from grapher_core.ranking.score_adjust import semantic_support
 from grapher_core.utils.callsite import warn_once
-from grapher_core.utils.threads import torch_threads
 
 __all__ = ["OUTPUTS", "QAGNNInputs", "QAGNNRanker", "fused_scores", "prepare_inputs"]
 
@@ -114,21 +104,20 @@ EXPLAINED_BY_POSITION = (
 """Said once when the shipped checkpoint is loaded: picking qa-gnn must not be a silent loss."""
 
 
-class QAGNNRanker:
+class QAGNNRanker(FamilyRanker[QAGNNNet, QAGNNConfig]):
     """The query-aware GNN as a core ``Ranker`` (see the module docstring).
 
     ``checkpoint``: a stem or file (default: the shipped one). ``output``: ``"fusion"``
     (default), ``"gnn"`` or ``"adjusted"``. ``ego_depth`` / ``ego_query_threshold`` override the
     checkpoint's ego-subgraph settings (``ego_query_threshold`` = the cosine a neighbour needs
-    with the query to be entered: Alg. 8). ``embedder``, ``device`` and ``threads`` as for the
-    GAT ranker (threads: torch CPU threads for the call, restored after; ``None`` leaves them).
-    ``max_entries``: the most entries one query's ego-subgraphs may take
+    with the query to be entered: Alg. 8). ``embedder``, ``device`` and ``threads`` as for
+    every learned ranker. ``max_entries``: the most entries one query's ego-subgraphs may take
     (:data:`~grapher_core.learned.qa_gnn.features.DEFAULT_MAX_EGO_ENTRIES`; ``None``: no
     bound), checked before each is allocated.
     """
 
-    needs_embeddings = True
-    reads_scores = True  # the fusion weighs the retriever's score
+    name: ClassVar[str] = "qa-gnn"
+    reads_scores: ClassVar[bool] = True  # the fusion weighs the retriever's score
 
     def __init__(
         self,
@@ -142,76 +131,35 @@ class QAGNNRanker:
         threads: int | None = 1,
         max_entries: int | None = DEFAULT_MAX_EGO_ENTRIES,
     ) -> None:
-        if max_entries is not None and (
-            not isinstance(max_entries, int) or isinstance(max_entries, bool) or max_entries < 1
-        ):
-            raise ConfigError(
-                f"max_entries must be a positive integer or None, got {max_entries!r}"
-            )
+        owner = type(self).__name__
+        check_option(owner, "max_entries", max_entries, low=1)
+        check_option(owner, "ego_depth", ego_depth, low=0, high=MAX_EGO_DEPTH)
+        check_option(owner, "ego_query_threshold", ego_query_threshold, "float", -1.0, 1.0)
         if output not in OUTPUTS:
             raise ConfigError(f"output must be one of {OUTPUTS}, got {output!r}")
-        path = default_qa_gnn_checkpoint() if checkpoint is None else checkpoint
-        self.model, self.config = load_qa_gnn(path, device)
-        if checkpoint is None:
+        super().__init__(QA_GNN, checkpoint, embedder=embedder, device=device, threads=threads)
+        if self.shipped:
             warn_once(EXPLAINED_BY_POSITION)
-        if ego_depth is not None:
-            if (
-                not isinstance(ego_depth, int)
-                or isinstance(ego_depth, bool)
-                or not 0 <= ego_depth <= MAX_EGO_DEPTH
-            ):
-                raise ConfigError(
-                    f"ego_depth must be an integer in [0, {MAX_EGO_DEPTH}], got {ego_depth!r}"
-                )
-            self.config.ego_depth = ego_depth
-        if ego_query_threshold is not None:
-            if isinstance(ego_query_threshold, bool) or not isinstance(
-                ego_query_threshold, (int, float)
-            ):
-                raise ConfigError(
-                    f"ego_query_threshold must be a cosine in [-1, 1], got {ego_query_threshold!r}"
-                )
-            if not -1.0 <= float(ego_query_threshold) <= 1.0:  # NaN fails too
-                raise ConfigError(
-                    f"ego_query_threshold must be a cosine in [-1, 1], got {ego_query_threshold!r}"
-                )
-            self.config.ego_query_threshold = float(ego_query_threshold)
-        if embedder is not None:
-            self.config.check_embeddings(self.config.embedding_dim, getattr(embedder, "name", None))
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ConfigError(f"threads must be a positive integer or None, got {threads!r}")
+        self.config = replace(
+            self.config,
+            ego_depth=self.config.ego_depth if ego_depth is None else ego_depth,
+            ego_query_threshold=self.config.ego_query_threshold
+            if ego_query_threshold is None
+            else float(ego_query_threshold),
+        )
         self.output = output
         self.max_entries = max_entries
-        self.device = device
-        self.threads = threads
-        self._embedder = embedder
 
-    @property
-    def name(self) -> str:
-        return "qa-gnn"
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            dim = self.config.embedding_dim
-            self._embedder = default_embedder_checked(
-                lambda name: self.config.check_embeddings(dim, name)
-            )
-        return self._embedder
-
-    def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
+    def score(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         """One score per candidate (fusion: a probability; gnn: a logit)."""
-        n = check_rank_inputs(graph, seeds, context)
-        if n == 0:
-            return np.zeros(0)
-        objects = self._object_vectors(context.candidates)
+        objects = self.object_vectors(context.candidates)
         candidates = [
             c
             if c.embedding is not None
             else Candidate(c.id, c.text, c.score, c.metadata, objects[i])
             for i, c in enumerate(context.candidates)
         ]
-        query = self._query_vector(context) if self.output != "adjusted" else None
+        query = self.query_vector(context) if self.output != "adjusted" else None
         inputs = prepare_inputs(
             graph, seeds, candidates, self.config, query, objects, self.max_entries
         )
@@ -226,36 +174,17 @@ class QAGNNRanker:
 
     def gnn_logits(self, ego: EgoBatch, objects: np.ndarray, query: np.ndarray) -> np.ndarray:
         """The network's logit for every ego-subgraph of one query."""
-        import torch
 
-        with torch_threads(self.threads, self.device), torch.inference_mode():
-
-            def t(array: np.ndarray) -> Any:
-                return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
-
-            q = t(query.astype(np.float32)).reshape(1, -1).expand(ego.n_graphs, -1)
-            logits = self.model(
-                t(objects[ego.node]),
-                t(ego.edge_index),
-                t(ego.edge_type),
-                t(ego.edge_weight),
-                t(ego.batch),
+        def run(tensor: OnDevice) -> Any:
+            q = tensor(query.astype(np.float32)).reshape(1, -1).expand(ego.n_graphs, -1)
+            return self.model(
+                tensor(objects[ego.node]),
+                tensor(ego.edge_index),
+                tensor(ego.edge_type),
+                tensor(ego.edge_weight),
+                tensor(ego.batch),
                 q,
-                t(ego.centre),
+                tensor(ego.centre),
             )
-        return logits.detach().cpu().numpy().astype(np.float64)
 
-    def _check_dimension(self, size: int) -> None:
-        self.config.check_embeddings(size)
-
-    def _query_vector(self, context: RankContext) -> np.ndarray:
-        return query_vector(context, lambda: self.embedder, self._check_dimension, "qa-gnn")
-
-    def _object_vectors(self, candidates: Sequence[Candidate]) -> np.ndarray:
-        return object_vectors(
-            candidates, self.config.embedding_dim, lambda: self.embedder, self._check_dimension
-        )
-
-    def describe(self) -> dict[str, Any]:
-        """The checkpoint's config (what it was trained on, its validation metrics)."""
-        return self.config.to_json()
+        return self.infer(run)

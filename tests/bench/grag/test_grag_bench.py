@@ -132,7 +132,8 @@ def test_ship_step_scores_every_epoch_and_records_its_seed(monkeypatch, tmp_path
     monkeypatch.setattr(bench, "examples_for", lambda *a: ["example"])
     monkeypatch.setattr(train, "train_grag", fake_train)
     monkeypatch.setattr(embeddings, "default_embedder", lambda: SimpleNamespace(name="minilm"))
-    monkeypatch.setattr(checkpoint, "save_grag", lambda m, config, path: seen.update(config=config))
+    saving = SimpleNamespace(save=lambda m, config, path: seen.update(config=config))
+    monkeypatch.setattr(checkpoint, "GRAG", saving)
     args = argparse.Namespace(
         concept_text="fast", path_concepts="document", dropout=0.1, epochs=20, lr=1e-4,
         top_n=20, ship=tmp_path / "ship",

@@ -11,13 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from helpers_gat import graph_of, table_candidates  # noqa: E402
 
-from grapher_core.learned.gat.checkpoint import (  # noqa: E402
-    CheckpointConfig,
-    EmbeddingMismatchError,
-    checkpoint_paths,
-    load_checkpoint,
-    save_checkpoint,
-)
+from grapher_core.errors import EmbeddingMismatchError  # noqa: E402
+from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig, checkpoint_paths  # noqa: E402
 from grapher_core.learned.gat.model import GraphERNet, ModelSpec  # noqa: E402
 from grapher_core.learned.gat.ranker import GATRanker, MLPRanker  # noqa: E402
 from grapher_core.ranking.base import RankContext  # noqa: E402
@@ -39,7 +34,7 @@ def _save(tmp_path: Path, architecture: str = "gat", model_name: str = "test/mod
         alpha=0.3,
         training={"data": "unit-test"},
     )
-    save_checkpoint(model, config, tmp_path / architecture)
+    GAT.save(model, config, tmp_path / architecture)
     return tmp_path / architecture
 
 
@@ -72,7 +67,7 @@ def test_round_trip_gives_the_same_scores(tmp_path: Path) -> None:
     second = GATRanker(weights).rank(graph, seeds, context)  # either file names the pair
     assert first.shape == (10,) and np.all(np.isfinite(first))
     np.testing.assert_array_equal(first, second)
-    model, loaded = load_checkpoint(stem)
+    model, loaded = GAT.load(stem)
     assert loaded.alpha == 0.3 and not model.training
     assert GATRanker(stem).alpha == 0.3 and GATRanker(stem, alpha=0.5).alpha == 0.5
 
@@ -113,16 +108,16 @@ def test_architecture_and_files_are_checked(tmp_path: Path) -> None:
     data["model"]["hidden"] = 16  # config no longer matches the weights
     config_file.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="does not match"):
-        load_checkpoint(stem)
+        GAT.load(stem)
     data["format_version"] = 99
     config_file.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="format 99"):
-        load_checkpoint(stem)
+        GAT.load(stem)
 
 
 def test_weights_load_with_torch_weights_only(tmp_path: Path) -> None:
     """The state dict is plain tensors: torch.save/torch.load(weights_only=True) also works."""
-    model, _ = load_checkpoint(_save(tmp_path))
+    model, _ = GAT.load(_save(tmp_path))
     path = tmp_path / "state.pt"
     torch.save(model.state_dict(), path)
     state = torch.load(path, weights_only=True)

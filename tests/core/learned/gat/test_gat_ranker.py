@@ -12,7 +12,7 @@ from helpers_gat import table_candidates
 
 from grapher_core import Candidate, GraphReranker
 from grapher_core.edges.keys import ForeignKeys
-from grapher_core.learned.gat.checkpoint import default_checkpoint, load_checkpoint
+from grapher_core.learned.gat.checkpoint import GAT
 from grapher_core.ranking.registry import make_ranker
 
 pytestmark = pytest.mark.integration  # real parts: packaged models, stores, Ray
@@ -45,7 +45,7 @@ def _tables() -> list[Candidate]:
 
 @pytest.mark.parametrize("name", ["gat", "mlp"])
 def test_shipped_checkpoint_works_out_of_the_box(name: str) -> None:
-    _, config = load_checkpoint(default_checkpoint(name))
+    _, config = GAT.load(GAT.default_path(name))
     assert config.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
     assert config.embedding_dim == 384 and config.model.architecture == name
     reranker = GraphReranker([ForeignKeys("foreign_keys")], ranker=name)

@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 
 from grapher_bench.cli import main
 from grapher_bench.gat.data import build_training_set
-from grapher_core.learned.gat.checkpoint import checkpoint_paths, load_checkpoint
+from grapher_core.learned.gat.checkpoint import GAT, checkpoint_paths
 from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
 from grapher_core.learned.gat.train import TrainConfig, TrainingSet, train_model
 from grapher_core.learned.loop import split_examples
@@ -89,7 +89,7 @@ def test_grapher_train_writes_a_usable_checkpoint(
     assert set(summary["validation"]) >= {"PR@5", "PR@10", "PR@10>1"}
     weights, config_file = checkpoint_paths(out)
     assert weights.is_file() and config_file.is_file()
-    _, config = load_checkpoint(out)
+    _, config = GAT.load(out)
     assert config.training["loss"] == loss and config.training["data"] == "spider_train"
     assert 0 <= config.training["best_epoch"] <= 2  # 0: the untrained start stayed best
     assert GATRanker(out).config.embedding_dim == 384
@@ -189,7 +189,7 @@ def test_train_command_validates_on_another_set(
     args += ["--top-n", "20", "--epochs", "1", "--hidden", "8", "--out", str(out)]
     assert main(args) == 0
     capsys.readouterr()
-    _, config = load_checkpoint(out)
+    _, config = GAT.load(out)
     assert config.training["validation"] == "2 databases of spider_train"
     assert config.training["train_queries"] == 40
     assert config.training["data"] == "spider_dev"  # the validation set is not trained on
@@ -223,7 +223,7 @@ def test_a_rank_seed_checkpoint_ranks_a_pool_alike_with_any_scores(
     args += ["--top-n", "30", "--epochs", "1", "--hidden", "8", "--seeds", "rank"]
     assert main([*args, "--out", str(out), "--device", "cpu"]) == 0
     capsys.readouterr()
-    _, config = load_checkpoint(out)
+    _, config = GAT.load(out)
     assert config.seeds == "rank"
     ranker = GATRanker(out)
     assert not ranker.reads_scores and seed_policy(None, ranker) == "rank"

@@ -17,7 +17,7 @@ from grapher_core.edges.concepts import SharedConcepts, shared_concepts  # noqa:
 from grapher_core.edges.graph import build_graph  # noqa: E402
 from grapher_core.enrich.concepts import ConceptGraph, encode_graph  # noqa: E402
 from grapher_core.errors import EmbeddingMismatchError  # noqa: E402
-from grapher_core.learned.grag.checkpoint import GRAGConfig, load_grag, save_grag  # noqa: E402
+from grapher_core.learned.grag.checkpoint import GRAG, GRAGConfig  # noqa: E402
 from grapher_core.learned.grag.features import edge_arrays  # noqa: E402
 from grapher_core.learned.grag.model import EdgeMeanConv, GRAGNet, GRAGSpec  # noqa: E402
 from grapher_core.learned.grag.ranker import GRAGRanker  # noqa: E402
@@ -122,8 +122,8 @@ def test_training_on_the_shared_loop_learns_and_saves(tmp_path: Path) -> None:
         graph="documents",
         paths="document",
     )
-    save_grag(result.model, config, tmp_path / "toy")
-    model, loaded = load_grag(tmp_path / "toy")
+    GRAG.save(result.model, config, tmp_path / "toy")
+    model, loaded = GRAG.load(tmp_path / "toy")
     assert loaded.spec == spec and loaded.text == "plain" and loaded.paths == "document"
     with pytest.raises(ValueError, match="paths must be one of"):
         GRAGConfig(spec=spec, embedding_model="toy", embedding_dim=8, paths="question")
@@ -151,7 +151,7 @@ class _Toy:
 def _toy_checkpoint(tmp_path: Path, text: str = "concepts") -> Path:
     spec = GRAGSpec(embedding_dim=8, hidden=4)
     torch.manual_seed(0)
-    save_grag(
+    GRAG.save(
         GRAGNet(spec),
         GRAGConfig(spec=spec, embedding_model="toy", embedding_dim=8, text=text),
         tmp_path / "ck",

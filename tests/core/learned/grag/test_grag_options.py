@@ -50,11 +50,12 @@ def test_the_allowed_formats_pass_the_check(fmt: str) -> None:
     from grapher_core.learned.grag.ranker import _check_options
 
     _check_options(
-        threads=None,
         concept_format=fmt,
         concept_field="concepts",
         text=None,
         graph=None,
         paths=None,
         strict=False,
+        max_pairs=None,
+        concept_cache_size=0,
     )

@@ -16,10 +16,9 @@ from grapher_core.edges.keys import AdjacentChunks  # noqa: E402
 from grapher_core.edges.semantic import SemanticKNN  # noqa: E402
 from grapher_core.errors import EmbeddingMismatchError  # noqa: E402
 from grapher_core.learned.qa_gnn.checkpoint import (  # noqa: E402
+    QA_GNN,
     FusionCoefficients,
     QAGNNConfig,
-    load_qa_gnn,
-    save_qa_gnn,
 )
 from grapher_core.learned.qa_gnn.features import (  # noqa: E402
     ego_batch,
@@ -90,13 +89,13 @@ def _checkpoint(tmp_path: Path, coef: tuple[float, ...] = (0.7, -1.25, 2.5)) -> 
     config = QAGNNConfig(
         SMALL, "toy-model", 8, FusionCoefficients(coef, -0.5), 0.6, knn_k=2, knn_threshold=0.0
     )
-    weights, _ = save_qa_gnn(QAGNNNet(SMALL), config, tmp_path / "toy")
+    weights, _ = QA_GNN.save(QAGNNNet(SMALL), config, tmp_path / "toy")
     return weights
 
 
 def test_fusion_coefficients_round_trip_through_the_checkpoint(tmp_path: Path) -> None:
     path = _checkpoint(tmp_path)
-    model, config = load_qa_gnn(path)
+    model, config = QA_GNN.load(path)
     assert config.fusion == FusionCoefficients((0.7, -1.25, 2.5), -0.5)
     assert config.adjust_alpha == 0.6 and config.knn_k == 2 and config.model == SMALL
     saved = json.loads(path.with_suffix(".json").read_text())
