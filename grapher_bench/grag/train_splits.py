@@ -91,7 +91,8 @@ def _train(examples: list[Any], args: argparse.Namespace, seed: int) -> Any:
 def _save(spec: Any, loop: Any, result: Any, args: argparse.Namespace, seed: int) -> None:
     """The seed's model as a loadable checkpoint under ``--out`` (never grapher_core/data)."""
     from grapher_core.embeddings import default_embedder
-    from grapher_core.learned.grag.checkpoint import GRAGConfig, save_grag
+    from grapher_core.learned.grag import checkpoint
+    from grapher_core.learned.grag.checkpoint import GRAGConfig
 
     config = GRAGConfig(
         spec=spec,
@@ -115,7 +116,12 @@ def _save(spec: Any, loop: Any, result: Any, args: argparse.Namespace, seed: int
         },
         metrics={"validation": result.best_metrics},
     )
-    save_grag(result.model, config, args.out / f"grag_train_splits_seed{seed}")
+    stem = args.out / f"grag_train_splits_seed{seed}"
+    family = getattr(checkpoint, "GRAG", None)  # the shared checkpoint family, where present
+    if family is not None:
+        family.save(result.model, config, stem)
+    else:
+        vars(checkpoint)["save_grag"](result.model, config, stem)  # before the family existed
 
 
 def _rows(qs: Any, model: Any) -> dict[str, list[dict[str, float]]]:

@@ -45,7 +45,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def _save_checkpoint(trained: dict[str, Any], names: list[str], seed: int, stem: Path) -> None:
     """The seed's model as a loadable checkpoint (never written into grapher_core/data)."""
     from grapher_bench.qa_gnn.cli import EMBEDDING_MODEL, _timing
-    from grapher_core.learned.qa_gnn.checkpoint import QAGNNConfig, save_qa_gnn
+    from grapher_core.learned.qa_gnn import checkpoint
+    from grapher_core.learned.qa_gnn.checkpoint import QAGNNConfig
 
     result = trained["result"]
     training = {"datasets": [f"{n}/train (sentence split)" for n in names], "seed": seed}
@@ -58,7 +59,11 @@ def _save_checkpoint(trained: dict[str, Any], names: list[str], seed: int, stem:
         training=training | {"retriever": "dense", "graph": "adjacent+semantic"} | _timing(trained),
         metrics={"validation": result.stage2["val"]},
     )
-    save_qa_gnn(result.model, config, stem)
+    family = getattr(checkpoint, "QA_GNN", None)  # the shared checkpoint family, where present
+    if family is not None:
+        family.save(result.model, config, stem)
+    else:
+        vars(checkpoint)["save_qa_gnn"](result.model, config, stem)  # before the family existed
 
 
 def main(argv: Sequence[str] | None = None) -> int:

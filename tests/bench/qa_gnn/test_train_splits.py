@@ -28,7 +28,7 @@ def _write(folder: Path, name: str, rows: list[dict[str, object]]) -> None:
 @pytest.fixture
 def train_root(tmp_path: Path) -> Path:
     folder = tmp_path / "hotpotqa" / "train"
-    corpus = [
+    corpus: list[dict[str, object]] = [
         {
             "id": "A",
             "text": "A\nA is a town. It lies in the U.S. state of Ohio.",
