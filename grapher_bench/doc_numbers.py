@@ -12,7 +12,8 @@ Addresses:
   block row inside the table (``PR@10 (%)``), joined by `` / ``; a second unlabelled table under
   the same heading gets `` #2``.
 * row: the first cell, or as many leading cells as make the rows unique, joined by `` | ``.
-* column: the header text; ``part``: which number of the cell (``26.5 (27.5)``: 0 is 26.5).
+* column: the header text (a repeated one: ``p #2`` for its second use); ``part``: which number
+  of the cell (``26.5 (27.5)``: 0 is 26.5).
 
 Markdown emphasis (``**``) and backticks are stripped from every label.
 """
@@ -133,6 +134,16 @@ def _is_rule(line: str) -> bool:
     return bool(re.fullmatch(r"\|?(\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*", line.strip()))
 
 
+def _header(cells: Sequence[str]) -> tuple[str, ...]:
+    """Column names; a name the header repeats gets `` #2``, `` #3`` ... after its first."""
+    names: list[str] = []
+    for cell in cells:
+        name = _clean(cell)
+        seen = sum(1 for other in names if other == name or other.startswith(f"{name} #"))
+        names.append(f"{name} #{seen + 1}" if seen else name)
+    return tuple(names)
+
+
 def _row_keys(rows: Sequence[Sequence[str]]) -> list[str]:
     """The shortest run of leading cells that tells every row apart, joined by `` | ``."""
     width = max((len(row) for row in rows), default=1)
@@ -183,7 +194,7 @@ def parse_tables(text: str) -> dict[str, Table]:
         if match:
             heading, seen_under_heading = _clean(match.group(1)), 0
         if lines[i].lstrip().startswith("|") and i + 1 < len(lines) and _is_rule(lines[i + 1]):
-            header = tuple(_clean(c) for c in _cells(lines[i]))
+            header = _header(_cells(lines[i]))
             end = i + 2
             while end < len(lines) and lines[end].lstrip().startswith("|"):
                 end += 1

@@ -628,6 +628,12 @@ def _small_reader(set_name: str, row: str, column: str) -> Cell:
     return Cell(QA_EVAL, f"{set_name} ({questions} questions, top 10)", row, column)
 
 
+def _pair(set_name: str, row: str, column: str) -> Cell:
+    """docs/qa_eval.md's paired tests of the 135M reader's run (the table after the per-set one)."""
+    base = _small_reader(set_name, row, column)
+    return Cell(base.doc, f"{base.table} #2", row, column)
+
+
 def _answer_level() -> list[Claim]:
     """Answer-level numbers quoted from docs/qa_eval.md's tables."""
     context, gold = "answer in context", "gold in answer"
@@ -645,13 +651,30 @@ def _answer_level() -> list[Claim]:
         )
         for name in best
     ]
+    context_p = [_pair(name, f"baseline → {best[name]}", "p") for name in best]
     return [
         *bench(
             "(musique {} → {} %, p = #; hotpotqa {} → {} %, p = #; 2wikimultihopqa {} → {} %,",
             *in_context,
         ),
-        *bench("(gold in answer {} → {} %, {} → {} %, {} → {} % with p", *in_answer),
-        *bench("(gold in answer vs flat {}, {}, {} with", *graph_vs_flat),
+        *bench(
+            "(musique # → # %, p = {}; hotpotqa # → # %, p = {}; 2wikimultihopqa # → # %, p < {}),",
+            *context_p,
+        ),
+        *bench(
+            "(gold in answer {} → {} %, {} → {} %, {} → {} % with p = {};",
+            *in_answer,
+            _pair(WIKI, "baseline → expand-gcs", "p (McNemar)"),
+        ),
+        *bench(
+            "(gold in answer vs flat {}, {}, {} with p = {}).",
+            *graph_vs_flat,
+            _pair(WIKI, "expand-gcs → expand-gcs + graph context", "p (McNemar)"),
+        ),
+        *bench(
+            "gold in answer # → # %, p = {} uncorrected",
+            _pair(WIKI, "baseline → expand-gat", "p (McNemar)"),
+        ),
         *bench(
             "`expand-gat` (the expansion study's best, PR@10 {} on these 200), is the one"
             " answer-level difference below 0.05: gold in answer {} → {} %,",

@@ -78,6 +78,13 @@ def test_rows_sharing_a_first_cell_are_told_apart_by_the_next_cells() -> None:
     assert set(parse_tables(text)[""].rows) == {"a | bm25", "a | dense"}
 
 
+def test_a_repeated_column_name_is_numbered_from_its_second_use() -> None:
+    text = "| pair | Δ | p | Δ | p |\n|---|---|---|---|---|\n| a → b | +1.0 | 0.5 | −2.0 | 0.02 |\n"
+    table = parse_tables(text)[""]
+    assert table.header == ("pair", "Δ", "p", "Δ #2", "p #2")
+    assert table.cell("a → b", "p #2") == "0.02"
+
+
 def test_a_wrong_number_is_reported_with_file_phrase_and_both_numbers(tmp_path: Path) -> None:
     claim = Claim(
         "prose.md", "on spider_dev (75.2 → {})", _cell("PR@10 (%)", "hybrid + gcs", "spider_dev")
