@@ -36,7 +36,9 @@ __all__ = [
     "check_claims",
     "parse_tables",
     "phrase_pattern",
+    "prose_numbers",
     "source_value",
+    "unclaimed_numbers",
 ]
 
 NUMBER = re.compile(r"[-+−]?\d+(?:\.\d+)?(?:e[-+−]?\d+)?")
@@ -236,29 +238,72 @@ def source_value(source: Source, docs: dict[str, dict[str, Table]]) -> Decimal:
     return _cell_value(source, docs)
 
 
+ANY_NUMBER = r"[-+−]?\d+(?:\.\d+)?(?:e[-+−]?\d+)?"
+PROSE_NUMBER = re.compile(r"(?<![\w.§-])[-+−]?\d+\.\d+(?![\w.]*\w)")
+GENERATED = re.compile(r"<!-- (\S+):start -->.*?<!-- \1:end -->", re.S)
+
+
+def _literal(text: str) -> str:
+    """Prose as a regex: any whitespace between words, ``#`` and decimal numbers any number."""
+    out = []
+    for piece in re.split(r"(\s+|\d+\.\d+|#)", text):
+        if not piece:
+            continue
+        if piece.isspace():
+            out.append(r"\s+")
+        elif piece == "#" or DECIMAL.fullmatch(piece):
+            out.append(ANY_NUMBER)
+        else:
+            out.append(re.escape(piece))
+    return "".join(out)
+
+
 def phrase_pattern(phrase: str) -> re.Pattern[str]:
-    """The phrase as a regex: any whitespace between words, the braced number captured, every
-    other decimal number a wildcard."""
+    """A claim's phrase as a regex: the braced number captured, every other number a wildcard."""
     checked = CHECKED.search(phrase)
     if checked is None:
         raise ValueError(f"phrase {phrase!r} has no {{number}} to check")
-    any_number = r"[-+−]?\d+(?:\.\d+)?(?:e[-+−]?\d+)?"
-
-    def literal(text: str) -> str:
-        out = []
-        for piece in re.split(r"(\s+|\d+\.\d+|#)", text):
-            if not piece:
-                continue
-            if piece.isspace():
-                out.append(r"\s+")
-            elif piece == "#" or DECIMAL.fullmatch(piece):
-                out.append(any_number)
-            else:
-                out.append(re.escape(piece))
-        return "".join(out)
-
     before, after = phrase[: checked.start()], phrase[checked.end() :]
-    return re.compile(literal(before) + f"({any_number})" + literal(after))
+    return re.compile(_literal(before) + f"({ANY_NUMBER})" + _literal(after))
+
+
+def prose_numbers(text: str) -> list[re.Match[str]]:
+    """Every decimal number of a doc's prose: outside generated sections, tables and code
+    blocks (versions, section numbers and model names such as ``Qwen2.5-Coder`` left out)."""
+    hidden = [m.span() for m in GENERATED.finditer(text)]
+    found, offset, in_code = [], 0, False
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        table = line.lstrip().startswith("|")
+        if not (in_code or table or any(a <= offset < b for a, b in hidden)):
+            found += [m for m in PROSE_NUMBER.finditer(text, offset, offset + len(line))]
+        offset += len(line)
+    return found
+
+
+def unclaimed_numbers(
+    file: str, text: str, claims: Iterable[Claim], untied: Iterable[str]
+) -> list[str]:
+    """Prose numbers of ``text`` that no claim checks and no ``untied`` passage (a phrase in the
+    claims' syntax, without braces) covers; a passage found nowhere is reported as stale."""
+    covered: list[tuple[int, int]] = []
+    problems = []
+    for claim in claims:
+        if claim.file == file:
+            covered += [m.span(1) for m in phrase_pattern(claim.phrase).finditer(text)]
+    for passage in untied:
+        spans = [m.span() for m in re.finditer(_literal(passage), text)]
+        if not spans:
+            problems.append(f"{file}: untied passage not found (stale?): {passage!r}")
+        covered += spans
+    for number in prose_numbers(text):
+        start, end = number.span()
+        if not any(a < end and start < b for a, b in covered):
+            line = text.count("\n", 0, start) + 1
+            context = " ".join(text[max(0, start - 50) : end + 20].split())
+            problems.append(f"{file}:{line}: {number.group()} is in no claim: ...{context}...")
+    return problems
 
 
 def check_claim(claim: Claim, text: str, docs: dict[str, dict[str, Table]]) -> Failure | None:

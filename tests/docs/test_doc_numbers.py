@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from doc_claims import BENCH, CLAIMS, passages
+from doc_claims import BENCH, CLAIMS, UNTIED_BENCH, passages
 
 from grapher_bench.doc_numbers import (
     Cell,
@@ -16,6 +16,7 @@ from grapher_bench.doc_numbers import (
     check_claims,
     parse_tables,
     phrase_pattern,
+    unclaimed_numbers,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,3 +179,26 @@ def test_every_claim_fails_when_its_prose_number_changes() -> None:
 def _cells(claim: Claim) -> list[Cell]:
     source = claim.source
     return [source.a, source.b] if isinstance(source, Diff) else [source]
+
+
+def test_every_prose_number_of_the_benchmarks_doc_is_claimed_or_said_untied() -> None:
+    """A new number in docs/benchmarks.md's prose needs a claim, or a passage saying why no
+    table holds it (README is left to its claims: other prose there is not about benchmarks)."""
+    text = (ROOT / BENCH).read_text(encoding="utf-8")
+    untied = [passage for passage, _ in UNTIED_BENCH]
+    problems = unclaimed_numbers(BENCH, text, CLAIMS, untied)
+    assert not problems, "\n".join(problems)
+
+
+def test_an_unclaimed_prose_number_is_reported_and_generated_tables_code_are_not() -> None:
+    text = (
+        "Prose with 12.5 in it and 7.0 claimed.\n\n| a | 3.5 |\n|---|---|\n| b | 4.5 |\n\n"
+        "```\nx = 1.5\n```\n<!-- t:start -->\n9.5 generated\n<!-- t:end -->\n"
+        "Version 0.2.0, Qwen2.5 and Apache-2.0 are no results.\n"
+    )
+    claim = Claim("x.md", "and {} claimed", _cell("PR@5 (%)", "hybrid + gcs", "spider_dev"))
+    problems = unclaimed_numbers("x.md", text, [claim], ["gone 1.0 passage"])
+    assert len(problems) == 2
+    assert "not found" in problems[0] and "gone 1.0 passage" in problems[0]
+    assert problems[1].startswith("x.md:1: 12.5 is in no claim")
+    assert unclaimed_numbers("x.md", text, [claim], ["with 12.5 in"]) == []
