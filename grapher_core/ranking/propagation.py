@@ -33,9 +33,11 @@ import scipy.sparse as sp
 
 try:  # scipy's compiled csr kernels: the same ones `@` ends in, without their dispatch cost
     from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+    from scipy.sparse._sparsetools import csr_scale_columns as _csr_scale_columns
     from scipy.sparse._sparsetools import csr_scale_rows as _csr_scale_rows
 except ImportError:  # pragma: no cover
     _csr_matvec = None
+    _csr_scale_columns = None
     _csr_scale_rows = None
 
 from grapher_core.candidates import Candidate
@@ -124,30 +126,27 @@ def _check_inputs(adjacency: Any, seeds: Any, alpha: float) -> tuple[sp.csr_matr
     return a, s
 
 
+def _row_sums(matrix: sp.csr_matrix) -> np.ndarray:
+    """Row sums of a csr matrix by one mat-vec with ones: no scipy dispatch, no copy."""
+    n_rows, n_cols = matrix.shape
+    if _csr_matvec is None:  # pragma: no cover - scipy without the private kernel
+        return np.asarray(matrix.sum(axis=1)).ravel()
+    sums = np.zeros(n_rows)
+    _csr_matvec(n_rows, n_cols, matrix.indptr, matrix.indices, matrix.data, np.ones(n_cols), sums)
+    return sums
+
+
 def _row_normalised_data(adjacency: sp.csr_matrix, scale: float = 1.0) -> np.ndarray:
     """``scale * A[i, j] / sum_k A[i, k]`` as a new data array for ``adjacency``'s structure
     (rows without edges stay zero); the row sums by one mat-vec with ones, no scipy dispatch."""
     n_rows, n_cols = adjacency.shape
-    counts = np.diff(adjacency.indptr)
-    if _csr_matvec is not None:
-        sums = np.zeros(n_rows)
-        _csr_matvec(
-            n_rows,
-            n_cols,
-            adjacency.indptr,
-            adjacency.indices,
-            adjacency.data,
-            np.ones(n_cols),
-            sums,
-        )
-    else:  # pragma: no cover - scipy without the private kernel
-        sums = np.asarray(adjacency.sum(axis=1)).ravel()
+    sums = _row_sums(adjacency)
     factors = np.divide(scale, sums, out=np.zeros_like(sums), where=sums > 0)
     if _csr_scale_rows is not None:  # in place on one copy: no repeated-factor array
         data = adjacency.data.copy()
         _csr_scale_rows(n_rows, n_cols, adjacency.indptr, adjacency.indices, data, factors)
         return data
-    return adjacency.data * np.repeat(factors, counts)  # pragma: no cover
+    return adjacency.data * np.repeat(factors, np.diff(adjacency.indptr))  # pragma: no cover
 
 
 def _degree_normalised_data(
@@ -161,14 +160,26 @@ def _degree_normalised_data(
     ``adjacency``; the degree, for the symmetric graphs edges build). On a symmetric graph
     ``D^-b A D^(b-1)`` is similar to ``D^-1/2 A D^-1/2`` and to the row-normalised ``D^-1 A``:
     the same spectrum, so the same iteration converges; a ``degrees_of`` with larger weights
-    than ``adjacency`` (kinds weighted below 1) only shrinks it."""
+    than ``adjacency`` (kinds weighted below 1) only shrinks it.
+
+    It runs on every query, so it is two scaling passes of scipy's csr kernels over one copy
+    of the data (row sums by a mat-vec, column sums by ``bincount``), not a chain of numpy
+    temporaries of the size of the edge list."""
     source = adjacency if degrees_of is None else degrees_of
-    sums = 0.5 * (np.asarray(source.sum(axis=1)).ravel() + np.asarray(source.sum(axis=0)).ravel())
+    n_rows, n_cols = adjacency.shape
+    columns = np.bincount(source.indices, weights=source.data, minlength=source.shape[1])
+    sums = 0.5 * (_row_sums(source) + columns)
     safe = np.where(sums > 0, sums, 1.0)
     receive = safe**-exponent
     send = safe ** (exponent - 1.0)
-    counts = np.diff(adjacency.indptr)
-    return scale * adjacency.data * np.repeat(receive, counts) * send[adjacency.indices]
+    receive *= scale
+    if _csr_scale_rows is None or _csr_scale_columns is None:  # pragma: no cover
+        counts = np.diff(adjacency.indptr)
+        return adjacency.data * np.repeat(receive, counts) * send[adjacency.indices]
+    data = adjacency.data.copy()
+    _csr_scale_rows(n_rows, n_cols, adjacency.indptr, adjacency.indices, data, receive)
+    _csr_scale_columns(n_rows, n_cols, adjacency.indptr, adjacency.indices, data, send)
+    return data
 
 
 def row_normalise(adjacency: sp.csr_matrix) -> sp.csr_matrix:
@@ -200,6 +211,82 @@ def _iterate(
 GCS_SOLVE_MAX_NODES = 600
 
 
+EXTRAPOLATIONS = 8
+"""At most this many dominant-mode jumps (:class:`_DominantMode`) per call; the plain
+iteration runs on after them, so a poor estimate can cost steps but not convergence."""
+
+SETTLED = 0.05
+"""The ratio of successive pass steps has settled when two in a row differ by at most this
+share, and the measured mode agrees with it to the same share."""
+
+SLOW_RATIO = 0.1
+"""A jump is tried only while a pass shrinks the step by less than this factor (``l^2``,
+``|l| > 0.32``); faster modes die out on their own within a few passes."""
+
+
+class _DominantMode:
+    """Removes the slowest mode of ``p <- base + T p`` when it is alone, by one exact jump.
+
+    Once one eigenvalue ``l`` of ``T`` is left (the step ratio per pass settles at ``l^2``),
+    ``p_k = p* + c l^k v``, so two consecutive signed steps ``d1``, ``d2`` give
+    ``l = d1.d2 / d1.d1`` and ``p* = p + l / (1 - l) d2``. Degree-normalised GCS needs it: on
+    an asymmetric graph (entity weights shared by unequal entity counts) ``D^-b A D^(b-1)``
+    has a top eigenvalue near, not at, 1, and the start ``s`` has a component on it (exactly
+    none when it is 1), which the plain iteration sheds only at ``((1 - alpha) l_W)^k``
+    (``l_W = 0.995`` on the zipf n = 200 pool of ``grapher-bench bench-latency``: 137 mat-vecs,
+    23 with the jump). The stopping rule stays the plain one, tested on two plain steps after
+    the last jump, so the guarantee is unchanged."""
+
+    __slots__ = ("left", "measuring", "previous", "ratio")
+
+    def __init__(self, jumps: int) -> None:
+        self.left = jumps
+        self.measuring = False
+        self.previous = self.ratio = 0.0
+
+    def after_pass(
+        self,
+        p: np.ndarray,
+        middle: np.ndarray,
+        first: np.ndarray | None,
+        step: np.ndarray,
+        delta: float,
+        scratch: np.ndarray,
+    ) -> None:
+        """Record a pass (``first -> middle -> p``, ``step = p - middle``, ``delta`` its L1);
+        after a measuring pass (``first`` kept), jump ``p`` in place if the mode is clean."""
+        ratio = delta / self.previous if self.previous else 0.0
+        if first is not None:
+            self.measuring = False
+            np.subtract(middle, first, out=scratch)
+            norm = float(scratch @ scratch)
+            slope = float(scratch @ step) / norm if norm > 0 else 0.0
+            if 0.0 < abs(slope) < 1.0 and abs(slope * slope - ratio) <= SETTLED * ratio:
+                p += np.multiply(step, slope / (1.0 - slope), out=scratch)
+                self.left -= 1
+                self.previous = self.ratio = 0.0
+                return
+        settled = abs(ratio - self.ratio) <= SETTLED * ratio
+        self.measuring = self.left > 0 and ratio > SLOW_RATIO and settled
+        self.previous, self.ratio = delta, ratio
+
+
+def _matvec(
+    n: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
+) -> Callable[..., Any]:
+    """``kernel(n, n, indptr, indices, data, x, y)``: ``y += A x`` (scipy's csr kernel)."""
+    if _csr_matvec is not None:
+        return cast(Callable[..., Any], _csr_matvec)
+    matrix = sp.csr_matrix((data, indices, indptr), shape=(n, n))  # pragma: no cover
+
+    def _fallback(  # pragma: no cover - scipy without the private kernel
+        _r: int, _c: int, _p: Any, _i: Any, _d: Any, vector: np.ndarray, out: np.ndarray
+    ) -> None:
+        out += matrix @ vector
+
+    return _fallback  # pragma: no cover
+
+
 def _iterate_affine(
     transition: sp.csr_matrix | tuple[np.ndarray, np.ndarray, np.ndarray],
     base: np.ndarray,
@@ -208,6 +295,7 @@ def _iterate_affine(
     max_iter: int,
     name: str,
     damping: float = 0.0,
+    extrapolate: bool = False,
 ) -> np.ndarray:
     """``p <- transition @ p + base`` until ``||p_new - p||_1 < tol``, with no allocation.
 
@@ -219,6 +307,7 @@ def _iterate_affine(
     but carries no component on the eigenvalue ``-damping``: the mode that makes Algorithm 1
     crawl at ``0.9^k`` on bipartite-like graphs (a foreign-key star; 188 -> 38 steps on a
     spider_dev top-200 at alpha 0.1), and no other mode grows (``|l + d| / (1 + d) <= 1``).
+    ``extrapolate`` removes a slow mode that is left alone later (:class:`_DominantMode`).
     Convergence is tested every second step (the result is then at most one step further
     along). This is the hot loop of GCS: it calls scipy's csr mat-vec kernel directly.
     """
@@ -227,34 +316,29 @@ def _iterate_affine(
         indptr, indices, data = transition
     else:
         indptr, indices, data = transition.indptr, transition.indices, transition.data
-    kernel: Callable[..., Any] | None = _csr_matvec  # kernel(n, n, csr..., x, y): y += A x
-    if kernel is None:  # pragma: no cover - scipy without the private kernel
-        matrix = sp.csr_matrix((data, indices, indptr), shape=(n, n))
-
-        def _fallback(
-            _r: int, _c: int, _p: Any, _i: Any, _d: Any, vector: np.ndarray, out: np.ndarray
-        ) -> None:
-            out += matrix @ vector
-
-        kernel = _fallback
-
+    kernel = _matvec(n, indptr, indices, data)
     copyto, subtract, absolute, total = np.copyto, np.subtract, np.absolute, np.add.reduce
-    p, nxt, step = start.copy(), np.empty(n), np.empty(n)
+    p, nxt, step, scratch = start.copy(), np.empty(n), np.empty(n), np.empty(n)
     if damping:
         copyto(nxt, base)
         kernel(n, n, indptr, indices, data, p, nxt)  # nxt += transition @ p
         p *= damping
         p += nxt
         p /= 1.0 + damping
+    mode = _DominantMode(EXTRAPOLATIONS) if extrapolate else None
     # Two steps per pass (the second ends with p holding the newer iterate), convergence
     # tested after the second: the same arithmetic and stopping point as one step at a time.
     for _ in range(max_iter // 2):
+        first = p.copy() if mode is not None and mode.measuring else None
         copyto(nxt, base)
         kernel(n, n, indptr, indices, data, p, nxt)
         copyto(p, base)
         kernel(n, n, indptr, indices, data, nxt, p)
-        if total(absolute(subtract(p, nxt, out=step), out=step)) < tol:  # ||p - nxt||_1
+        delta = total(absolute(subtract(p, nxt, out=step), out=scratch))  # ||p - nxt||_1
+        if delta < tol:
             return p
+        if mode is not None:
+            mode.after_pass(p, nxt, first, step, float(delta), scratch)
     if max_iter % 2:  # the odd last step, tested as well
         copyto(nxt, base)
         kernel(n, n, indptr, indices, data, p, nxt)
@@ -263,6 +347,40 @@ def _iterate_affine(
             return p
     warn(f"{name} did not converge in {max_iter} iterations (tol={tol})")
     return p
+
+
+def _solve_fixed_point(a: sp.csr_matrix, data: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``p = base + T p`` (``T`` = ``data`` on ``a``'s structure) by one dense LU over the nodes
+    with out-edges; a node without any is ``base`` in closed form."""
+    transition = sp.csr_matrix((data, a.indices, a.indptr), shape=a.shape)
+    active = np.flatnonzero(np.diff(transition.indptr))
+    if active.size > GCS_SOLVE_MAX_NODES:
+        raise InputError(
+            f"method='solve' is for at most {GCS_SOLVE_MAX_NODES} connected "
+            f"nodes, got {active.size}; use method='iterate'"
+        )
+    p = base.copy()  # rows without edges: p_i = alpha * s_i at the fixed point
+    block = transition[active]
+    inside = block[:, active].toarray()
+    # Edges from an active node to a node without out-edges use that node's known value.
+    rhs = base[active] + block @ p - inside @ p[active]
+    p[active] = np.linalg.solve(np.eye(active.size) - inside, rhs)
+    return p
+
+
+def _degree_data(a: sp.csr_matrix, scale: float, exponent: float, degrees_of: Any) -> np.ndarray:
+    """:func:`_degree_normalised_data` after checking the exponent and ``degrees_of`` (taken
+    as it is when already a float csr matrix: the ranker passes its graph's adjacency)."""
+    if not 0.5 <= exponent <= 1.0:
+        raise InputError(f"degree_exponent must be in [0.5, 1], got {exponent!r}")
+    degrees = degrees_of
+    if degrees_of is not None and not (
+        type(degrees_of) is sp.csr_matrix and degrees_of.dtype == np.float64
+    ):
+        degrees = sp.csr_matrix(degrees_of, dtype=np.float64)
+    if degrees is not None and degrees.shape != a.shape:
+        raise InputError(f"degrees_of has shape {degrees.shape}, adjacency {a.shape}")
+    return _degree_normalised_data(a, exponent, scale, degrees)
 
 
 def gcs_scores(
@@ -287,13 +405,15 @@ def gcs_scores(
 
     ``method="iterate"`` (default) runs the iteration with sparse mat-vecs and one exact
     extrapolation step per iteration (see ``_iterate_affine``: same fixed point, same stopping
-    guarantee, up to 5x fewer steps on foreign-key graphs): cost grows with the number of
-    edges, and it stays single-threaded. ``"solve"`` computes its
+    guarantee, up to 5x fewer steps on foreign-key graphs), and in the degree form a jump past a
+    slow mode once it is alone (``_DominantMode``: 6x fewer steps on hub-dense entity graphs):
+    cost grows with the number of edges, and it stays single-threaded. ``"solve"`` computes its
     fixed point ``p* = alpha (I - (1 - alpha) W)^-1 s`` with one dense LU over the nodes that
     have edges (isolated nodes are ``alpha * s`` in closed form): the same result to within
     ``tol``, useful as a reference; it is O(n^3), limited to ``GCS_SOLVE_MAX_NODES`` connected
     nodes, and multi-threaded BLAS can stall badly on a busy machine (measured: 0.5 ms alone,
-    100 ms with the cores oversubscribed), so it is never the default. ``"auto"`` = ``"iterate"``.
+    100 ms with the cores oversubscribed), so it is never the default. ``"auto"`` =
+    ``"iterate"``.
 
     ``normalisation="degree"`` replaces ``W`` by ``D^-b A D^(b-1)`` (``b = degree_exponent``,
     see the module docstring): a score is then no longer an average, so it may pass the best
@@ -312,32 +432,20 @@ def gcs_scores(
     if normalisation == "row":
         data = _row_normalised_data(a, 1.0 - alpha)  # (1 - alpha) W on a's structure
     else:
-        if not 0.5 <= degree_exponent <= 1.0:
-            raise InputError(f"degree_exponent must be in [0.5, 1], got {degree_exponent!r}")
-        degrees = None
-        if degrees_of is not None:
-            degrees = sp.csr_matrix(degrees_of, dtype=np.float64)
-            if degrees.shape != a.shape:
-                raise InputError(f"degrees_of has shape {degrees.shape}, adjacency {a.shape}")
-        data = _degree_normalised_data(a, degree_exponent, 1.0 - alpha, degrees)
+        data = _degree_data(a, 1.0 - alpha, degree_exponent, degrees_of)
     base = alpha * s
     if method == "solve":
-        transition = sp.csr_matrix((data, a.indices, a.indptr), shape=a.shape)
-        active = np.flatnonzero(np.diff(transition.indptr))
-        if active.size > GCS_SOLVE_MAX_NODES:
-            raise InputError(
-                f"method='solve' is for at most {GCS_SOLVE_MAX_NODES} connected "
-                f"nodes, got {active.size}; use method='iterate'"
-            )
-        p = base.copy()  # rows without edges: p_i = alpha * s_i at the fixed point
-        block = transition[active]
-        inside = block[:, active].toarray()
-        # Edges from an active node to a node without out-edges use that node's known value.
-        rhs = base[active] + block @ p - inside @ p[active]
-        p[active] = np.linalg.solve(np.eye(active.size) - inside, rhs)
+        p = _solve_fixed_point(a, data, base)
     else:
         p = _iterate_affine(
-            (a.indptr, a.indices, data), base, s, tol, max_iter, "gcs_scores", 1.0 - alpha
+            (a.indptr, a.indices, data),
+            base,
+            s,
+            tol,
+            max_iter,
+            "gcs_scores",
+            1.0 - alpha,
+            extrapolate=normalisation == "degree",  # row: Algorithm 1's literal steps
         )
     return np.maximum(p, s)
 
