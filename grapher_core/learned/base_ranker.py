@@ -26,6 +26,7 @@ from grapher_core.learned.inputs import (
     query_vector,
 )
 from grapher_core.learned.weights import Kind, check_value
+from grapher_core.utils.callsite import warn_once
 from grapher_core.utils.threads import torch_threads
 
 if TYPE_CHECKING:
@@ -50,13 +51,16 @@ def check_option(
     high: float | None = None,
     *,
     open_bounds: bool = False,
+    choices: tuple[str, ...] | None = None,
+    optional: bool = True,
 ) -> Any:
     """A constructor option checked like a checkpoint field (an int is never a bool, a float
-    is finite and in range; ``None`` passes), refused as a :class:`ConfigError` naming it."""
+    is finite and in range, a string one of ``choices``; ``None`` passes when ``optional``),
+    refused as a :class:`ConfigError` naming the owner and the option."""
     try:
         return check_value(
-            owner, name, value, kind=kind, low=low, high=high, optional=True,
-            open_low=open_bounds, open_high=open_bounds,
+            owner, name, value, kind=kind, low=low, high=high, optional=optional,
+            open_low=open_bounds, open_high=open_bounds, choices=choices,
         )  # fmt: skip
     except CheckpointError as error:
         raise ConfigError(str(error)) from None
@@ -75,6 +79,8 @@ class FamilyRanker(Generic[ModelT, ConfigT]):
 
     name: ClassVar[str]
     needs_embeddings: ClassVar[bool] = True  # query and object vectors are model inputs
+    #: said once when the shipped checkpoint is loaded (what it is measured not to do)
+    caveat: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -97,6 +103,8 @@ class FamilyRanker(Generic[ModelT, ConfigT]):
         self.shipped = checkpoint is None
         self.path = family.default_path(variant) if checkpoint is None else Path(checkpoint)
         self.model, self.config = family.load(self.path, device)
+        if self.shipped and self.caveat:
+            warn_once(self.caveat)
         if embedder is not None:
             family.check_embeddings(
                 self.config, self.config.embedding_dim, getattr(embedder, "name", None)

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_LAYERS",
     "MAX_SIZE",
     "Checkpoint",
+    "Kind",
     "Rule",
     "check_config",
     "check_sizes",
@@ -218,8 +219,8 @@ Kind = Literal["bool", "int", "float", "str", "object", "[int]", "[float]", "[st
 
 @dataclass(frozen=True)
 class Rule:
-    """What one config field must be (:func:`check_config`): its kind, numbers' bounds, and
-    whether JSON ``null`` is accepted."""
+    """What one config field must be (:func:`check_config`): its kind, numbers' bounds, the
+    values a string may take, and whether JSON ``null`` is accepted."""
 
     kind: Kind
     low: float | None = None
@@ -227,6 +228,7 @@ class Rule:
     open_low: bool = False
     open_high: bool = False
     optional: bool = False
+    choices: tuple[str, ...] | None = None
 
 
 def check_config(where: str, data: Mapping[str, Any], rules: Mapping[str, Rule]) -> None:
@@ -242,6 +244,7 @@ def check_config(where: str, data: Mapping[str, Any], rules: Mapping[str, Rule])
             check_value(
                 where, name, holder[key], kind=rule.kind, low=rule.low, high=rule.high,
                 open_low=rule.open_low, open_high=rule.open_high, optional=rule.optional,
+                choices=rule.choices,
             )  # fmt: skip
 
 
@@ -261,13 +264,17 @@ def check_value(
     open_low: bool = False,
     open_high: bool = False,
     optional: bool = False,
+    choices: tuple[str, ...] | None = None,
 ) -> Any:
     """``value`` checked to be of ``kind`` -- an ``int`` (never a bool), a finite number
     (``float``) within the bounds, a real JSON boolean, string or object, or a list of one of
     these -- else a :class:`~grapher_core.errors.CheckpointError` naming ``where`` and the
-    field ``name``. ``optional`` accepts ``None``. Numbers come back as ``int`` / ``float``."""
+    field ``name``. ``optional`` accepts ``None``; ``choices``: the values a string may take.
+    Numbers come back as ``int`` / ``float``."""
     if value is None and optional:
         return None
+    if choices is not None and value not in choices:
+        raise CheckpointError(f"{where}: {name} must be one of {choices}, got {value!r:.80}")
     if kind.startswith("["):
         if not isinstance(value, list):
             raise CheckpointError(f"{where}: {name} must be a list, got {value!r:.80}")

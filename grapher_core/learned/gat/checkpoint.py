@@ -22,8 +22,8 @@ __all__ = ["FORMAT_VERSION", "GAT", "CheckpointConfig", "checkpoint_paths", "exp
 FORMAT_VERSION = 1
 #: What every config field must be, sizes aside (:func:`check_spec_sizes`).
 RULES: dict[str, Rule] = {
-    **dict.fromkeys(("embedding_model", "graph", "retriever", "seeds", "model.architecture"),
-                    Rule("str")),
+    **dict.fromkeys(("embedding_model", "graph", "retriever", "model.architecture"), Rule("str")),
+    "seeds": Rule("str", choices=SEED_SCHEMES),  # absent in older checkpoints: scores
     **dict.fromkeys(("feature_blocks", "edge_kinds"), Rule("[str]")),
     **dict.fromkeys(("training", "metrics"), Rule("object")),
     "format_version": Rule("int"),
@@ -53,10 +53,6 @@ class CheckpointConfig(JSONConfig):
 
 
 def _parse(data: dict[str, Any], where: str) -> CheckpointConfig:
-    """The typed config; checkpoints older than the ``seeds`` field read scores."""
-    seeds = data.get("seeds", "score")
-    if seeds not in SEED_SCHEMES:
-        raise CheckpointError(f"{where}: seeds must be one of {SEED_SCHEMES}, got {seeds!r}")
     config = CheckpointConfig(
         model=ModelSpec(**data["model"]),
         embedding_model=str(data["embedding_model"]),
@@ -64,7 +60,7 @@ def _parse(data: dict[str, Any], where: str) -> CheckpointConfig:
         alpha=float(data["alpha"]),
         graph=str(data.get("graph", "fk")),
         retriever=str(data.get("retriever", "dense")),
-        seeds=str(seeds),
+        seeds=str(data.get("seeds", "score")),
         feature_blocks=tuple(data.get("feature_blocks", FEATURE_BLOCKS)),
         edge_kinds=tuple(data.get("edge_kinds", EDGE_KINDS)),
         training=dict(data.get("training", {})),
@@ -106,6 +102,7 @@ def _build(config: CheckpointConfig) -> GraphERNet:
     return GraphERNet(config.model)
 
 
+#: GraphER-GAT and its MLP ablation: ``GAT.load(path)``, ``GAT.default_path("mlp")``, ...
 GAT: Family[GraphERNet, CheckpointConfig] = Family(
     title="GAT/MLP",
     stamp={"format_version": FORMAT_VERSION},
@@ -121,5 +118,3 @@ GAT: Family[GraphERNet, CheckpointConfig] = Family(
     required=("embedding_dim", "alpha"),
     layers=lambda config: {"convs.": (config.model.layers, "layers")},
 )
-"""The GraphER-GAT and MLP family: ``GAT.load(path)``, ``GAT.save(model, config, path)``,
-``GAT.default_path("gat" | "mlp")``, ``GAT.check_embeddings(config, dim, name)``."""

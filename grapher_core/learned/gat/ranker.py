@@ -108,8 +108,6 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
 class GATRanker(LearnedRanker):
     """GraphER-GAT: GATv2 message passing over the candidate graph (paper 2.2)."""
 
-    name: ClassVar[str] = "gat"
-
 
 class MLPRanker(LearnedRanker):
     """GraphER-MLP: the GAT without message passing (paper Table 4 ablation)."""

@@ -17,15 +17,18 @@ from grapher_core.learned.grag.features import (
 )
 from grapher_core.learned.grag.model import GRAGNet, GRAGSpec
 from grapher_core.learned.loop import LOSSES
-from grapher_core.learned.weights import MAX_SIZE, Rule
+from grapher_core.learned.weights import MAX_SIZE, Rule, check_config
 
 __all__ = ["GRAG", "GRAG_FORMAT", "GRAGConfig", "grag_shapes"]
 
 GRAG_FORMAT = 1
 #: What every config field must be, sizes aside (:func:`check_spec_sizes`).
 RULES: dict[str, Rule] = {
-    **dict.fromkeys(("embedding_model", "text", "graph", "loss", "paths", "concept_parser",
-                     "spec.variant"), Rule("str")),
+    **dict.fromkeys(("embedding_model", "concept_parser", "spec.variant"), Rule("str")),
+    "text": Rule("str", choices=TEXT_MODES),
+    "graph": Rule("str", choices=GRAPH_MODES),
+    "paths": Rule("str", choices=PATH_MODES),
+    "loss": Rule("str", choices=LOSSES),
     **dict.fromkeys(("training", "metrics"), Rule("object")),
     "format_version": Rule("int"),
     "embedding_dim": Rule("int", 1, MAX_SIZE),
@@ -52,16 +55,7 @@ class GRAGConfig(JSONConfig):
     format_version: int = GRAG_FORMAT
 
     def __post_init__(self) -> None:
-        for name, allowed in (
-            ("text", TEXT_MODES),
-            ("graph", GRAPH_MODES),
-            ("paths", PATH_MODES),
-            ("loss", LOSSES),
-        ):
-            if getattr(self, name) not in allowed:
-                raise CheckpointError(
-                    f"{name} must be one of {allowed}, got {getattr(self, name)!r}"
-                )
+        check_config(type(self).__name__, self.to_json(), RULES)  # one built in code too
         if self.spec.edge_dim != len(CONCEPT_KINDS):
             raise CheckpointError(
                 f"spec.edge_dim must be {len(CONCEPT_KINDS)} (common nodes, common edges), "
@@ -105,6 +99,7 @@ def _build(config: GRAGConfig) -> GRAGNet:
     return GRAGNet(config.spec)
 
 
+#: G-RAG: ``GRAG.load(path)``, ``GRAG.save(model, config, path)``, ...
 GRAG: Family[GRAGNet, GRAGConfig] = Family(
     title="G-RAG",
     stamp={"format": "grapher-grag", "format_version": GRAG_FORMAT},
@@ -119,5 +114,3 @@ GRAG: Family[GRAGNet, GRAGConfig] = Family(
     weights_format="grapher-grag",
     layer_fields=(),
 )
-"""The G-RAG family: ``GRAG.load(path)``, ``GRAG.save(model, config, path)``,
-``GRAG.default_path()``, ``GRAG.check_embeddings(config, dim, name)``."""

@@ -47,54 +47,13 @@ from grapher_core.learned.inputs import as_matrix
 from grapher_core.ranking.base import RankContext
 
 NOT_EXPECTED_TO_HELP = (
-    "g-rag is a port of G-RAG (see docs/grag.md for where it differs), not expected to "
-    "improve a strong retriever: "
-    "measured here the shipped checkpoint is -3.9 to +1.3 MRR against the retriever's own order "
-    "on hotpotqa, 2wikimultihopqa, musique and squad_chunks, never significantly better "
-    "(docs/grag.md); use ranker='gcs' or 'gat' to improve retrieval"
+    "g-rag is a port of G-RAG (see docs/grag.md for where it differs), not expected to improve "
+    "a strong retriever: measured here the shipped checkpoint is -3.9 to +1.3 MRR against the "
+    "retriever's own order on hotpotqa, 2wikimultihopqa, musique and squad_chunks, never "
+    "significantly better (docs/grag.md); use ranker='gcs' or 'gat' to improve retrieval"
 )
 """Said once when the shipped checkpoint is loaded: a user who picks g-rag from the README must
 not lose to the retriever without being told."""
-
-
-def _check_options(
-    *,
-    concept_format: object,
-    concept_field: object,
-    text: object,
-    graph: object,
-    paths: object,
-    strict: object,
-    max_pairs: object,
-    concept_cache_size: object,
-) -> None:
-    """Refuse a bad option before the checkpoint is loaded, naming it and what it may be
-    (``concept_format="xml"`` would otherwise fail per query)."""
-    owner = "GRAGRanker"
-    if concept_format not in CONCEPT_FORMATS:
-        raise ConfigError(
-            f"{owner}: concept_format must be one of {CONCEPT_FORMATS}, got {concept_format!r}"
-        )
-    for option, value, allowed in (
-        ("text", text, TEXT_MODES),
-        ("graph", graph, GRAPH_MODES),
-        ("paths", paths, PATH_MODES),
-    ):
-        if value is not None and value not in allowed:
-            raise ConfigError(
-                f"{owner}: {option} must be one of {allowed} or None (the checkpoint's), "
-                f"got {value!r}"
-            )
-    if not isinstance(concept_field, str) or not concept_field:
-        raise ConfigError(
-            f"{owner}: concept_field must be a metadata field name, got {concept_field!r}"
-        )
-    if not isinstance(strict, bool):
-        raise ConfigError(f"{owner}: strict must be True or False, got {strict!r}")
-    check_option(owner, "max_pairs", max_pairs, low=1)
-    if concept_cache_size is None:
-        raise ConfigError(f"{owner}: concept_cache_size must be an integer, got None")
-    check_option(owner, "concept_cache_size", concept_cache_size, low=0)
 
 
 class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):
@@ -119,6 +78,7 @@ class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):
     """
 
     name: ClassVar[str] = "g-rag"
+    caveat: ClassVar[str | None] = NOT_EXPECTED_TO_HELP
     #: the concept graph comes from the candidates' metadata, not from the proximities: an
     #: empty proximity graph does not leave the retriever's order (see ``rankers.builds_own_graph``)
     builds_own_graph: ClassVar[bool] = True
@@ -140,19 +100,21 @@ class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):
         concept_cache_size: int = 100_000,
         max_pairs: int | None = DEFAULT_MAX_SCAN,
     ) -> None:
-        _check_options(
-            concept_format=concept_format,
-            concept_field=concept_field,
-            text=text,
-            graph=graph,
-            paths=paths,
-            strict=strict,
-            max_pairs=max_pairs,
-            concept_cache_size=concept_cache_size,
-        )
+        owner = type(self).__name__  # options refused before the checkpoint is loaded
+        check_option(owner, "concept_format", concept_format, "str", choices=CONCEPT_FORMATS,
+                     optional=False)  # fmt: skip
+        check_option(owner, "text", text, "str", choices=TEXT_MODES)
+        check_option(owner, "graph", graph, "str", choices=GRAPH_MODES)
+        check_option(owner, "paths", paths, "str", choices=PATH_MODES)
+        if not isinstance(concept_field, str) or not concept_field:
+            raise ConfigError(
+                f"{owner}: concept_field must be a metadata field name, got {concept_field!r}"
+            )
+        if not isinstance(strict, bool):
+            raise ConfigError(f"{owner}: strict must be True or False, got {strict!r}")
+        check_option(owner, "max_pairs", max_pairs, low=1)
+        check_option(owner, "concept_cache_size", concept_cache_size, low=0, optional=False)
         super().__init__(GRAG, checkpoint, embedder=embedder, device=device, threads=threads)
-        if self.shipped:
-            warn_once(NOT_EXPECTED_TO_HELP)
         self.text = self.config.text if text is None else text
         self.graph = self.config.graph if graph is None else graph
         self.paths = self.config.paths if paths is None else paths
@@ -173,8 +135,6 @@ class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):
 
     def score(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         """One score ``y . x_i`` per candidate, in their order."""
-        import torch
-
         candidates = context.candidates
         n = len(candidates)
         needs_question = self.text != "plain" or self.graph == "question"
@@ -200,7 +160,7 @@ class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):
                 NeighbourMean.from_weights(edges, self.device),
                 None,
                 tensor(query).reshape(1, -1),
-                torch.zeros(n, dtype=torch.long, device=self.device),
+                tensor(np.zeros(n, dtype=np.int64)),  # one question: every node's
             )
 
         return self.infer(run)
@@ -279,14 +239,10 @@ class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):
         return np.stack([self._concept_vectors[c] for c in concepts])
 
     def _checked(self, vectors: Any, n: int) -> np.ndarray:
-        array = _numeric_rows(vectors, n)
+        """The embedder's answer for ``n`` texts: finite rows of the checkpoint's width."""
+        array = as_matrix(vectors, None, f"the embedder's vectors for {n} texts", n)
         self.check_dimension(int(array.shape[1]))
-        return as_matrix(array, self.config.embedding_dim, "the embedder's vectors", n)
-
-
-def _numeric_rows(vectors: Any, n: int) -> np.ndarray:
-    """The embedder's answer for ``n`` texts as a 2-d array (its width is checked after)."""
-    return as_matrix(vectors, None, f"the embedder's vectors for {n} texts", n)
+        return array
 
 
 def _both(

@@ -4,9 +4,8 @@ The JSON says what the weights mean and holds everything ``ranker="qa-gnn"`` nee
 them: the network spec, the embedding model and dimension, the semantic-edge and ego-subgraph
 settings, the score-adjustment alpha, and the score-fusion logistic regression (Alg. 6:
 coefficients over the min-max scaled [retriever, adjusted, GNN] scores). Weights are stored in
-float16 (half the size; loaded back as float32), nothing is pickled. Loading validates every
-config field's range and compares the declared sizes with the weights' header before the model
-is built (the shared :class:`~grapher_core.learned.family.Family`, :data:`QA_GNN`).
+float16 (half the size; loaded back as float32), nothing is pickled; loading and its checks
+are the shared :class:`~grapher_core.learned.family.Family`'s (:data:`QA_GNN`).
 """
 
 from __future__ import annotations
@@ -163,6 +162,7 @@ def _build(config: QAGNNConfig) -> QAGNNNet:
     return QAGNNNet(config.model)
 
 
+#: The query-aware GNN, weights in fp16: ``QA_GNN.load(path)``, ``QA_GNN.save(...)``, ...
 QA_GNN: Family[QAGNNNet, QAGNNConfig] = Family(
     title="qa-gnn",
     stamp={"format": QA_GNN_FORMAT},
@@ -181,6 +181,3 @@ QA_GNN: Family[QAGNNNet, QAGNNConfig] = Family(
     },
     half=True,
 )
-"""The query-aware GNN family (fp16 weights): ``QA_GNN.load(path)``,
-``QA_GNN.save(model, config, path)``, ``QA_GNN.default_path()``,
-``QA_GNN.check_embeddings(config, dim, name)``."""

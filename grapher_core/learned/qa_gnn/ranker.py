@@ -26,7 +26,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.embeddings import Embedder
-from grapher_core.errors import ConfigError, InputError, StateError
+from grapher_core.errors import InputError, StateError
 from grapher_core.learned.base_ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.learned.qa_gnn.checkpoint import MAX_EGO_DEPTH, QA_GNN, QAGNNConfig
 from grapher_core.learned.qa_gnn.features import (
@@ -40,7 +40,6 @@ from grapher_core.learned.qa_gnn.features import (
 from grapher_core.learned.qa_gnn.model import QAGNNNet
 from grapher_core.ranking.base import RankContext
 from grapher_core.ranking.score_adjust import semantic_support
-from grapher_core.utils.callsite import warn_once
 
 __all__ = ["OUTPUTS", "QAGNNInputs", "QAGNNRanker", "fused_scores", "prepare_inputs"]
 
@@ -117,6 +116,7 @@ class QAGNNRanker(FamilyRanker[QAGNNNet, QAGNNConfig]):
     """
 
     name: ClassVar[str] = "qa-gnn"
+    caveat: ClassVar[str | None] = EXPLAINED_BY_POSITION
     reads_scores: ClassVar[bool] = True  # the fusion weighs the retriever's score
 
     def __init__(
@@ -133,20 +133,15 @@ class QAGNNRanker(FamilyRanker[QAGNNNet, QAGNNConfig]):
     ) -> None:
         owner = type(self).__name__
         check_option(owner, "max_entries", max_entries, low=1)
-        check_option(owner, "ego_depth", ego_depth, low=0, high=MAX_EGO_DEPTH)
-        check_option(owner, "ego_query_threshold", ego_query_threshold, "float", -1.0, 1.0)
-        if output not in OUTPUTS:
-            raise ConfigError(f"output must be one of {OUTPUTS}, got {output!r}")
+        overrides: dict[str, Any] = {
+            "ego_depth": check_option(owner, "ego_depth", ego_depth, low=0, high=MAX_EGO_DEPTH),
+            "ego_query_threshold": check_option(
+                owner, "ego_query_threshold", ego_query_threshold, "float", -1.0, 1.0
+            ),
+        }
+        check_option(owner, "output", output, "str", choices=OUTPUTS, optional=False)
         super().__init__(QA_GNN, checkpoint, embedder=embedder, device=device, threads=threads)
-        if self.shipped:
-            warn_once(EXPLAINED_BY_POSITION)
-        self.config = replace(
-            self.config,
-            ego_depth=self.config.ego_depth if ego_depth is None else ego_depth,
-            ego_query_threshold=self.config.ego_query_threshold
-            if ego_query_threshold is None
-            else float(ego_query_threshold),
-        )
+        self.config = replace(self.config, **{k: v for k, v in overrides.items() if v is not None})
         self.output = output
         self.max_entries = max_entries
 

@@ -69,6 +69,15 @@ def test_check_config_follows_dotted_keys_and_leaves_absent_ones() -> None:
         check_config(W, {"alpha": 2.0}, rules)
 
 
+def test_a_string_outside_its_choices_is_refused_naming_them() -> None:
+    rules = {"text": Rule("str", choices=("plain", "fast"))}
+    check_config(W, {"text": "fast"}, rules)
+    with pytest.raises(CheckpointError, match=rf"^{W}: text must be one of \('plain', 'fast'\)"):
+        check_config(W, {"text": "words"}, rules)
+    with pytest.raises(CheckpointError, match="got None"):
+        check_config(W, {"text": None}, rules)
+
+
 def _safetensors(path: Path, tensors: dict[str, dict[str, Any]], data: int) -> Path:
     header = json.dumps(tensors).encode()
     path.write_bytes(struct.pack("<Q", len(header)) + header + b"\x00" * data)

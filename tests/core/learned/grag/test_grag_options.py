@@ -45,17 +45,7 @@ def test_the_registry_refuses_the_same() -> None:
         make_ranker("g-rag", threads=True)
 
 
+@pytest.mark.filterwarnings("ignore:g-rag is a port of G-RAG")  # the shipped one's caveat
 @pytest.mark.parametrize("fmt", ["concepts", "penman"])
 def test_the_allowed_formats_pass_the_check(fmt: str) -> None:
-    from grapher_core.learned.grag.ranker import _check_options
-
-    _check_options(
-        concept_format=fmt,
-        concept_field="concepts",
-        text=None,
-        graph=None,
-        paths=None,
-        strict=False,
-        max_pairs=None,
-        concept_cache_size=0,
-    )
+    assert GRAGRanker(concept_format=fmt).concept_format == fmt
