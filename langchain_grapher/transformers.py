@@ -305,8 +305,7 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
             )
             for document in items
         ]
-        resolve = self._resolver(targets)
-        anchors = section_anchors(targets)
+        resolve, anchors = self._resolver(targets)
         out = []
         for document, target, held in zip(items, targets, anchors, strict=True):
             links = extract_links(document.page_content, self.fmt)
@@ -317,21 +316,25 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
             out.append(new)
         return out
 
-    def _resolver(self, targets: list[LinkTarget]) -> Callable[..., list[str]]:
-        """``id_by_target`` as given (the former path), else the call's documents by page."""
+    def _resolver(
+        self, targets: list[LinkTarget]
+    ) -> tuple[Callable[..., list[str]], list[tuple[str, ...]]]:
+        """``id_by_target`` as given (the former path), else the call's documents by page
+        (:class:`LinkIndex`, the resolution LlamaIndex's extractor runs too); with the anchors
+        each document holds."""
         if self.id_by_target is not None:
             index = build_target_index(self.id_by_target)
 
             def by_map(links: list[str], base: str | None, doc: Document, _t: Any) -> list[str]:
                 return resolve_links(links, index, base=base, self_id=doc.id)
 
-            return by_map
+            return by_map, section_anchors(targets)
         pages = LinkIndex(targets)
 
         def by_page(links: list[str], base: str | None, _d: Any, target: LinkTarget) -> list[str]:
             return pages.resolve(links, base=base, source=target)
 
-        return by_page
+        return by_page, pages.anchors
 
     def _url(self, metadata: Mapping[str, Any]) -> str | None:
         for key in self.url_keys:

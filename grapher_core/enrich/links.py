@@ -321,6 +321,12 @@ class LinkIndex:
             raise InputError(self._ambiguous(clashes))
         self._anchors = section_anchors(items, base)
 
+    @property
+    def anchors(self) -> list[tuple[str, ...]]:
+        """Each target's anchors as links land on them (:func:`section_anchors`), in the order
+        given: what an extractor writes back for rank time."""
+        return list(self._anchors)
+
     @staticmethod
     def group_of(target: LinkTarget, base: str | None = None) -> str | None:
         """The page a target belongs to (normalised), else its own id; ``None``: neither."""
@@ -336,12 +342,14 @@ class LinkIndex:
         *,
         base: str | None = None,
         source: LinkTarget | None = None,
+        keep_outside: bool = False,
     ) -> list[str]:
         """The distinct values ``links`` resolve to, in order: object ids, chunked pages'
         values (whole-page links) or ``page#anchor`` (anchors no chunk was seen holding).
         Relative links resolve against ``base``, the linking object's URL; links from
         ``source`` to itself, and its whole-page links to its own page, are dropped; targets
-        outside the index are dropped."""
+        outside the index are dropped, or with ``keep_outside`` kept as their normalised URL
+        (a page ingested in a later batch still matches it by its page field)."""
         if isinstance(links, str):
             raise InputTypeError("LinkIndex.resolve needs an iterable of links, not a single str")
         own = self.group_of(source, self._base) if source is not None else None
@@ -350,9 +358,17 @@ class LinkIndex:
             if not isinstance(link, str):
                 raise InputTypeError(f"link targets must be str, got {type(link).__name__}")
             value = self._resolve_one(link, base, own, source)
+            if value is None and keep_outside and self._outside(link, base):
+                value = normalise_target(link, base) or None
             if value is not None:
                 out[value] = None
         return list(out)
+
+    def _outside(self, link: str, base: str | None) -> bool:
+        """Whether a link names no object of the index (by id or by page)."""
+        return link.strip() not in self._by_id and (
+            normalise_target(link, base) not in self._by_name
+        )
 
     def _resolve_one(
         self, link: str, base: str | None, own: str | None, source: LinkTarget | None

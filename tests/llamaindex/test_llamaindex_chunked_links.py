@@ -96,14 +96,14 @@ def holding(nodes: Sequence[BaseNode], words: str) -> BaseNode:
     return found
 
 
-def test_links_into_a_split_page_keep_their_anchor_and_anchors_are_written() -> None:
+def test_links_into_a_split_page_land_on_the_anchored_node_and_anchors_are_written() -> None:
     nodes = html_nodes()
     install = [n for n in nodes if n.ref_doc_id == "install"]
     assert len(install) >= 4  # one section per chunk
     linux = holding(nodes, "libfoo-dev")
     assert read_list(linux.metadata["anchors"]) == ["linux"]
     source = holding(nodes, "missing header")
-    assert read_list(source.metadata["links"]) == [f"{SITE}/install#linux"]
+    assert read_list(source.metadata["links"]) == [linux.node_id]
     for mode in (MetadataMode.EMBED, MetadataMode.LLM):
         assert "anchors" not in linux.get_content(metadata_mode=mode)
 
@@ -124,10 +124,11 @@ async def test_unsplit_pages_own_pages_and_declared_anchors() -> None:
         )
     ] + [TextNode(id_="b", text="page b", metadata={"url": f"{SITE}/b.html", "anchors": "x"})]
     records = await extractor.aextract(pages)
-    # b.html is one node: its anchor is dropped, as before; a.html is split: anchors kept, a
-    # whole-page link to itself and a link to an anchor of the same chunk dropped.
-    assert records[0]["links"] == [f"{SITE}/b.html"]
-    assert records[1]["links"] == [f"{SITE}/a.html#one"]
+    # b.html is one node: its id; a.html is split: an anchor lands on the node holding it,
+    # a whole-page link to its own page, a bare "#two" (in-page navigation, as LangChain's
+    # LinkTransformer reads it) and a link to an anchor of the same chunk are dropped.
+    assert records[0]["links"] == ["b"]
+    assert records[1]["links"] == ["a0"]
     assert records[0]["anchors"] == ["one"] and "anchors" not in records[2]  # declared: kept
 
 
@@ -179,7 +180,7 @@ def test_markdown_pages_with_the_markdown_node_parser() -> None:
     linux = holding(nodes, "apt")
     assert linux.metadata["anchors"] == ["linux-setup"]
     source = holding(nodes, "Headers missing")
-    assert source.metadata["links"] == ["docs/install.md#linux-setup"]
+    assert source.metadata["links"] == [linux.node_id]  # as LangChain's LinkTransformer does
     retrieved = [NodeWithScore(node=source, score=0.9), *fillers()]
     retrieved += [
         NodeWithScore(node=n, score=0.39 if n is linux else 0.4)

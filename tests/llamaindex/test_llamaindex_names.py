@@ -8,6 +8,7 @@ import pytest
 from llama_index.core.schema import TextNode
 
 from grapher_core.enrich import EntityCache
+from grapher_core.metadata import read_list
 from llama_index_grapher import GraphEREntityExtractor, GraphERLinkExtractor
 
 PAGE = TextNode(
@@ -17,7 +18,7 @@ PAGE = TextNode(
 
 
 def links(extractor: GraphERLinkExtractor) -> list[str]:
-    return extractor._links(PAGE.text, PAGE.metadata)
+    return read_list(extractor.extract([PAGE])[0].get("links"))
 
 
 def test_url_keys_is_langchain_s_name_and_default() -> None:
