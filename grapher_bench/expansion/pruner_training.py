@@ -73,15 +73,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="read <name>/train under $GRAPHER_TRAIN_DATA (or --data) instead",
     )
     parser.add_argument("--seeds", default="0", help="comma list; several: <out>/seed<k>/")
+    parser.add_argument(
+        "--verdict",
+        type=Path,
+        default=None,
+        metavar="ROOT",
+        help="only print the table of bench runs under ROOT/seed<k>/<dataset> (see verdict())",
+    )
     parser.add_argument("--datasets", nargs="+", required=True)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--lodo", action="store_true", help="one pruner per dataset, trained on the others"
     )
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args(argv)
+    if args.verdict is not None:
+        print(verdict(args.verdict, args.datasets), end="")
+        return 0
     if args.data is None and not args.train_splits:
         parser.error("--data is required without --train-splits")
+    if args.out is None:
+        parser.error("--out is required")
     examples = {
         name: build_examples(_folder(args, name), limit=args.limit) for name in args.datasets
     }
@@ -151,3 +163,44 @@ def _train_runs(
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+PLAIN, PRUNED = "expand-gcs", "expand-gcs[prune=learned]"
+
+
+def verdict(root: Path, sets: Sequence[str], ks: Sequence[int] = (5, 10)) -> str:
+    """The pruner's verdict table from ``grapher-bench bench --out <root>/seed<k>/<set>`` runs
+    (rows ``expand-gcs`` and ``expand-gcs[prune=learned]``): PR@k of expansion without and with
+    the learned pruner, mean ± sd over the seeds, and each seed's exact McNemar test."""
+    from grapher_core.evaluation.paired import compare_paired
+
+    seeds = sorted(p for p in root.glob("seed*") if p.is_dir())
+    head = " | ".join(f"no pruning PR@{k} | learned pruner PR@{k} | Δ PR@{k}" for k in ks)
+    lines = [
+        f"| dev set | n | {head} | McNemar p per seed, PR@{ks[-1]} (won/lost) |",
+        "|---|---|" + "---|" * (3 * len(ks) + 1),
+    ]
+    for name in sets:
+        rows = [json.loads(next((s / name).glob("*/per_query.json")).read_text()) for s in seeds]
+        cells, tests = [], []
+        for k in ks:
+            key = f"PR@{k}"
+            plain = [np.mean([q[key] for q in r[PLAIN].values()]) for r in rows]
+            pruned = [np.mean([r[PRUNED][i][key] for i in r[PLAIN]]) for r in rows]
+            delta = 100 * (np.asarray(pruned) - np.asarray(plain))
+            sd = delta.std(ddof=1) if delta.size > 1 else 0.0
+            cells += [_ms(plain), _ms(pruned), f"{delta.mean():+.1f} ± {sd:.1f}"]
+        for r in rows:
+            key = f"PR@{ks[-1]}"
+            ours = [float(r[PRUNED][i][key]) for i in r[PLAIN]]
+            result = compare_paired(ours, [float(q[key]) for q in r[PLAIN].values()])
+            tests.append(f"{result.p:.2g} ({result.wins}/{result.losses})")
+        lines.append(
+            f"| {name} | {len(rows[0][PLAIN])} | {' | '.join(cells)} | {', '.join(tests)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _ms(values: Sequence[float]) -> str:
+    arr = 100 * np.asarray(values, dtype=np.float64)
+    return f"{arr.mean():.1f} ± {arr.std(ddof=1) if arr.size > 1 else 0.0:.1f}"

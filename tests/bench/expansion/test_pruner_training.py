@@ -49,3 +49,19 @@ def test_one_pruner_per_seed(tmp_path: Path) -> None:
         assert summary[f"seed{seed}/all"]["trained_on"] == ["hotpotqa/train", "musique/train"]
         assert LearnedPruner(out / "all") is not None
         assert json.loads((out / "all.json").read_text())
+
+
+def test_verdict_reads_the_seed_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = {f"q{i}": {"PR@5": float(i < 5), "PR@10": float(i < 6)} for i in range(10)}
+    for seed, lost in ((0, 0), (1, 1)):
+        pruned = {q: dict(v) for q, v in plain.items()}
+        if lost:
+            pruned["q0"] = {"PR@5": 0.0, "PR@10": 0.0}
+        folder = tmp_path / f"seed{seed}" / "musique" / "hybrid"
+        folder.mkdir(parents=True)
+        rows = {"expand-gcs": plain, "expand-gcs[prune=learned]": pruned}
+        (folder / "per_query.json").write_text(json.dumps(rows))
+    assert pruner_training.main(["--verdict", str(tmp_path), "--datasets", "musique"]) == 0
+    row = capsys.readouterr().out.splitlines()[2]
+    assert row.startswith("| musique | 10 | 50.0 ± 0.0 | 45.0 ± 7.1 | -5.0 ± 7.1 | 60.0 ± 0.0 |")
+    assert row.endswith("| 1 (0/0), 1 (0/1) |")
