@@ -196,8 +196,6 @@ def _train(train_set: Any, args: argparse.Namespace, **overrides: Any) -> dict[s
 
 def _scores(trained: dict[str, Any], test_set: Any, extra_rankers: bool) -> dict[str, Any]:
     """Per-variant score arrays on the test set."""
-    import torch
-
     from grapher_bench.qa_gnn.data import with_alpha
     from grapher_core.learned.loop import predict
     from grapher_core.learned.qa_gnn.checkpoint import QAGNNConfig
@@ -207,8 +205,8 @@ def _scores(trained: dict[str, Any], test_set: Any, extra_rankers: bool) -> dict
 
     result = trained["result"]
     examples = with_alpha(test_set.examples, trained["alpha"])
-    adapter = EgoAdapter(torch.from_numpy(test_set.objects), frozen_encoder=False)
-    gnn = predict(result.model, adapter, examples, "cpu")
+    adapter = EgoAdapter(test_set.objects, frozen_encoder=False)
+    gnn = predict(result.model, adapter, examples, result.device)
     config = QAGNNConfig(trained["spec"], EMBEDDING_MODEL, 384, result.fusion, trained["alpha"])
     scores: dict[str, Any] = {
         "dense": [e.seeds for e in examples],

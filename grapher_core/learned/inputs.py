@@ -8,13 +8,14 @@ passes its own dimension check, so errors name its checkpoint. Every vector is c
 :func:`as_vector` / :func:`as_matrix`: a ragged, non-numeric, mis-shaped or non-finite one is
 refused with a :class:`~grapher_core.errors.GraphERError` naming the object and both
 dimensions, never a numpy error from deep inside a network. Texts sent to an embedder have
-their lone surrogates replaced by U+FFFD (tokenizers refuse them), said once.
+their lone surrogates replaced by U+FFFD (tokenizers refuse them), said once. Arrays reach the
+network's device through :func:`to_device` only, in training and in ranking alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,13 +29,38 @@ if TYPE_CHECKING:
     from grapher_core.ranking.base import RankContext
 
 __all__ = [
+    "DeviceTables",
     "as_matrix",
     "as_vector",
     "check_rank_inputs",
     "default_embedder_checked",
     "object_vectors",
     "query_vector",
+    "to_device",
 ]
+
+
+def to_device(array: np.ndarray, device: str) -> Any:
+    """``array`` as a tensor on ``device``: how every batch, target and table gets there (a
+    tensor made on the default device and used beside the model's is a CUDA error)."""
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+
+class DeviceTables:
+    """Arrays every batch indexes into (embedding tables), moved to each device once: a batch
+    carries row indices on the device, and the table they index must be there too."""
+
+    def __init__(self, *arrays: np.ndarray) -> None:
+        self.arrays = arrays
+        self._moved: dict[str, tuple[Any, ...]] = {}
+
+    def on(self, device: str) -> tuple[Any, ...]:
+        if device not in self._moved:
+            self._moved[device] = tuple(to_device(a, device) for a in self.arrays)
+        return self._moved[device]
+
 
 DimensionCheck = Callable[[int], None]
 """Raises, naming both dimensions, when a vector's size is not the checkpoint's."""

@@ -30,6 +30,10 @@ API
     need from the examples' labels.
 :func:`predict`
     scores per example (numpy) from a model through its adapter, in inference mode.
+Devices: every collate, target and loss moves its arrays with
+:func:`grapher_core.learned.inputs.to_device` (embedding tables once per device,
+:class:`~grapher_core.learned.inputs.DeviceTables`), so nothing is left on the CPU when the
+model is on CUDA; the model ``fit`` returns stays on its device (``FitResult.device``).
 
 Checkpoint files (safetensors tensors + a JSON config) are :mod:`grapher_core.learned.weights`.
 Torch is imported lazily: importing this module is cheap.
@@ -47,6 +51,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from grapher_core.errors import ConfigError, InputError, StateError
+from grapher_core.learned.inputs import to_device
 
 __all__ = [
     "LOSSES",
@@ -175,8 +180,6 @@ class Targets:
 
 def targets_for(examples: Sequence[GraphExample], device: str) -> Targets:
     """Labels, graph sizes and gold/non-gold pairs of a batch, as tensors on ``device``."""
-    import torch
-
     sizes = [len(e.labels) for e in examples]
     offsets = np.cumsum([0, *sizes])
     pairs: list[np.ndarray] = []
@@ -190,12 +193,11 @@ def targets_for(examples: Sequence[GraphExample], device: str) -> Targets:
             weights.append(np.full(grid.shape[1], 1.0 / grid.shape[1], dtype=np.float32))
     pair_array = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), dtype=np.int64)
     weight_array = np.concatenate(weights) if weights else np.zeros(0, dtype=np.float32)
-
-    def tensor(array: np.ndarray) -> Any:
-        return torch.from_numpy(np.ascontiguousarray(array)).to(device)
-
     labels = np.concatenate([np.asarray(e.labels, dtype=np.float32) for e in examples])
-    return Targets(tensor(labels), sizes, tensor(pair_array), tensor(weight_array))
+    return Targets(
+        to_device(labels, device), sizes, to_device(pair_array, device),
+        to_device(weight_array, device),
+    )  # fmt: skip
 
 
 def ranking_loss(kind: str, logits: Any, targets: Targets) -> Any:

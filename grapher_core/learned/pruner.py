@@ -77,9 +77,9 @@ class PrunerAdapter:
     """Plugs the MLP into the shared loop: a batch is the stacked features of its queries."""
 
     def collate(self, examples: Sequence[PruningExample], device: str) -> Any:
-        import torch
+        from grapher_core.learned.inputs import to_device
 
-        return torch.as_tensor(np.vstack([e.features for e in examples]), device=device)
+        return to_device(np.vstack([e.features for e in examples]), device)
 
     def forward(self, model: Any, batch: Any) -> Any:
         return model(batch).squeeze(-1)
@@ -124,11 +124,12 @@ def train_pruner(
     lr: float = 3e-3,
     batch_size: int = 16,
     seed: int = 0,
+    device: str = "auto",
     log: Any = None,
 ) -> tuple[LearnedPruner, dict[str, float]]:
     """Fit the MLP on fetched objects' gold labels (BCE) with the shared training loop;
-    early stopping on the validation log loss. Returns the pruner and the best validation
-    metrics."""
+    early stopping on the validation log loss. Returns the pruner (on ``device``: "auto" is
+    CUDA when there is one) and the best validation metrics."""
     from grapher_core.learned.loop import LoopConfig, fit
 
     usable = [e for e in examples if len(e.labels)]
@@ -142,6 +143,7 @@ def train_pruner(
         lr=lr,
         batch_size=batch_size,
         seed=seed,
+        device=device,
         metric="neg_bce",
     )
     result = fit(
@@ -242,14 +244,19 @@ class LearnedPruner:
             stem,
         )
 
+    @property
+    def device(self) -> str:
+        """Where the MLP's weights are (a pruner trained on CUDA stays there)."""
+        return str(next(self._model.parameters()).device.type)
+
     def alphas(self, query: np.ndarray, objects: np.ndarray) -> np.ndarray:
         import torch
 
-        from grapher_core.learned.inputs import as_matrix, as_vector
+        from grapher_core.learned.inputs import as_matrix, as_vector, to_device
 
         q = as_vector(query, self.dim, "the pruner's query vector")
         rows = as_matrix(objects, self.dim, "the pruner's object vectors")
-        x = features(q, rows)
+        x = to_device(features(q, rows), self.device)
         with torch.inference_mode():
-            logits = self._model(torch.as_tensor(x)).squeeze(-1)
-        return torch.sigmoid(logits).numpy().astype(np.float64)
+            logits = self._model(x).squeeze(-1)
+        return torch.sigmoid(logits).cpu().numpy().astype(np.float64)

@@ -1,7 +1,7 @@
 """``GATRanker`` and ``MLPRanker``: the learned rankers behind ``ranker="gat"`` / ``"mlp"``.
 
 Both implement the core ``Ranker`` protocol on the shared skeleton
-(:class:`~grapher_core.learned.base_ranker.FamilyRanker`). With no arguments they load the
+(:class:`~grapher_core.learned.ranker.FamilyRanker`). With no arguments they load the
 checkpoint shipped in the package (for the packaged MiniLM embedder: the GAT trained on BIRD
 train with rank seeds, the MLP on spider_train with the retriever's scores; each checkpoint
 records which). Candidate and query embeddings are taken from the candidates / the context when
@@ -18,10 +18,10 @@ import numpy as np
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import ConfigError
-from grapher_core.learned.base_ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
 from grapher_core.learned.gat.model import GraphERNet, InferencePlan
+from grapher_core.learned.ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.ranking.base import RankContext
 from grapher_core.utils.callsite import warn_once
 

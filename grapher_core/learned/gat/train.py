@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from grapher_core.learned.gat.features import EDGE_DIM
+from grapher_core.learned.inputs import DeviceTables, to_device
 from grapher_core.learned.loop import (
     FitResult,
     Log,
@@ -97,23 +98,9 @@ class GATAdapter:
     """Batches of GAT examples; the embedding tables move to the device once."""
 
     def __init__(self, objects: np.ndarray, queries: np.ndarray) -> None:
-        self.objects = objects
-        self.queries = queries
-        self._tables: dict[str, tuple[Any, Any]] = {}
+        self.tables = DeviceTables(objects, queries)
 
-    def tables(self, device: str) -> tuple[Any, Any]:
-        import torch
-
-        if device not in self._tables:
-            self._tables[device] = (
-                torch.from_numpy(self.objects).to(device),
-                torch.from_numpy(self.queries).to(device),
-            )
-        return self._tables[device]
-
-    def collate(self, items: Sequence[Example], device: str) -> tuple[_Batch, tuple[Any, Any]]:
-        import torch
-
+    def collate(self, items: Sequence[Example], device: str) -> tuple[_Batch, tuple[Any, ...]]:
         offsets = np.cumsum([0] + [len(e.labels) for e in items])
         rows = np.concatenate([e.object_rows for e in items])
         query_rows = np.concatenate([np.full(len(e.labels), e.query_row) for e in items])
@@ -121,20 +108,12 @@ class GATAdapter:
             [e.edge_index + offsets[k] for k, e in enumerate(items)], axis=1
         )
         edge_attr = np.concatenate([e.edge_attr for e in items])
+        scalars = np.concatenate([e.scalars for e in items])
+        parts = (scalars, rows, query_rows, edge_index, edge_attr)
+        batch = _Batch(*(to_device(a, device) for a in parts))
+        return batch, self.tables.on(device)
 
-        def tensor(array: np.ndarray) -> Any:
-            return torch.from_numpy(np.ascontiguousarray(array)).to(device)
-
-        batch = _Batch(
-            tensor(np.concatenate([e.scalars for e in items])),
-            tensor(rows),
-            tensor(query_rows),
-            tensor(edge_index),
-            tensor(edge_attr),
-        )
-        return batch, self.tables(device)
-
-    def forward(self, model: Any, batch: tuple[_Batch, tuple[Any, Any]]) -> Any:
+    def forward(self, model: Any, batch: tuple[_Batch, tuple[Any, ...]]) -> Any:
         parts, (objects, queries) = batch
         return model(
             parts.scalars,

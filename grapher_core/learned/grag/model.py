@@ -174,7 +174,7 @@ class EdgeMeanConv(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
-        edge_index: torch.Tensor | NeighbourMean,
+        edge_index: torch.Tensor | NeighbourMean | None,
         edge_weight: torch.Tensor | None = None,
     ) -> torch.Tensor:
         out = self.self_linear(x)
@@ -187,9 +187,11 @@ class EdgeMeanConv(nn.Module):
 
 
 def _neighbour_mean(
-    edges: torch.Tensor | NeighbourMean, edge_weight: torch.Tensor | None, n: int
+    edges: torch.Tensor | NeighbourMean | None, edge_weight: torch.Tensor | None, n: int
 ) -> NeighbourMean | None:
     """The aggregation for listed edges or a prepared one; ``None`` when there are no edges."""
+    if edges is None:
+        return None
     if isinstance(edges, NeighbourMean):
         return edges if edges.has_edges else None
     if not edges.numel():
@@ -230,8 +232,8 @@ class GRAGNet(nn.Module):
         if x.dim() != 2 or x.shape[1] != d:
             raise InputError(f"expected ({d})-d node features, got {tuple(x.shape)}")
         mean = _neighbour_mean(edge_index, edge_weight, x.shape[0]) if self.passing else None
-        h = torch.relu(self.conv1(self.dropout(x), _or_none(mean)))
-        out = self.conv2(self.dropout(h), _or_none(mean))
+        h = torch.relu(self.conv1(self.dropout(x), mean))
+        out = self.conv2(self.dropout(h), mean)
         return x + out if self.spec.residual else out
 
     def forward(
@@ -246,10 +248,3 @@ class GRAGNet(nn.Module):
         then ``None``): the aggregation is built once and shared by both layers."""
         nodes = self.node_vectors(x, edge_index, edge_weight)
         return (nodes * queries.reshape(-1, self.spec.embedding_dim)[query_index]).sum(dim=-1)
-
-
-_NO_EDGES = torch.zeros((2, 0), dtype=torch.long)
-
-
-def _or_none(mean: NeighbourMean | None) -> torch.Tensor | NeighbourMean:
-    return _NO_EDGES if mean is None else mean

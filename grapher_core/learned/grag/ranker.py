@@ -31,7 +31,6 @@ from grapher_core.enrich.concepts import (
     warn_once,
 )
 from grapher_core.errors import ConfigError, InputError
-from grapher_core.learned.base_ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.learned.grag.checkpoint import GRAG, GRAGConfig
 from grapher_core.learned.grag.features import (
     DEFAULT_MAX_SCAN,
@@ -44,6 +43,7 @@ from grapher_core.learned.grag.features import (
 )
 from grapher_core.learned.grag.model import GRAGNet, NeighbourMean
 from grapher_core.learned.inputs import as_matrix
+from grapher_core.learned.ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.ranking.base import RankContext
 
 NOT_EXPECTED_TO_HELP = (

@@ -17,6 +17,7 @@ import numpy as np
 
 from grapher_core.errors import InputError
 from grapher_core.learned.grag.model import GRAGNet, GRAGSpec
+from grapher_core.learned.inputs import to_device
 from grapher_core.learned.loop import FitResult, Log, LoopConfig, fit
 
 __all__ = ["GRAGAdapter", "GRAGExample", "grag_metrics", "train_grag"]
@@ -38,22 +39,19 @@ class GRAGAdapter:
     """Concatenates graphs (edge indices offset) and scores them with :class:`GRAGNet`."""
 
     def collate(self, examples: Sequence[GRAGExample], device: str) -> dict[str, Any]:
-        import torch
-
         sizes = [e.x.shape[0] for e in examples]
         offsets = np.cumsum([0, *sizes])[:-1]
         edge_index = np.concatenate(
             [e.edge_index + o for e, o in zip(examples, offsets, strict=True)], axis=1
         )
-        return {
-            "x": torch.from_numpy(np.concatenate([e.x for e in examples])).to(device),
-            "edge_index": torch.from_numpy(edge_index.astype(np.int64)).to(device),
-            "edge_weight": torch.from_numpy(
-                np.concatenate([e.edge_weight for e in examples]).astype(np.float32)
-            ).to(device),
-            "queries": torch.from_numpy(np.stack([e.query for e in examples])).to(device),
-            "query_index": torch.from_numpy(np.repeat(np.arange(len(examples)), sizes)).to(device),
+        arrays = {
+            "x": np.concatenate([e.x for e in examples]),
+            "edge_index": edge_index.astype(np.int64),
+            "edge_weight": np.concatenate([e.edge_weight for e in examples]).astype(np.float32),
+            "queries": np.stack([e.query for e in examples]),
+            "query_index": np.repeat(np.arange(len(examples)), sizes),
         }
+        return {name: to_device(array, device) for name, array in arrays.items()}
 
     def forward(self, model: GRAGNet, batch: dict[str, Any]) -> Any:
         return model(

@@ -27,7 +27,6 @@ from grapher_core.edges.graph import CandidateGraph
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import InputError, StateError
-from grapher_core.learned.base_ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.learned.qa_gnn.checkpoint import MAX_EGO_DEPTH, QA_GNN, QAGNNConfig
 from grapher_core.learned.qa_gnn.features import (
     DEFAULT_MAX_EGO_ENTRIES,
@@ -38,6 +37,7 @@ from grapher_core.learned.qa_gnn.features import (
     with_semantic,
 )
 from grapher_core.learned.qa_gnn.model import QAGNNNet
+from grapher_core.learned.ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.ranking.base import RankContext
 from grapher_core.ranking.score_adjust import semantic_support
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from grapher_core.learned.inputs import DeviceTables, to_device
 from grapher_core.learned.loop import (
     Log,
     LoopConfig,
@@ -98,12 +99,13 @@ class QATrainConfig(LoopConfig):
 
 @dataclass
 class QATrainResult:
-    model: QAGNNNet
+    model: QAGNNNet  # on ``device``, where it was trained
     fusion: FusionCoefficients
     stage1: dict[str, Any]
     stage2: dict[str, Any]
     seconds: float
     val_indices: list[int]
+    device: str = "cpu"
 
 
 def recall_metrics(
@@ -119,12 +121,6 @@ def recall_metrics(
             out.setdefault(f"R@{k}", []).append(found / e.n_gold)
             out.setdefault(f"PR@{k}", []).append(float(found >= e.n_gold))
     return {key: float(np.mean(v)) if v else math.nan for key, v in out.items()}
-
-
-def _tensor(array: np.ndarray, device: str) -> Any:
-    import torch
-
-    return torch.from_numpy(np.ascontiguousarray(array)).to(device)
 
 
 # -- stage 1: masked link reconstruction ------------------------------------------------------
@@ -162,8 +158,10 @@ def _link_examples(
 
 
 class _LinkAdapter:
-    def __init__(self, objects: Any) -> None:
-        self.objects = objects
+    """Stage 1 batches: the candidate graphs less their hidden edges, and the pairs to score."""
+
+    def __init__(self, objects: np.ndarray) -> None:
+        self.tables = DeviceTables(objects)
 
     def collate(self, items: Sequence[_LinkExample], device: str) -> Any:
         sizes = [it.source.edges.n for it in items]
@@ -178,14 +176,12 @@ class _LinkAdapter:
         kind = np.concatenate([it.source.edges.type[it.keep] for it in items])
         weight = np.concatenate([it.source.edges.weight[it.keep] for it in items])
         pairs = np.concatenate([it.pairs + offsets[k] for k, it in enumerate(items)], axis=1)
-        return tuple(
-            _tensor(a, device)
-            for a in (rows, np.stack([src, dst]), kind, weight.astype(np.float32), pairs)
-        )
+        arrays = (rows, np.stack([src, dst]), kind, weight.astype(np.float32), pairs)
+        return (*self.tables.on(device), *(to_device(a, device) for a in arrays))
 
     def forward(self, model: QAGNNNet, batch: Any) -> Any:
-        rows, edge_index, kind, weight, pairs = batch
-        h = model.encoder(self.objects[rows], edge_index, kind, weight)
+        objects, rows, edge_index, kind, weight, pairs = batch
+        h = model.encoder(objects[rows], edge_index, kind, weight)
         return model.link_logits(h, pairs)
 
 
@@ -204,14 +200,16 @@ def _auc(examples: Sequence[_LinkExample], scores: Sequence[np.ndarray]) -> dict
 def _bce_loss(logits: Any, items: Sequence[Any], device: str) -> Any:
     import torch.nn.functional as F
 
-    labels = _tensor(np.concatenate([it.labels for it in items]).astype(np.float32), device)
+    labels = to_device(np.concatenate([it.labels for it in items]).astype(np.float32), device)
     return F.binary_cross_entropy_with_logits(logits, labels)
 
 
 # -- stage 2: pooling + fusion + head on triplets ---------------------------------------------
 class EgoAdapter:
-    def __init__(self, objects: Any, frozen_encoder: bool) -> None:
-        self.objects = objects
+    """Stage 2 batches: every candidate's ego-subgraph, its query and its centre."""
+
+    def __init__(self, objects: np.ndarray, frozen_encoder: bool) -> None:
+        self.tables = DeviceTables(np.asarray(objects, dtype=np.float32))
         self.frozen = frozen_encoder
 
     def collate(self, items: Sequence[QAExample], device: str) -> Any:
@@ -228,20 +226,19 @@ class EgoAdapter:
             [np.repeat(e.query[None, :], e.ego.n_graphs, axis=0) for e in items]
         ).astype(np.float32)
         centre = np.concatenate([e.ego.centre + node_offsets[k] for k, e in enumerate(items)])
-        return tuple(
-            _tensor(a, device) for a in (rows, edge_index, kind, weight, batch, query, centre)
-        )
+        arrays = (rows, edge_index, kind, weight, batch, query, centre)
+        return (*self.tables.on(device), *(to_device(a, device) for a in arrays))
 
     def forward(self, model: QAGNNNet, batch: Any) -> Any:
         import torch
 
-        rows, edge_index, kind, weight, graph, query, centre = batch
+        objects, rows, edge_index, kind, weight, graph, query, centre = batch
         if self.frozen:
             model.encoder.eval()
             with torch.no_grad():
-                h = model.encoder(self.objects[rows], edge_index, kind, weight)
+                h = model.encoder(objects[rows], edge_index, kind, weight)
         else:
-            h = model.encoder(self.objects[rows], edge_index, kind, weight)
+            h = model.encoder(objects[rows], edge_index, kind, weight)
         return model.score(h, graph, query, centre)
 
 
@@ -280,12 +277,15 @@ def _triplet_loss(config: QATrainConfig) -> Any:
                 negatives.append(grid[1] + offsets[k])
         if not anchors:
             return logits.sum() * 0.0
-        p = _tensor(np.concatenate(anchors), device)
-        n = _tensor(np.concatenate(negatives), device)
+        pos, neg = np.concatenate(anchors), np.concatenate(negatives)
+        p, n = to_device(pos, device), to_device(neg, device)
         triplet = F.relu(config.margin - (logits[p] - logits[n])).mean()
-        chosen = torch.cat([p.unique(), n.unique()])
-        labels = torch.cat([torch.ones(p.unique().numel()), torch.zeros(n.unique().numel())])
-        bce = F.binary_cross_entropy_with_logits(logits[chosen], labels.to(logits.device))
+        gold, other = np.unique(pos), np.unique(neg)  # on the host: no device sync
+        chosen = to_device(np.concatenate([gold, other]), device)
+        labels = torch.cat(
+            [torch.ones(gold.size, device=device), torch.zeros(other.size, device=device)]
+        )
+        bce = F.binary_cross_entropy_with_logits(logits[chosen], labels)
         return triplet + config.bce_weight * bce
 
     return loss
@@ -328,12 +328,11 @@ def train_qa_gnn(
     config: QATrainConfig,
     log: Log | None = None,
 ) -> QATrainResult:
-    """Stage 1 (unless ``pretrain=False``), stage 2, then the fusion regression."""
-    import torch
-
+    """Stage 1 (unless ``pretrain=False``), stage 2, then the fusion regression; the model
+    stays on the device it was trained on (``result.device``)."""
     started = time.perf_counter()
     split = split_examples(examples, config.val_fraction, config.seed)
-    objects_t = torch.from_numpy(np.ascontiguousarray(objects, dtype=np.float32))
+    objects = np.asarray(objects, dtype=np.float32)
     seed_everything(config.seed)  # the initial weights follow the seed, not earlier runs
     model = QAGNNNet(config.spec)
     stage1: dict[str, Any] = {"skipped": True}
@@ -347,7 +346,7 @@ def train_qa_gnn(
         first = replace(config, epochs=config.stage1_epochs, metric="link_auc", loss="bce")
         result = fit(
             lambda: model,
-            _LinkAdapter(objects_t),
+            _LinkAdapter(objects),
             links,
             first,
             metric=_auc,
@@ -363,7 +362,7 @@ def train_qa_gnn(
     frozen = config.pretrain and not config.end_to_end
     for parameter in model.encoder.parameters():
         parameter.requires_grad_(not frozen)
-    adapter = EgoAdapter(objects_t, frozen)
+    adapter = EgoAdapter(objects, frozen)
     second = fit(
         lambda: model,
         adapter,
@@ -377,7 +376,7 @@ def train_qa_gnn(
     for parameter in model.encoder.parameters():
         parameter.requires_grad_(True)
     val = [examples[i] for i in split[1]]
-    gnn = predict(model, adapter, val, "cpu")
+    gnn = predict(model, adapter, val, second.device)
     fusion = fit_fusion(val, gnn)
     stage2 = {
         "epochs": second.best_epoch,
@@ -385,9 +384,8 @@ def train_qa_gnn(
         "val": second.best_metrics,
         "frozen_encoder": frozen,
     }
-    return QATrainResult(
-        model, fusion, stage1, stage2, time.perf_counter() - started, list(split[1])
-    )
+    seconds = time.perf_counter() - started
+    return QATrainResult(model, fusion, stage1, stage2, seconds, list(split[1]), second.device)
 
 
 def make_config(

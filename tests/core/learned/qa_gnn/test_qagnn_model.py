@@ -194,8 +194,8 @@ def test_two_stage_training_learns_a_query_dependent_signal() -> None:
     from grapher_core.learned.qa_gnn.train import EgoAdapter, fused_recall_metrics, recall_metrics
 
     val = [examples[int(i)] for i in result.val_indices]
-    adapter = EgoAdapter(torch.from_numpy(np.concatenate(objects)), frozen_encoder=True)
-    gnn = predict(result.model, adapter, val, "cpu")
+    adapter = EgoAdapter(np.concatenate(objects), frozen_encoder=True)
+    gnn = predict(result.model, adapter, val, result.device)
     fused = fused_recall_metrics(val, gnn)
     assert fused == pytest.approx(result.stage2["val"])
     assert fused != recall_metrics(val, gnn)  # the raw logit would have been another metric

@@ -24,6 +24,7 @@ from grapher_core.learned.inputs import (
     default_embedder_checked,
     object_vectors,
     query_vector,
+    to_device,
 )
 from grapher_core.learned.weights import Kind, check_value
 from grapher_core.utils.callsite import warn_once
@@ -152,10 +153,8 @@ class FamilyRanker(Generic[ModelT, ConfigT]):
         )
 
     def on_device(self, array: np.ndarray) -> Any:
-        """``array`` as a tensor on the ranker's device (the one place inputs move)."""
-        import torch
-
-        return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+        """``array`` as a tensor on the ranker's device (:func:`to_device`, as in training)."""
+        return to_device(array, self.device)
 
     def infer(self, run: Callable[[OnDevice], Any]) -> np.ndarray:
         """``run(on_device)`` in inference mode with the call's threads; its tensor of scores
