@@ -133,7 +133,7 @@ class LoopConfig:
 
 @dataclass
 class FitResult:
-    model: Any  # in eval mode, with the best epoch's weights
+    model: Any  # in eval mode, with the best epoch's weights, on ``device``
     best_epoch: int  # 0: no trained epoch beat the untrained model, which is returned
     best_metrics: dict[str, float]
     history: list[dict[str, float]] = field(default_factory=list)
