@@ -30,6 +30,7 @@ from grapher_core.conventions import ListFormat
 from grapher_core.edges.links import ANCHOR_FIELD, HEADING_FIELDS
 from grapher_core.enrich.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
 from grapher_core.enrich.links import (
+    URL_KEYS,
     LinkIndex,
     LinkTarget,
     build_target_index,
@@ -279,7 +280,7 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
     field: str = "links"
     fmt: Literal["auto", "html", "markdown"] = "auto"
     id_by_target: dict[str, str] | None = None
-    url_keys: tuple[str, ...] = ("source", "url")
+    url_keys: tuple[str, ...] = URL_KEYS
     anchor_field: str | None = ANCHOR_FIELD
     heading_fields: tuple[str, ...] = HEADING_FIELDS
     list_format: ListFormat = "list"

@@ -52,6 +52,7 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode
 
 from grapher_core.conventions import LIST_FORMATS
 from grapher_core.diagnostics import stacklevel_outside
+from grapher_core.enrich.links import URL_KEYS
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.metadata import encode_list as core_encode_list
 
@@ -313,7 +314,7 @@ class GraphERLinkExtractor(_GraphERExtractor):
         default=None, description="Normalised link target -> object id."
     )
     url_keys: tuple[str, ...] = Field(
-        default=("source", "url"),
+        default=URL_KEYS,
         description="Metadata keys of the node's own URL, first present wins (relative links, "
         "self-links dropped).",
     )

@@ -62,7 +62,7 @@ ADJACENT_FIELD = "_grapher_adjacent"
 ENTITY_FIELD = "entities"
 CHUNK_LINK_FIELD = "links"
 """The link field read as links between chunked pages (:class:`ChunkLinks`) on chunks."""
-PAGE_FIELDS: tuple[str, ...] = (*TARGET_FIELDS, "doc_id")
+PAGE_FIELDS: tuple[str, ...] = (*TARGET_FIELDS, "file_path", "doc_id")
 """Fields tried, in this order, for the page a chunk belongs to."""
 SOURCE_FIELD = "_grapher_source"
 """Reserved field of a chunk's document id (LlamaIndex ``SOURCE`` relationship, by the wrapper)."""

@@ -54,6 +54,7 @@ from grapher_core.metadata import read_int, read_list
 
 __all__ = [
     "LINK_FORMATS",
+    "URL_KEYS",
     "LinkFormat",
     "LinkIndex",
     "LinkTarget",
@@ -222,6 +223,12 @@ def resolve_links(
     return out
 
 
+URL_KEYS: tuple[str, ...] = ("source", "url", "file_path")
+"""Metadata keys naming an object's own page, the first present wins: LangChain loaders write
+``source``, web pages ``url``, LlamaIndex's ``SimpleDirectoryReader`` ``file_path``. Both
+wrappers' link writers default to these."""
+
+
 @dataclass(frozen=True)
 class LinkTarget:
     """One object as links reach it: its ``id`` (``None`` when it has none yet), its ``page``
@@ -245,7 +252,7 @@ def link_target(
     metadata: Mapping[str, Any],
     text: str = "",
     *,
-    url_keys: Sequence[str] = ("source", "url"),
+    url_keys: Sequence[str] = URL_KEYS,
     anchor_field: str | None = ANCHOR_FIELD,
     heading_fields: Sequence[str] = HEADING_FIELDS,
     order_field: str | None = "chunk_index",

@@ -5,6 +5,7 @@ GraphERPostprocessor, zero config, lifting the anchored chunk above its page sib
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from llama_index.core import Document
@@ -190,4 +191,43 @@ def test_markdown_pages_with_the_markdown_node_parser() -> None:
     retrieved.sort(key=lambda n: -(n.score or 0.0))
     out = GraphERPostprocessor(top_n=None).postprocess_nodes(retrieved, query_str="headers")
     after = [n.node.node_id for n in out if n.node.ref_doc_id == "install"]
+    assert after[0] == linux.node_id
+
+
+def test_a_directory_reader_s_pages_link_by_file_path(tmp_path: Path) -> None:
+    """SimpleDirectoryReader writes ``file_path`` (absolute) and ``file_name``, no ``source``:
+    relative Markdown links resolve against ``file_path`` and land on the anchored node, and
+    the postprocessor's zero-config detection reads the same field for whole-page links."""
+    from llama_index.core import SimpleDirectoryReader
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text(
+        "# Installing\n\nIntro.\n\n## Linux setup\n\nUse apt to install libfoo.\n\n"
+        "## macOS setup\n\nUse brew to install foo.\n",
+        encoding="utf-8",
+    )
+    (docs / "guide.md").write_text(
+        "# Guide\n\nHeaders missing? See [Linux](install.md#linux-setup) and [the page]"
+        "(install.md).\n",
+        encoding="utf-8",
+    )
+    documents = SimpleDirectoryReader(str(docs)).load_data()
+    assert all("source" not in d.metadata and "file_path" in d.metadata for d in documents)
+    pipeline = IngestionPipeline(
+        transformations=[MarkdownNodeParser(), GraphERLinkExtractor(list_format="list")]
+    )
+    nodes = pipeline.run(documents=documents)
+    linux = holding(nodes, "apt")
+    source = holding(nodes, "Headers missing")
+    install_page = linux.metadata["file_path"]
+    assert source.metadata["links"] == [linux.node_id, install_page]
+    retrieved = [NodeWithScore(node=source, score=0.9), *fillers()]
+    retrieved += [
+        NodeWithScore(node=n, score=0.39 if n is linux else 0.4)
+        for n in nodes
+        if n.metadata.get("file_path") == install_page
+    ]
+    out = GraphERPostprocessor(top_n=None).postprocess_nodes(retrieved, query_str="headers")
+    after = [n.node.node_id for n in out if n.node.metadata.get("file_path") == install_page]
     assert after[0] == linux.node_id

@@ -8,6 +8,7 @@ import pytest
 from llama_index.core.schema import TextNode
 
 from grapher_core.enrich import EntityCache
+from grapher_core.enrich.links import URL_KEYS
 from grapher_core.metadata import read_list
 from llama_index_grapher import GraphEREntityExtractor, GraphERLinkExtractor
 
@@ -24,7 +25,8 @@ def links(extractor: GraphERLinkExtractor) -> list[str]:
 def test_url_keys_is_langchain_s_name_and_default() -> None:
     from langchain_grapher import LinkTransformer
 
-    assert GraphERLinkExtractor().url_keys == LinkTransformer().url_keys == ("source", "url")
+    assert GraphERLinkExtractor().url_keys == LinkTransformer().url_keys == URL_KEYS
+    assert URL_KEYS == ("source", "url", "file_path")  # LangChain loaders, web, LlamaIndex
     assert GraphERLinkExtractor(url_keys="url").url_keys == ("url",)
     assert LinkTransformer(url_keys="url").url_keys == ("url",)
     # The page's own URL resolves relative links and drops the link to itself ("#top").
