@@ -31,6 +31,42 @@ def _int_or(kind: Any, flag: str) -> Any:
     return non_negative_int if flag == "patience" else positive_int
 
 
+def count_or_share(text: str) -> int | float:
+    """``--val-databases``: a count (20) or a share of each validation set's groups (0.2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value.is_integer() and value >= 1:
+        return int(value)
+    if 0.0 < value < 1.0:
+        return value
+    raise argparse.ArgumentTypeError(f"a count >= 1 or a share in (0, 1), got {text!r}")
+
+
+def graph_choice(values: Sequence[str] | None) -> str | dict[str, str] | None:
+    """``--graph G`` for every set, or ``--graph TASK=G`` per task type (repeatable), so a
+    pool of tables and passages gets foreign keys and title mentions."""
+    from grapher_bench.data import TASK_TYPES
+
+    if not values:
+        return None
+    per_task = [v for v in values if "=" in v]
+    if not per_task:
+        if len(values) > 1:
+            raise ConfigError(f"--graph names one graph for every set, got {list(values)}")
+        return values[0]
+    if len(per_task) != len(values):
+        raise ConfigError("--graph: use either one GRAPH or TASK=GRAPH per task type")
+    choice: dict[str, str] = {}
+    for value in values:
+        task, graph = (part.strip() for part in value.split("=", 1))
+        if task not in TASK_TYPES or task in choice or not graph:
+            raise ConfigError(f"--graph {value!r}: TASK=GRAPH, TASK one of {TASK_TYPES}, once")
+        choice[task] = graph
+    return choice
+
+
 def register(subparsers: Any) -> None:
     from grapher_core.learned.gat.train import TrainConfig
     from grapher_core.learned.loop import LOSSES
@@ -54,16 +90,18 @@ def register(subparsers: Any) -> None:
     train.add_argument(
         "--val-data",
         type=Path,
+        action="append",
         default=None,
         help="validate on --val-databases databases of this set, left out of training (the "
-        "paper: train on BIRD train, select on a Spider train sample); default: held-out "
-        "databases of the training data",
+        "paper: train on BIRD train, select on a Spider train sample); repeatable, each set "
+        "gives its own; default: held-out databases of the training data",
     )
     train.add_argument(
         "--val-databases",
-        type=positive_int,
+        type=count_or_share,
         default=20,
-        help="databases of --val-data drawn with --seed for validation (20)",
+        help="databases of each --val-data set drawn with --seed for validation: a count (20) "
+        "or a share (0.2); a set without databases (passages) has one per question",
     )
     train.add_argument(
         "--out",
@@ -81,8 +119,10 @@ def register(subparsers: Any) -> None:
     )
     train.add_argument(
         "--graph",
+        action="append",
         default=None,
-        help="graph variant, e.g. fk, entities, adjacent (default: the task's)",
+        help="graph variant, e.g. fk, entities, adjacent (default: the task's); or TASK=GRAPH, "
+        "repeatable, for a pool of task types (--graph tables=fk --graph passages=mentions)",
     )
     train.add_argument(
         "--alpha",
@@ -206,7 +246,7 @@ def run_train(args: argparse.Namespace) -> int:
         args.out,
         config,
         retriever=args.retriever,
-        graph=args.graph,
+        graph=graph_choice(args.graph),
         alpha=args.alpha,
         top_n=args.top_n,
         limit=args.limit,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,26 @@ from grapher_core.learned.gat.train import (
 from grapher_core.learned.loop import Log
 from grapher_core.ranking.propagation import DEFAULT_GCS_ALPHA
 
-__all__ = ["build_training_set", "held_out_databases", "merge_training_sets", "train"]
+__all__ = [
+    "GraphChoice",
+    "build_training_set",
+    "graph_for",
+    "held_out_databases",
+    "merge_training_sets",
+    "train",
+]
+
+GraphChoice = str | Mapping[str, str] | None
+"""One graph variant for every set, one per task type (``{"tables": "fk", "passages":
+"mentions"}``: a pool of tables and passages), or None for each task's default."""
+
+
+def graph_for(graph: GraphChoice, task_type: str) -> str | None:
+    """A set's graph variant: a mixed pool cannot share one (title mentions on tables link
+    nothing), so a mapping names one per task type; a task it leaves out gets its default."""
+    if graph is None or isinstance(graph, str):
+        return graph
+    return graph.get(task_type)
 
 
 def _metadata_for(dataset: Any, graph: str, progress: bool) -> list[dict[str, Any]]:
@@ -135,12 +154,14 @@ def _set_name(path: Path) -> str:
 def merge_training_sets(sets: Sequence[TrainingSet]) -> TrainingSet:
     """One training set from several (BIRD train + Spider train, say): embedding rows and query
     rows offset, each query's group prefixed with its set's name so two sets' databases of the
-    same name stay apart. The sets must agree on what a model trained on them means."""
+    same name stay apart. The sets must agree on the features' meaning (embedding model, alpha,
+    pool size, seeds); their graphs may differ (tables on foreign keys, passages on title
+    mentions: the edge kinds tell the model which is which) and are recorded ``a|b``."""
     if not sets:
         raise ValueError("no training set to merge")
     first = sets[0]
     for other in sets[1:]:
-        for name in ("embedding_model", "graph", "alpha", "top_n", "seeds"):
+        for name in ("embedding_model", "alpha", "top_n", "seeds"):
             if getattr(other, name) != getattr(first, name):
                 raise ValueError(
                     f"training sets disagree on {name}: {first.dataset} has "
@@ -163,6 +184,7 @@ def merge_training_sets(sets: Sequence[TrainingSet]) -> TrainingSet:
         rows += data.objects.shape[0]
         queries += data.queries.shape[0]
     retrievers = sorted({d.retriever for d in sets})
+    graphs = "|".join(dict.fromkeys(d.graph for d in sets))
     return TrainingSet(
         examples,
         np.vstack([d.objects for d in sets]),
@@ -170,38 +192,61 @@ def merge_training_sets(sets: Sequence[TrainingSet]) -> TrainingSet:
         first.embedding_model,
         "+".join(d.dataset for d in sets),
         "+".join(retrievers),
-        first.graph,
+        graphs,
         first.alpha,
         first.top_n,
         first.seeds,
     )
 
 
+def _held_groups(
+    validations: Sequence[TrainingSet], databases: int | float, seed: int
+) -> list[set[str]]:
+    """Per validation set, the groups drawn (one seeded stream, so the first set's draw is
+    what one set alone gets): ``databases`` of them, or that share of them when a float."""
+    rng = random.Random(seed)
+    held: list[set[str]] = []
+    for validation in validations:
+        groups = sorted({e.group for e in validation.examples})
+        count = databases if isinstance(databases, int) else round(databases * len(groups))
+        if not 1 <= count < len(groups):
+            raise ValueError(
+                f"validation needs 1 to {len(groups) - 1} of the {len(groups)} databases of "
+                f"{validation.dataset}, got {databases}"
+            )
+        held.append(set(rng.sample(groups, count)))
+    return held
+
+
 def held_out_databases(
-    train_sets: Sequence[TrainingSet], validation: TrainingSet, databases: int, seed: int
+    train_sets: Sequence[TrainingSet],
+    validation: TrainingSet | Sequence[TrainingSet],
+    databases: int | float,
+    seed: int,
 ) -> tuple[TrainingSet, tuple[list[int], list[int]]]:
     """The paper's selection split: validate on every query of ``databases`` databases drawn
     (seeded) from ``validation``, train on the training sets' queries of every *other*
     database. A held-out database is dropped from every training set by its name (Spider's
     train questions come in two sets over the same databases), so its schema stays unseen.
-    ``validation`` may be one of ``train_sets``; its other queries are then trained on."""
-    groups = sorted({e.group for e in validation.examples})
-    if not 1 <= databases < len(groups):
-        raise ValueError(
-            f"validation needs 1 to {len(groups) - 1} of the {len(groups)} databases of "
-            f"{validation.dataset}, got {databases}"
-        )
-    held = set(random.Random(seed).sample(groups, databases))
-    inside = any(validation is t for t in train_sets)
-    sets = list(train_sets) + ([] if inside else [validation])
+    ``validation`` may be one of ``train_sets``; its other queries are then trained on.
+    Several validation sets each give ``databases`` (a count, or a share when a float) of
+    their groups; a set without databases has one group per question, so the three small
+    multi-hop train splits each keep a share of their questions apart."""
+    validations = [validation] if isinstance(validation, TrainingSet) else list(validation)
+    drawn = _held_groups(validations, databases, seed)
+    held_of = {id(v): groups for v, groups in zip(validations, drawn, strict=True)}
+    held: set[str] = set().union(*drawn)
+    inside = [any(v is t for t in train_sets) for v in validations]
+    sets = list(train_sets) + [v for v, i in zip(validations, inside, strict=True) if not i]
     merged = merge_training_sets(sets)
     train_idx: list[int] = []
     val_idx: list[int] = []
     index = 0
     for data in sets:
         trained = any(data is t for t in train_sets)
+        held_here = held_of.get(id(data), set())
         for e in data.examples:
-            if data is validation and e.group in held:
+            if e.group in held_here:
                 val_idx.append(index)
             elif trained and e.group not in held:
                 train_idx.append(index)
@@ -211,37 +256,77 @@ def held_out_databases(
     return merged, (train_idx, val_idx)
 
 
+def _validation_note(
+    validation: Sequence[Path], databases: int | float, val_fraction: float
+) -> str:
+    """How the checkpoint's epoch was chosen, in its record."""
+    if not validation:
+        return f"held-out databases of the training data ({val_fraction})"
+    names = ", ".join(_set_name(p) for p in validation)
+    if isinstance(databases, int):
+        return f"{databases} databases of {names}"
+    return f"{databases:g} of the databases (questions without one) of each of {names}"
+
+
+def _record(
+    data: TrainingSet, result: TrainResult, config: TrainConfig, trained_on: str, note: str
+) -> dict[str, Any]:
+    """The ``training`` block of the checkpoint's config."""
+    return {
+        "data": trained_on,
+        "validation": note,
+        "queries": len(data.examples),
+        "train_queries": result.n_train,
+        "val_queries": result.n_val,
+        "top_n": data.top_n,
+        "loss": config.loss,
+        "lr": config.lr,
+        "weight_decay": config.weight_decay,
+        "batch_size": config.batch_size,
+        "dropout": config.dropout,
+        "seed": config.seed,
+        "epochs_run": len(result.history),
+        "best_epoch": result.best_epoch,
+        "seconds": round(result.seconds, 1),
+        "device": result.device,
+    }
+
+
+def _paths(value: str | Path | Sequence[str | Path] | None) -> list[Path]:
+    if value is None:
+        return []
+    return [Path(value)] if isinstance(value, (str, Path)) else [Path(p) for p in value]
+
+
 def train(
     dataset_path: str | Path | Sequence[str | Path],
     out: str | Path,
     config: TrainConfig,
     *,
     retriever: str | None = None,
-    graph: str | None = None,
+    graph: GraphChoice = None,
     alpha: float = DEFAULT_GCS_ALPHA,
     top_n: int = 200,
     limit: int | None = None,
     embedder: Any | None = None,
     log: Log | None = None,
     data: TrainingSet | None = None,
-    validation: str | Path | None = None,
-    val_databases: int = 20,
+    validation: str | Path | Sequence[str | Path] | None = None,
+    val_databases: int | float = 20,
     seeds: str = "score",
 ) -> tuple[TrainResult, tuple[Path, Path]]:
     """Load one or more datasets, build their graphs, train, and save ``<out>.safetensors`` +
-    ``.json``. ``validation``: a dataset whose ``val_databases`` databases (drawn with the
-    config's seed) are the validation queries, those databases left out of training (the
-    paper's protocol: train on BIRD, select on a Spider train sample); without it, held-out
-    databases of the training data itself (``config.val_fraction``)."""
+    ``.json``. ``validation``: one or more datasets whose ``val_databases`` databases (a count,
+    or a share when a float; drawn with the config's seed) are the validation queries, those
+    databases left out of training (the paper's protocol: train on BIRD, select on a Spider
+    train sample); without it, held-out databases of the training data itself
+    (``config.val_fraction``). ``graph``: one variant, or one per task type (a pool of tables
+    and passages)."""
     from grapher_bench.data import load_dataset
     from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 
     started = time.perf_counter()
-    paths = (
-        [Path(dataset_path)]
-        if isinstance(dataset_path, (str, Path))
-        else [Path(p) for p in dataset_path]
-    )
+    validations = _paths(validation)
     built: dict[Path, TrainingSet] = {}
 
     def build(path: Path) -> TrainingSet:
@@ -252,7 +337,7 @@ def train(
                 build_training_set(
                     dataset,
                     retriever=retriever,
-                    graph=graph,
+                    graph=graph_for(graph, dataset.task_type),
                     alpha=alpha,
                     embedder=embedder,
                     top_n=top_n,
@@ -271,15 +356,23 @@ def train(
     split: tuple[list[int], list[int]] | None = None
     trained_on = data.dataset if data is not None else ""
     if data is None:
-        train_sets = [build(p) for p in paths]
+        train_sets = [build(p) for p in _paths(dataset_path)]
         trained_on = "+".join(t.dataset for t in train_sets)
-        if validation is None:
+        if not validations:
             data = merge_training_sets(train_sets)
         else:
             data, split = held_out_databases(
-                train_sets, build(Path(validation)), val_databases, config.seed
+                train_sets, [build(p) for p in validations], val_databases, config.seed
             )
     result = train_model(data, config, log, split)
+    training = _record(
+        data,
+        result,
+        config,
+        trained_on,
+        _validation_note(validations, val_databases, config.val_fraction),
+    )
+    training["seconds_total"] = round(time.perf_counter() - started, 1)
     checkpoint = CheckpointConfig(
         model=result.model.spec,
         embedding_model=data.embedding_model,
@@ -288,29 +381,7 @@ def train(
         graph=data.graph,
         retriever=data.retriever,
         seeds=data.seeds,
-        training={
-            "data": trained_on,
-            "validation": (
-                f"{val_databases} databases of {Path(validation).name}"
-                if validation is not None
-                else f"held-out databases of the training data ({config.val_fraction})"
-            ),
-            "queries": len(data.examples),
-            "train_queries": result.n_train,
-            "val_queries": result.n_val,
-            "top_n": data.top_n,
-            "loss": config.loss,
-            "lr": config.lr,
-            "weight_decay": config.weight_decay,
-            "batch_size": config.batch_size,
-            "dropout": config.dropout,
-            "seed": config.seed,
-            "epochs_run": len(result.history),
-            "best_epoch": result.best_epoch,
-            "seconds": round(result.seconds, 1),
-            "seconds_total": round(time.perf_counter() - started, 1),
-            "device": result.device,
-        },
+        training=training,
         metrics={"validation": result.best_metrics, "validation_reference": result.reference},
     )
     saved = GAT.save(result.model, checkpoint, out)
