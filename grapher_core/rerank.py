@@ -464,6 +464,15 @@ class GraphReranker(RerankingEngine):
         mystery."""
         share_of = getattr(self.ranker, "alone_share", None)
         alone = share_of(graph, candidates) if callable(share_of) else None
+        beside_of = getattr(self.ranker, "beside_shares", None)
+        for kind, share in beside_of(graph) if callable(beside_of) and alone is None else ():
+            self.diagnostics.info_once(
+                ("beside-weight", kind, share),
+                f"{kind} edges beside other kinds in this pool: GCS passes on {share:g} of "
+                "their share (GCSRanker.beside_weights), so they carry a link's lift along the "
+                "section it lands in without lifting the best chunk's neighbours past the "
+                "retriever's next results; ranker=GCSRanker(beside_weights={}) passes it all",
+            )
         if alone is None or alone[1] >= 1.0:
             return
         kind, share = alone

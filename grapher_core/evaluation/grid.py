@@ -27,8 +27,8 @@ ALPHAS: dict[str, tuple[float | None, ...]] = {"gcs": (0.1, 0.3, 0.5), "ppr": (0
 SEEDS = {"rank": "rank", "score": "auto"}
 """Seed policies tried: the table's name -> ``seed_transform``."""
 MAX_CONFIGS = 16
-FULL_CHUNK_ORDER: tuple[tuple[str, Any], ...] = (("alone_weights", {}),)
-"""GCS options that let chunk order pass its whole share where it is a pool's only evidence."""
+FULL_CHUNK_ORDER: tuple[tuple[str, Any], ...] = (("alone_weights", {}), ("beside_weights", {}))
+"""GCS options that let chunk order pass its whole share, alone or beside other kinds."""
 
 
 @dataclass(frozen=True)

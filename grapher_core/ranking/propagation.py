@@ -60,15 +60,15 @@ DEFAULT_DEGREE_EXPONENT = 0.75
 DEFAULT_ALONE_WEIGHTS: tuple[tuple[str, float], ...] = (("contextual", 0.8),)
 """The share of its normalised weight an edge of a kind passes on in degree-normalised GCS when
 that kind is the pool's only evidence (no edge of another kind) and the pool's chunks are
-passage-sized; beside other kinds it passes all of it. Chunk order alone is weak evidence once
+passage-sized (beside other kinds :data:`BESIDE_WEIGHTS` applies). Chunk order alone is weak
+evidence once
 seeds come from rank: at full share the best chunk's neighbour, supported by nothing else, jumps
 to 2nd over the retriever's second and third results, which costs single-answer questions
 (squad_chunks gold@5 -1.1 hybrid, -1.3 dense; a hyperlinked manual with its links left out,
 PR@5 -25). At 0.8 such a neighbour lands 7th at best (``ALONE_NEIGHBOUR_BEST_RANK``, tested),
 so the retriever's top 5 changes only for chunks it already ranked near it, while neighbours
 still rise within the top 10; at 0.85 it lands 6th and passage-sized pools already lose
-questions at PR@10 (squad_chunks) and PR@5 (a manual). Beside links it carries a link's lift
-along the section it lands in (the hyperlinked manuals of docs/user_corpora.md). A user whose
+questions at PR@10 (squad_chunks) and PR@5 (a manual). A user whose
 answers span consecutive chunks sets ``GCSRanker(alone_weights={})`` (``grapher eval`` tries it
 on their questions); ``kind_weights`` scales a kind always."""
 
@@ -80,6 +80,17 @@ largest share on the study's grid that still keeps a chunk supported only by bei
 best one out of the top 5 (6th at best, ``SENTENCE_ALONE_NEIGHBOUR_BEST_RANK``); on the
 sentence-level multi-hop sets it is at or above 0.8 in every cell with each of three retrievers
 (docs/benchmarks.md, "Default ranking")."""
+
+BESIDE_WEIGHTS: tuple[tuple[str, float], ...] = (("contextual", 0.9),)
+"""The share of its normalised weight an edge of a kind passes on in degree-normalised GCS when
+the pool has edges of other kinds too (chunk order beside hyperlinks). There chunk order carries
+a link's lift along the section it lands in, which is what lifts a linked answer's second chunk;
+at full share it also lifts the retriever's best chunk's neighbours past a second gold chunk
+already in the top 5 (a Python-Markdown manual re-split by LangChain's splitter, links kept:
+gold@5 12 -> 11 of 14). 0.9 is the largest share of {0.9, 0.95, 1} with no cell below the
+retriever's order on the four re-split hyperlinked manuals and the two built ones of
+docs/user_corpora.md (the only pools with chunk order beside another kind: no shared benchmark
+has one). ``GCSRanker(beside_weights={})`` passes the whole share."""
 
 SENTENCE_CHUNK_CHARS = 300
 """A pool is sentence-sized when the median length of its non-empty candidate texts is at most
@@ -516,6 +527,7 @@ class GCSRanker:
     degree_exponent: float = DEFAULT_DEGREE_EXPONENT
     kind_weights: tuple[tuple[str, float], ...] | Mapping[str, float] = ()
     alone_weights: tuple[tuple[str, float], ...] | Mapping[str, float] | str = AUTO_ALONE_WEIGHTS
+    beside_weights: tuple[tuple[str, float], ...] | Mapping[str, float] = BESIDE_WEIGHTS
     name: str = "gcs"
 
     def __post_init__(self) -> None:
@@ -529,6 +541,8 @@ class GCSRanker:
                 f"normalisation must be one of {NORMALISATIONS}, got {self.normalisation!r}"
             )
         object.__setattr__(self, "kind_weights", _kind_weights("kind_weights", self.kind_weights))
+        beside = _kind_weights("beside_weights", self.beside_weights)
+        object.__setattr__(self, "beside_weights", beside)
         if isinstance(self.alone_weights, str):
             if self.alone_weights != AUTO_ALONE_WEIGHTS:
                 raise ConfigError(
@@ -578,17 +592,26 @@ class GCSRanker:
         share = dict(self.alone_weights_for(candidates)).get(present[0], 1.0)
         return None if share == 1.0 else (present[0], share)
 
+    def beside_shares(self, graph: CandidateGraph) -> tuple[tuple[str, float], ...]:
+        """The kinds :attr:`beside_weights` damps in this pool (degree form, two or more kinds
+        present), with their shares; empty otherwise. The reranker says it when it damps."""
+        present = {kind for kind, matrix in graph.by_kind.items() if matrix.nnz}
+        if self.normalisation != "degree" or len(present) < 2:
+            return ()
+        pairs = cast(tuple[tuple[str, float], ...], self.beside_weights)
+        return tuple((kind, share) for kind, share in pairs if kind in present and share != 1.0)
+
     def _weighted(
         self, graph: CandidateGraph, candidates: Sequence[Candidate] = ()
     ) -> sp.csr_matrix:
         """The adjacency with each kind's edges scaled by :attr:`kind_weights`, and by
-        :meth:`alone_share` (degree form only)."""
+        :meth:`alone_share` or, beside other kinds, :attr:`beside_weights` (degree form only)."""
         if self.normalisation != "degree":
             return graph.adjacency
         weights = dict(self.kind_weights)
         alone = self.alone_share(graph, candidates)
-        if alone is not None:
-            kind, share = alone
+        shares = dict([alone] if alone is not None else self.beside_shares(graph))
+        for kind, share in shares.items():
             weights[kind] = weights.get(kind, 1.0) * share
         if all(weights.get(k, 1.0) == 1.0 for k, m in graph.by_kind.items() if m.nnz):
             return graph.adjacency

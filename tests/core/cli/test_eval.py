@@ -465,12 +465,14 @@ def test_chunk_order_at_full_share_is_tried_named_and_loaded(
     config = load_config(config_path)
     assert config["keep_retriever_order"] is True
     full_row = next(row for row in report["rows"] if row["name"] == full)
-    assert full_row["config"]["ranker_options"] == {"alone_weights": {}}
-    write_config(config_path, {"grapher_config": 1, "ranker_options": {"alone_weights": {}}})
+    full_options = {"alone_weights": {}, "beside_weights": {}}
+    assert full_row["config"]["ranker_options"] == full_options
+    write_config(config_path, {"grapher_config": 1, "ranker_options": full_options})
     config = load_config(config_path)
-    assert config["ranker_options"] == {"alone_weights": {}}
+    assert config["ranker_options"] == full_options
     core = GraphReranker.from_config(config_path)
     assert core.ranker.alone_weights == ()  # type: ignore[attr-defined]
+    assert core.ranker.beside_weights == ()  # type: ignore[attr-defined]
     pool = [Candidate(r["id"], r["text"], None, r["metadata"]) for r in rows]
     order = [r.id for r in core.rerank(pool)]
     assert order.index("volcano#1") == 1  # next to the best chunk it continues

@@ -11,7 +11,14 @@ import pytest
 import scipy.sparse as sp
 from helpers_chunks import PASSAGE, SENTENCE, lone_neighbour_pool
 
-from grapher_core import AdjacentChunks, Candidate, ForeignKeys, GCSRanker, GraphReranker
+from grapher_core import (
+    AdjacentChunks,
+    Candidate,
+    ForeignKeys,
+    GCSRanker,
+    GraphReranker,
+    build_graph,
+)
 from grapher_core.errors import ConfigError
 from grapher_core.ranking.propagation import (
     ALONE_NEIGHBOUR_BEST_RANK,
@@ -150,15 +157,17 @@ def test_the_share_said_names_the_chunk_size(caplog: pytest.LogCaptureFixture) -
     assert "passage-sized chunks: GCS passes on 0.8 " in said[1]
 
 
-def test_chunk_order_beside_links_passes_its_whole_share() -> None:
+def test_chunk_order_beside_links_passes_the_beside_share() -> None:
     pool = chunks(8)
     pool = [
         Candidate(c.id, metadata={**c.metadata, "foreign_keys": ["d#4"] if c.id == "d#6" else []})
         for c in pool
     ]
-    ranker = GCSRanker()
     graph = GraphReranker([AdjacentChunks(), ForeignKeys()]).graph(pool)
-    assert ranker._weighted(graph) is graph.adjacency  # two kinds: no damping
+    assert GCSRanker(beside_weights={})._weighted(graph) is graph.adjacency  # whole share
+    weighted = GCSRanker()._weighted(graph)
+    expected = graph.by_kind["contextual"] * 0.9 + graph.by_kind["structural"]
+    assert abs(weighted - expected).max() == 0.0
 
 
 @pytest.mark.parametrize(
@@ -170,6 +179,8 @@ def test_chunk_order_beside_links_passes_its_whole_share() -> None:
         {"kind_weights": {"contextual": -1.0}},
         {"alone_weights": [("contextual",)]},
         {"alone_weights": "sentences"},
+        {"beside_weights": {"contextual": float("nan")}},
+        {"beside_weights": "auto"},
     ],
 )
 def test_bad_settings_are_refused(options: dict[str, object]) -> None:
@@ -204,3 +215,39 @@ def test_picking_ppr_is_said_once() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         PPRRanker(alpha=0.5)  # said already: nothing again
+
+
+def linked_page_pool() -> list[Candidate]:
+    """A page's chunks spread over the retriever's top 7 (p5 first), p5 linked from q0, a chunk
+    of another page the retriever ranked 17th; unrelated chunks between them."""
+    order = ["p5", "p2", "p0", "x0", "p1", "p3", "p4", *[f"x{i}" for i in range(1, 10)], "q0"]
+    pool = []
+    for name in order:
+        metadata: dict[str, object] = {}
+        if name.startswith("p"):
+            metadata = {"doc_id": "p", "chunk_index": int(name[1:]), "source": "p.md"}
+        elif name == "q0":
+            metadata = {"doc_id": "q", "chunk_index": 0, "source": "q.md", "links": ["p5"]}
+        pool.append(Candidate(name, text=name, metadata=metadata))
+    return pool
+
+
+def test_chunk_order_beside_links_is_damped_and_said(caplog: pytest.LogCaptureFixture) -> None:
+    """Beside links, chunk order passes 0.9 of its share: the linked chunk still rises into the
+    top 5, and the best chunk's neighbour, supported by nothing else, no longer jumps over the
+    retriever's third result (at full share it does)."""
+    from grapher_core.edges.links import ChunkLinks
+
+    proximities = [ChunkLinks(), AdjacentChunks()]
+    assert GCSRanker().beside_weights == (("contextual", 0.9),)
+    with caplog.at_level(logging.INFO, logger="grapher"):
+        default = [r.id for r in GraphReranker(proximities).rerank(linked_page_pool())]
+    full_ranker = GCSRanker(beside_weights={})
+    full = [r.id for r in GraphReranker(proximities, ranker=full_ranker).rerank(linked_page_pool())]
+    assert full.index("p4") < full.index("p0")  # full share: the neighbour passes the 3rd
+    assert default[:3] == ["p5", "p2", "p0"]
+    assert default.index("q0") < 5  # the link's lift is kept
+    said = [r.message for r in caplog.records if "beside_weights" in r.message]
+    assert len(said) == 1 and "contextual edges beside other kinds" in said[0]
+    alone = build_graph(chunks(8), [AdjacentChunks()])  # chunk order alone: alone_weights
+    assert GCSRanker().beside_shares(alone) == ()
