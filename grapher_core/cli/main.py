@@ -19,6 +19,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "grapher_core.cli.enrich",
     "grapher_core.cli.eval",
     "grapher_core.cli.rerank",
+    "grapher_core.cli.train",
 )
 
 
