@@ -136,8 +136,8 @@ def choose(
             f"switch to {best.name}: it beats the default ({default.name}) on PR@{k} "
             f"{_counts(test)}, significant on {n} questions; {_against_retriever(best, base, k)}"
         )
-        return Choice(best, k, default, reason, None, excluded)
-    hint = _hint(others, default, k, n)
+        return Choice(best, k, default, reason, _with_train(None, n), excluded)
+    hint = _with_train(_hint(others, default, k, n), n)
     if _key(default, k) < _key(base, k):
         why = (
             f"the default ({default.name}) is below it on PR@{k} "
@@ -153,6 +153,24 @@ def choose(
         f"PR@{k}; {_against_retriever(default, base, k)}"
     )
     return Choice(default, k, default, reason, hint, excluded)
+
+
+TRAIN_AT = 30
+"""Labelled questions from which ``grapher train`` is worth a mention (its own minimum)."""
+
+
+def _with_train(hint: str | None, n: int) -> str | None:
+    """The hint, and -- with enough questions and the gat extra installed -- that ``grapher
+    train`` can fine-tune the GAT on them and keeps it only if it wins on held-out folds."""
+    from importlib.util import find_spec
+
+    if n < TRAIN_AT or find_spec("torch") is None or find_spec("torch_geometric") is None:
+        return hint
+    line = (
+        f"with {n} labelled questions, `grapher train` can fine-tune the GAT on them; it keeps "
+        "the result only if it beats GCS and the shipped GAT on held-out folds"
+    )
+    return line if hint is None else f"{hint}; {line}"
 
 
 def _significant_win(test: PairedComparison) -> bool:
