@@ -102,6 +102,11 @@ def _build(config: CheckpointConfig) -> GraphERNet:
     return GraphERNet(config.model)
 
 
+def _layers(config: CheckpointConfig) -> dict[str, tuple[int, str]]:
+    """The message-passing layers the weights must hold (a module function: rankers pickle)."""
+    return {"convs.": (config.model.layers, "layers")}
+
+
 #: GraphER-GAT and its MLP ablation: ``GAT.load(path)``, ``GAT.default_path("mlp")``, ...
 GAT: Family[GraphERNet, CheckpointConfig] = Family(
     title="GAT/MLP",
@@ -116,5 +121,5 @@ GAT: Family[GraphERNet, CheckpointConfig] = Family(
     train_command="grapher-bench train",
     weights_format="grapher-gat",
     required=("embedding_dim", "alpha"),
-    layers=lambda config: {"convs.": (config.model.layers, "layers")},
+    layers=_layers,
 )

@@ -20,7 +20,7 @@ from grapher_core.embeddings import Embedder
 from grapher_core.errors import ConfigError
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
-from grapher_core.learned.gat.model import GraphERNet, InferencePlan
+from grapher_core.learned.gat.model import GraphERNet, InferencePlan, inference_path
 from grapher_core.learned.ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.ranking.base import RankContext
 from grapher_core.utils.callsite import warn_once
@@ -74,6 +74,7 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         query = self.query_vector(context)
         objects = self.object_vectors(context.candidates)
         arrays = graph_arrays(graph, seeds, self.alpha)
+        path = inference_path(self.device, len(objects), arrays.edge_index.shape[1])
 
         def run(tensor: OnDevice) -> object:
             return self._plan(
@@ -82,6 +83,7 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
                 tensor(query),
                 tensor(arrays.edge_index),
                 tensor(arrays.edge_attr),
+                path=path,
             )
 
         return self.infer(run)
@@ -109,7 +111,19 @@ class GATRanker(LearnedRanker):
     """GraphER-GAT: GATv2 message passing over the candidate graph (paper 2.2)."""
 
 
+MLP_ABLATION = (
+    "ranker='mlp' is the GAT without message passing, an ablation: trained with the shipped "
+    "GAT's recipe (BIRD train, rank seeds, 3 seeds), no epoch improved on its untrained start "
+    "(the GCS prior), so it ranks like GCS at best: multi-table PR@5 / PR@10 84.6 / 92.9 vs GCS "
+    "84.5 / 93.2 on spider_dev, 77.3 / 94.8 vs 81.8 / 95.0 on bird_dev, 9.5 / 27.2 vs "
+    "10.2 / 26.5 on beaver_dev (docs/gat.md, Table 4); use ranker='gcs' (the default) or "
+    "ranker='gat'"
+)
+"""Said once when the shipped MLP is loaded: where it loses to GCS, with its numbers."""
+
+
 class MLPRanker(LearnedRanker):
     """GraphER-MLP: the GAT without message passing (paper Table 4 ablation)."""
 
     name: ClassVar[str] = "mlp"
+    caveat: ClassVar[str | None] = MLP_ABLATION

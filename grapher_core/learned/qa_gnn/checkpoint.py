@@ -162,6 +162,14 @@ def _build(config: QAGNNConfig) -> QAGNNNet:
     return QAGNNNet(config.model)
 
 
+def _layers(config: QAGNNConfig) -> dict[str, tuple[int, str]]:
+    """The layers the weights must hold (a module function: rankers pickle)."""
+    return {
+        "encoder.convs.": (config.model.layers, "layers"),
+        "fusion.fusion.": (2 * len(config.model.fusion), "fusion layers"),
+    }
+
+
 #: The query-aware GNN, weights in fp16: ``QA_GNN.load(path)``, ``QA_GNN.save(...)``, ...
 QA_GNN: Family[QAGNNNet, QAGNNConfig] = Family(
     title="qa-gnn",
@@ -175,9 +183,6 @@ QA_GNN: Family[QAGNNNet, QAGNNConfig] = Family(
     shipped={"qa-gnn": "qa_gnn_minilm"},
     train_command="grapher-bench qagnn-train",
     weights_format=QA_GNN_FORMAT,
-    layers=lambda config: {
-        "encoder.convs.": (config.model.layers, "layers"),
-        "fusion.fusion.": (2 * len(config.model.fusion), "fusion layers"),
-    },
+    layers=_layers,
     half=True,
 )

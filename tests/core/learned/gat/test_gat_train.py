@@ -228,7 +228,8 @@ def test_a_rank_seed_checkpoint_ranks_a_pool_alike_with_any_scores(
     ranker = GATRanker(out)
     assert not ranker.reads_scores and seed_policy(None, ranker) == "rank"
     assert GATRanker().config.seeds == "rank"  # the shipped one too
-    assert MLPRanker().reads_scores  # the shipped MLP was trained on scores: it reads them
+    assert MLPRanker().config.seeds == "rank"  # the shipped MLP: the GAT's recipe, rank seeds
+    assert not MLPRanker().reads_scores
 
     objects = load_dataset(benchmarks_dir / "spider_train", limit=1).corpus[:12]
 
