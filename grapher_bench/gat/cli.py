@@ -1,5 +1,6 @@
 """``grapher-bench train`` (fit a GAT or MLP ranker on a benchmark split) and
-``grapher-bench gat-latency`` (median forward time of a learned ranker on 200 candidates)."""
+``grapher-bench gat-latency`` (median forward time of a learned ranker on 200 candidates;
+with ``--paths``, the GAT's inference paths against each other)."""
 
 from __future__ import annotations
 
@@ -211,9 +212,40 @@ def register(subparsers: Any) -> None:
         help="random unit embeddings, each table linked to two others",
     )
     latency.add_argument(
-        "--threads", type=positive_int, default=None, help="torch threads (default: torch's choice)"
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="torch threads (default: torch's choice; 1 with --paths)",
     )
+    _path_arguments(latency)
     latency.set_defaults(func=run_latency)
+
+
+def _path_arguments(latency: Any) -> None:
+    """``--paths``: the GAT's inference paths (plan, plan-scatter, forward) against each other
+    on synthetic table and entity graphs (grapher_bench.latency.gat)."""
+    latency.add_argument(
+        "--paths",
+        action="store_true",
+        help="time the GAT's inference paths against each other instead of the rankers",
+    )
+    latency.add_argument("--kinds", default="table,entity", help="with --paths: table, entity")
+    latency.add_argument("--sizes", default="200,2000", help="with --paths: candidates per graph")
+    latency.add_argument(
+        "--devices", default="cpu", help="with --paths: comma list (cuda rows need a GPU)"
+    )
+    latency.add_argument(
+        "--budget-s",
+        type=float,
+        default=30.0,
+        help="with --paths: fewer repeats (at least 5) when a case would take longer",
+    )
+    latency.add_argument(
+        "--write-doc",
+        type=Path,
+        default=None,
+        help="with --paths: put the table at the end of this markdown file (docs/speed.md)",
+    )
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -349,7 +381,50 @@ def _candidates(args: argparse.Namespace) -> tuple[list[Any], Any, str, Any]:
     return candidates, vectors[-1], f"synthetic, {args.n} candidates", [ForeignKeys("foreign_keys")]
 
 
+def run_paths(args: argparse.Namespace) -> int:
+    """``gat-latency --paths``: the table of docs/speed.md's "GAT inference" section."""
+    import torch
+
+    from grapher_bench.latency import gat as paths
+
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if unknown := sorted(set(kinds) - set(paths.GRAPH_KINDS)):
+        raise ConfigError(f"--kinds: unknown {unknown}; choose from {paths.GRAPH_KINDS}")
+    try:
+        sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"--sizes: comma list of integers, got {args.sizes!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise ConfigError(f"--sizes: positive integers, got {args.sizes!r}")
+    devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+    missing = [d for d in devices if d.startswith("cuda") and not torch.cuda.is_available()]
+    devices = [d for d in devices if d not in missing]
+    threads = args.threads or 1
+    rows = paths.measure(kinds, sizes, devices, threads, args.repeats, args.budget_s, _log)
+    note = (
+        "CUDA rows: not measured here (no GPU). `inference_path` keeps the plan's scatter "
+        "kernel on CUDA, the one measured to win on an H100 (2.1 vs 2.8 ms; 3.0 vs 4.4 ms)."
+        if not any(d.startswith("cuda") for d in devices)
+        else None
+    )
+    command = "grapher-bench gat-latency --paths " + " ".join(
+        f"--{flag} {value}"
+        for flag, value in (
+            ("kinds", args.kinds), ("sizes", args.sizes), ("devices", args.devices),
+            ("threads", threads), ("repeats", args.repeats), ("budget-s", args.budget_s),
+        )
+    )  # fmt: skip
+    section = paths.render_section(rows, command, paths.machine_line(), note)
+    print(section)
+    if args.write_doc is not None:
+        paths.write_section(args.write_doc, section)
+        _log(f"wrote the section to {args.write_doc}")
+    return 0
+
+
 def run_latency(args: argparse.Namespace) -> int:
+    if args.paths:
+        return run_paths(args)
     import torch
 
     from grapher_core.edges.graph import build_graph

@@ -25,14 +25,22 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from grapher_core.errors import ConfigError, InputError, InputTypeError, StateError
 
-__all__ = ["ARCHITECTURES", "GraphERNet", "InferencePlan", "ModelSpec"]
+__all__ = [
+    "ARCHITECTURES",
+    "INFERENCE_PATHS",
+    "GraphERNet",
+    "InferencePath",
+    "InferencePlan",
+    "ModelSpec",
+    "inference_path",
+]
 
 ARCHITECTURES: tuple[str, ...] = ("gat", "mlp")
 N_SCALARS = 2
@@ -151,48 +159,145 @@ class GraphERNet(nn.Module):
         return self.fc2(h).squeeze(-1) + scalars @ self.prior
 
 
+InferencePath = Literal["plan", "plan-scatter", "forward"]
+INFERENCE_PATHS: tuple[InferencePath, ...] = ("plan", "plan-scatter", "forward")
+EDGE_CHUNK = 4096
+"""Edges per step of the plan's CPU attention: the per-edge rows of a step (2 x 2 MiB) are
+reused, where one step over 87k edges allocated 44 MiB tensors that page-faulted on every op."""
+
+
+def inference_path(device: str | torch.device, n_nodes: int, n_edges: int) -> InferencePath:
+    """How a ranker runs the network on ``device`` for a graph of this size, chosen here only.
+
+    Measured (docs/speed.md, "GAT inference: plan vs forward"): on CPU the plan with sorted
+    CSR segments is faster than ``GraphERNet.forward`` at every measured size and density
+    (200 and 2,000 nodes, table-like and entity-like graphs), so the sizes change nothing
+    today; they are taken so that a size rule, if numbers ever call for one, lives here. On
+    CUDA the plan's scatter kernel is the one measured to win (H100: 2.1 vs 2.8 ms at 200
+    nodes); the CSR kernel is not measured on a GPU. Other devices get ``forward``,
+    torch-geometric's general path (the plan's sparse CSR product is not on every backend).
+    """
+    if n_nodes < 0 or n_edges < 0:
+        raise InputError(f"sizes must be >= 0, got {n_nodes} nodes and {n_edges} edges")
+    kind = torch.device(device).type
+    if kind == "cpu":
+        return "plan"
+    if kind == "cuda":
+        return "plan-scatter"
+    return "forward"
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One GATv2 layer's weights packed for the plan."""
+
+    weight: torch.Tensor  # (hidden, 2 * heads * hidden): lin_l and lin_r side by side
+    bias: torch.Tensor
+    att: torch.Tensor  # (1, heads * hidden)
+    out_bias: torch.Tensor
+    edge_weight: torch.Tensor  # (edge_dim, heads * hidden)
+
+
+@dataclass(frozen=True)
+class _Edges:
+    """A graph's edges sorted by (target, source) once per call and shared by every layer and
+    head: softmax over a node's incoming edges is a contiguous segment, and aggregation is one
+    sparse CSR product whose columns ``source * heads + head`` address ``x_l`` viewed as
+    ``(n * heads, hidden)`` (row-major attention weights are its values, no permutation)."""
+
+    source: torch.Tensor
+    target: torch.Tensor
+    attr: torch.Tensor
+    offsets: torch.Tensor  # (n + 1,) segment starts per target
+    crow: torch.Tensor  # offsets * heads
+    columns: torch.Tensor  # (E * heads,)
+
+
+def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, heads: int) -> _Edges:
+    """Checked and sorted edges: the sparse product runs without invariant checks, so an
+    out-of-range index is refused here rather than read out of bounds."""
+    source, target = edge_index[0], edge_index[1]
+    if source.numel() and (
+        int(torch.minimum(source.min(), target.min())) < 0
+        or int(torch.maximum(source.max(), target.max())) >= n
+    ):
+        raise InputError(f"edge_index holds a node outside [0, {n})")
+    order = torch.argsort(target * n + source)
+    source, target = source[order], target[order]
+    offsets = torch.zeros(n + 1, dtype=torch.long, device=source.device)
+    torch.cumsum(torch.bincount(target, minlength=n), 0, out=offsets[1:])
+    head = torch.arange(heads, device=source.device)
+    columns = (source.unsqueeze(1) * heads + head).reshape(-1)
+    return _Edges(source, target, edge_attr[order], offsets, offsets * heads, columns)
+
+
+def _quiet_sparse_beta_notice() -> None:
+    """Torch says "sparse CSR support is in beta" once per process, on the first CSR tensor;
+    make that one here, silenced, instead of in a ranker's first call."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.sparse_csr_tensor(
+            torch.zeros(2, dtype=torch.long),
+            torch.zeros(0, dtype=torch.long),
+            torch.zeros(0),
+            (1, 1),
+            check_invariants=False,
+        )
+
+
 class InferencePlan:
     """The same function as ``GraphERNet.forward`` in eval mode for *one* query, with less
-    dispatch: torch-geometric's ``GATv2Conv`` spends most of a 200-node forward in Python
-    (argument inspection, message-passing hooks), so its math is written out here with plain
-    tensor ops, the query's encoder terms computed once, the edge projections of all layers
-    in one matmul and the two node projections of a layer in another. The attention layers'
-    weights are packed when the plan is made (for a trained, frozen model: make a new plan
-    after changing it); equality with ``forward`` is tested.
+    dispatch and memory traffic. torch-geometric's ``GATv2Conv`` spends a 200-node forward
+    in Python, and at 87k edges in allocating and page-faulting edge-sized tensors; here the
+    math is plain tensor ops with the query's encoder terms computed once and the weights
+    packed when the plan is made (for a trained, frozen model: make a new plan after changing
+    it). ``path`` (see :func:`inference_path`): ``"plan"``, the CSR-segment kernel (CPU);
+    ``"plan-scatter"``, the scatter kernel (CUDA); ``"forward"``, the model itself. Equality
+    of the three is tested.
     """
 
     def __init__(self, model: GraphERNet) -> None:
         if model.training:
             raise ConfigError("InferencePlan needs a model in eval mode (dropout off)")
+        self.model = model
+        self.message_passing = model.message_passing
+        self.heads = model.spec.heads if self.message_passing else 1
+        self.hidden = model.spec.hidden
         with torch.no_grad():
-            self.model = model
-            self.message_passing = model.message_passing
-            self.heads = model.spec.heads if self.message_passing else 1
-            self.hidden = model.spec.hidden
-            self.layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
-            edge_weights = []
-            convs: list[Any] = list(model.convs)  # GATv2Conv: torch-geometric is untyped
-            for conv in convs:
-                if not self.message_passing:
-                    continue
-                if not isinstance(conv.att, torch.Tensor):
-                    raise InputTypeError(
-                        f"GATv2 layer without an attention tensor: {type(conv.att).__name__}"
-                    )
-                lin_l, lin_r = conv.lin_l, conv.lin_r
-                weight = torch.cat([lin_l.weight, lin_r.weight]).t().contiguous()
-                bias = torch.cat([lin_l.bias, lin_r.bias]).clone()
-                self.layers.append(
-                    (weight, bias, conv.att.detach().clone(), conv.bias.detach().clone())
-                )
-                edge_weights.append(conv.lin_edge.weight)
-                if conv.res is not None or conv.concat or conv.dropout or conv.share_weights:
-                    raise ConfigError(
-                        "InferencePlan supports the GATv2Conv settings "
-                        "GraphERNet uses (concat=False, no residual, no dropout)"
-                    )
-            self.negative_slope = float(convs[0].negative_slope) if self.message_passing else 0.2
-            self.edge_weight = torch.cat(edge_weights).t().contiguous() if edge_weights else None
+            self.encode_query = (
+                torch.cat([model.enc_query.weight, model.match_query.weight]).t().contiguous()
+            )
+            self.encode_object = (
+                torch.cat([model.enc_object.weight, model.match_object.weight]).t().contiguous()
+            )
+            convs: list[Any] = list(model.convs) if self.message_passing else []
+            self.layers = [self._pack(conv) for conv in convs]
+        self.negative_slope = float(convs[0].negative_slope) if convs else 0.2
+        self.edge_weight = (
+            torch.cat([layer.edge_weight for layer in self.layers], dim=1) if self.layers else None
+        )
+        if self.layers:
+            _quiet_sparse_beta_notice()
+
+    @staticmethod
+    def _pack(conv: Any) -> _Layer:  # GATv2Conv: torch-geometric is untyped
+        if not isinstance(conv.att, torch.Tensor):
+            raise InputTypeError(
+                f"GATv2 layer without an attention tensor: {type(conv.att).__name__}"
+            )
+        if conv.res is not None or conv.concat or conv.dropout or conv.share_weights:
+            raise ConfigError(
+                "InferencePlan supports the GATv2Conv settings "
+                "GraphERNet uses (concat=False, no residual, no dropout)"
+            )
+        lin_l, lin_r = conv.lin_l, conv.lin_r
+        return _Layer(
+            weight=torch.cat([lin_l.weight, lin_r.weight]).t().contiguous(),
+            bias=torch.cat([lin_l.bias, lin_r.bias]).clone(),
+            att=conv.att.detach().reshape(1, -1).clone(),
+            out_bias=conv.bias.detach().clone(),
+            edge_weight=conv.lin_edge.weight.detach().t().contiguous(),
+        )
 
     def __call__(
         self,
@@ -201,6 +306,7 @@ class InferencePlan:
         query: torch.Tensor,
         edge_index: torch.Tensor | None,
         edge_attr: torch.Tensor | None,
+        path: InferencePath = "plan",
     ) -> torch.Tensor:
         """``(n,)`` logits; ``query`` is one ``(d,)`` vector, the rest as in ``forward``."""
         model = self.model
@@ -210,28 +316,93 @@ class InferencePlan:
                 f"expected {d}-d embeddings, got objects {tuple(objects.shape)} "
                 f"and query {tuple(query.shape)}"
             )
-        act = torch.nn.functional.elu
-        query = query.reshape(1, d)
-        h = (
-            model.enc_scalars(scalars)
-            + model.enc_query(query)
-            + model.enc_object(objects)
-            + model.match_query(query) * model.match_object(objects)
-        )
-        h = act(h)
+        if path not in INFERENCE_PATHS:
+            raise ConfigError(f"path must be one of {INFERENCE_PATHS}, got {path!r}")
+        if path == "forward":
+            n = objects.shape[0]
+            index = torch.arange(n, device=objects.device)
+            zeros = torch.zeros(n, dtype=torch.long, device=objects.device)
+            return model(scalars, objects, index, query.reshape(1, d), zeros, edge_index, edge_attr)
+        h = self._encode(scalars, objects, query.reshape(1, d))
         if self.message_passing:
             if edge_index is None or edge_attr is None:
                 raise InputError("the GAT needs edge_index and edge_attr (self-loops included)")
-            h = self._message_passing(h, edge_index, edge_attr)
+            if path == "plan":
+                h = self._segments(h, edge_index, edge_attr)
+            else:
+                h = self._scatter(h, edge_index, edge_attr)
         else:
             for layer in model.convs:
-                h = h + act(layer(h))
-        h = act(model.fc1(h))
+                h = h + torch.nn.functional.elu(layer(h))
+        h = torch.nn.functional.elu(model.fc1(h))
         return model.fc2(h).squeeze(-1) + scalars @ model.prior
 
-    def _message_passing(
+    def _encode(
+        self, scalars: torch.Tensor, objects: torch.Tensor, query: torch.Tensor
+    ) -> torch.Tensor:
+        """The node encoder: one product for both object terms, the query's folded in a bias."""
+        model, hidden = self.model, self.hidden
+        q = query @ self.encode_query
+        o = objects @ self.encode_object
+        h = torch.addmm(
+            model.enc_scalars.bias + q[:, :hidden], scalars, model.enc_scalars.weight.t()
+        )
+        h += o[:, :hidden]
+        h.addcmul_(o[:, hidden:], q[:, hidden:])
+        return torch.nn.functional.elu(h)
+
+    def _segments(
         self, h: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor
     ) -> torch.Tensor:
+        """Message passing over sorted CSR segments; the CPU kernel (see :class:`_Edges`)."""
+        n, heads, hidden = h.shape[0], self.heads, self.hidden
+        width = heads * hidden
+        edges = _sorted_edges(edge_index, edge_attr, n, heads)
+        rows = min(edges.source.numel(), EDGE_CHUNK)
+        buffers = (h.new_empty(rows, width), h.new_empty(rows, width))
+        for layer in self.layers:
+            both = torch.addmm(layer.bias, h, layer.weight)
+            x_l = both[:, :width].contiguous()
+            logits = self._logits(x_l, both[:, width:], edges, layer, buffers)
+            top = torch.segment_reduce(logits, "max", offsets=edges.offsets, axis=0)
+            weights = logits.sub_(top.index_select(0, edges.target)).exp_()
+            total = torch.segment_reduce(weights, "sum", offsets=edges.offsets, axis=0)
+            weights.div_(total.index_select(0, edges.target))
+            attention = torch.sparse_csr_tensor(
+                edges.crow, edges.columns, weights.view(-1), (n, n * heads),
+                check_invariants=False,
+            )  # fmt: skip
+            out = torch.sparse.mm(attention, x_l.view(n * heads, hidden))  # summed over heads
+            h = h + torch.nn.functional.elu(out.mul_(1.0 / heads).add_(layer.out_bias))
+        return h
+
+    def _logits(
+        self,
+        x_l: torch.Tensor,
+        x_r: torch.Tensor,
+        edges: _Edges,
+        layer: _Layer,
+        buffers: tuple[torch.Tensor, torch.Tensor],
+    ) -> torch.Tensor:
+        """``(E, heads)`` attention logits ``att . leaky_relu(x_l[j] + x_r[i] + W_e e_ij)``,
+        EDGE_CHUNK edges at a time in two reused buffers."""
+        total, heads = edges.source.numel(), self.heads
+        logits = x_l.new_empty(total, heads)
+        for start in range(0, total, EDGE_CHUNK):
+            stop = min(total, start + EDGE_CHUNK)
+            z, tmp = buffers[0][: stop - start], buffers[1][: stop - start]
+            torch.index_select(x_l, 0, edges.source[start:stop], out=z)
+            torch.index_select(x_r, 0, edges.target[start:stop], out=tmp)
+            z.add_(tmp).addmm_(edges.attr[start:stop], layer.edge_weight)
+            torch.nn.functional.leaky_relu_(z, self.negative_slope)
+            torch.mul(z, layer.att, out=tmp)
+            torch.sum(tmp.view(stop - start, heads, self.hidden), -1, out=logits[start:stop])
+        return logits
+
+    def _scatter(
+        self, h: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor
+    ) -> torch.Tensor:
+        """Message passing with scatter ops over unsorted edges: the kernel measured on CUDA."""
         n, heads, hidden = h.shape[0], self.heads, self.hidden
         source, target = edge_index[0], edge_index[1]
         if self.edge_weight is None:
@@ -240,14 +411,14 @@ class InferencePlan:
         target_heads = target.unsqueeze(-1).expand(-1, heads)
         target_features = target.view(-1, 1, 1).expand(-1, heads, hidden)
         width = heads * hidden
-        for k, (weight, bias, att, out_bias) in enumerate(self.layers):
-            both = torch.addmm(bias, h, weight)
+        for k, layer in enumerate(self.layers):
+            both = torch.addmm(layer.bias, h, layer.weight)
             x_l = both[:, :width].view(n, heads, hidden)
             x_r = both[:, width:].view(n, heads, hidden)
             x_j = x_l[source]
             x = x_j + x_r[target] + edges[:, k]
             x = torch.nn.functional.leaky_relu(x, self.negative_slope)
-            logits = (x * att).sum(dim=-1)  # (E, heads)
+            logits = (x * layer.att.view(1, heads, hidden)).sum(dim=-1)  # (E, heads)
             top = torch.full((n, heads), float("-inf"), dtype=logits.dtype, device=h.device)
             top.scatter_reduce_(0, target_heads, logits, "amax")
             weights = (logits - top[target]).exp()
@@ -256,5 +427,5 @@ class InferencePlan:
             weights = weights / (total[target] + 1e-16)
             out = torch.zeros((n, heads, hidden), dtype=h.dtype, device=h.device)
             out.scatter_add_(0, target_features, x_j * weights.unsqueeze(-1))
-            h = h + torch.nn.functional.elu(out.mean(dim=1) + out_bias)
+            h = h + torch.nn.functional.elu(out.mean(dim=1) + layer.out_bias)
         return h

@@ -1,0 +1,294 @@
+"""``grapher-bench gat-latency --paths``: the GAT's inference paths timed against each other.
+
+For each graph kind, size and device it times, interleaved in one loop, the three ways
+:class:`~grapher_core.learned.gat.model.InferencePlan` runs the shipped GAT on one query:
+``plan`` (sorted CSR segments), ``plan-scatter`` (the scatter kernel, the plan before the CSR
+kernel) and ``forward`` (``GraphERNet.forward``, torch-geometric). It reports wall-clock median
+and p95, CPU-time median (on a shared box, what a call costs without waiting for a core),
+the largest output difference from ``forward`` and the path
+:func:`~grapher_core.learned.gat.model.inference_path` picks.
+
+Graphs are synthetic at the densities the rankers meet, built with the library's own
+proximities so that edge features are the real ones:
+
+* **table**: Spider-like schemas, tables of 10-table databases linked by two foreign keys
+  each (``ForeignKeys``): sparse, a few edges per node;
+* **entity**: candidates naming two entities each from a pool sized so that the shared-entity
+  cliques (``SharedEntities``) give about 20 edges per node at 200 candidates (4k edges) and
+  about 43 at 2,000 (87k edges), the densities measured on the multi-hop sets.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "GRAPH_KINDS",
+    "PATHS",
+    "SECTION",
+    "PathTiming",
+    "Row",
+    "graph_inputs",
+    "machine_line",
+    "measure",
+    "render_section",
+    "write_section",
+]
+
+GRAPH_KINDS: tuple[str, ...] = ("table", "entity")
+PATHS: tuple[str, ...] = ("plan", "plan-scatter", "forward")
+SECTION = "## GAT inference: plan vs forward"
+ENTITY_EDGES_PER_NODE = {200: 20.0, 2000: 43.0}
+"""Directed shared-entity edges per node to aim for (the sizes measured elsewhere); other
+sizes interpolate in log n."""
+
+
+@dataclass(frozen=True)
+class PathTiming:
+    """One path on one case: wall median and p95, CPU-time median, in ms."""
+
+    median_ms: float
+    p95_ms: float
+    cpu_median_ms: float
+
+
+@dataclass(frozen=True)
+class Row:
+    """One case: graph kind, size, device, threads, each path's timing and the checks."""
+
+    kind: str
+    n: int
+    edges: int
+    device: str
+    threads: int
+    repeats: int
+    timings: dict[str, PathTiming]
+    max_diff: float
+    chosen: str
+
+
+def _edges_per_node(n: int) -> float:
+    low, high = ENTITY_EDGES_PER_NODE[200], ENTITY_EDGES_PER_NODE[2000]
+    position = (np.log(max(n, 2)) - np.log(200)) / (np.log(2000) - np.log(200))
+    return float(low + (high - low) * np.clip(position, 0.0, 1.0))
+
+
+def _candidates(kind: str, n: int, seed: int) -> tuple[list[Any], list[Any], np.ndarray]:
+    """``n`` candidates with unit embeddings and the metadata of ``kind``, their proximity,
+    and a unit query vector."""
+    from grapher_core.candidates import Candidate
+    from grapher_core.edges.entities import SharedEntities
+    from grapher_core.edges.keys import ForeignKeys
+
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(n + 1, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    scores = np.sort(rng.random(n))[::-1]
+    if kind == "table":  # 10-table databases, two foreign keys per table within its database
+        links = [
+            [f"t{(i // 10) * 10 + int(j)}" for j in rng.choice(10, 2, replace=False)]
+            for i in range(n)
+        ]
+        metadata = [{"foreign_keys": link} for link in links]
+        proximities: list[Any] = [ForeignKeys("foreign_keys")]
+    elif kind == "entity":  # two entities each; pool sized for the target density
+        held = 2
+        pool = max(1, round((n * held) ** 2 / (n * _edges_per_node(n))))
+        metadata = [
+            {"entities": [f"e{int(e)}" for e in rng.choice(pool, held, replace=False)]}
+            for _ in range(n)
+        ]
+        proximities = [SharedEntities("entities")]
+    else:
+        raise ValueError(f"graph kind must be one of {GRAPH_KINDS}, got {kind!r}")
+    candidates = [
+        Candidate(f"t{i}", "", float(scores[i]), metadata[i], vectors[i]) for i in range(n)
+    ]
+    return candidates, proximities, vectors[-1]
+
+
+def graph_inputs(kind: str, n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """The GAT's numpy inputs for one synthetic query: scalars, objects, query, edge arrays
+    (self-loops included), built by the ranker's own feature code."""
+    from grapher_core.edges.graph import build_graph
+    from grapher_core.learned.gat.features import graph_arrays
+    from grapher_core.ranking.seeds import make_seeds
+
+    candidates, proximities, query = _candidates(kind, n, seed)
+    graph = build_graph(candidates, proximities)
+    arrays = graph_arrays(graph, make_seeds(candidates), 0.1)
+    return {
+        "scalars": arrays.scalars,
+        "objects": np.stack([c.embedding for c in candidates]).astype(np.float32),
+        "query": query,
+        "edge_index": arrays.edge_index,
+        "edge_attr": arrays.edge_attr,
+    }
+
+
+def _time_interleaved(
+    calls: dict[str, Callable[[], Any]], repeats: int, sync: Callable[[], None]
+) -> dict[str, PathTiming]:
+    """Each repeat calls every path once, in a rotated order, so that load drifts hit all."""
+    names = list(calls)
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for repeat in range(repeats):
+        for name in names[repeat % len(names) :] + names[: repeat % len(names)]:
+            started, started_cpu = time.perf_counter(), time.process_time()
+            calls[name]()
+            sync()
+            wall[name].append((time.perf_counter() - started) * 1e3)
+            cpu[name].append((time.process_time() - started_cpu) * 1e3)
+    out = {}
+    for name in names:
+        samples = sorted(wall[name])
+        p95 = samples[min(len(samples) - 1, int(0.95 * len(samples)))]
+        out[name] = PathTiming(statistics.median(samples), p95, statistics.median(cpu[name]))
+    return out
+
+
+def _repeats_for(calls: dict[str, Callable[[], Any]], repeats: int, budget_s: float) -> int:
+    """``repeats``, fewer when one round of all paths would not fit ``budget_s`` (at least 5)."""
+    started = time.perf_counter()
+    for call in calls.values():
+        call()
+    one_round = max(time.perf_counter() - started, 1e-6)
+    return max(5, min(repeats, int(budget_s / one_round)))
+
+
+def measure_case(
+    plan: Any, kind: str, n: int, device: str, threads: int, repeats: int, budget_s: float
+) -> Row:
+    """Time the three paths on one synthetic graph; ``plan`` is an ``InferencePlan``."""
+    import torch
+
+    from grapher_core.learned.gat.model import inference_path
+    from grapher_core.utils.threads import torch_threads
+
+    arrays = graph_inputs(kind, n)
+    tensors = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+    args = [tensors[k] for k in ("scalars", "objects", "query", "edge_index", "edge_attr")]
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    calls: dict[str, Callable[[], Any]] = {
+        path: functools.partial(plan, *args, path=path) for path in PATHS
+    }
+    with torch_threads(threads, device), torch.inference_mode():
+        outputs = {path: call() for path, call in calls.items()}
+        rounds = _repeats_for(calls, repeats, budget_s)
+        timings = _time_interleaved(calls, rounds, sync)
+    reference = outputs["forward"]
+    max_diff = max(float((outputs[p] - reference).abs().max()) for p in PATHS)
+    edges = int(arrays["edge_index"].shape[1])
+    chosen = inference_path(device, n, edges)
+    return Row(kind, n, edges, device, threads, rounds, timings, max_diff, chosen)
+
+
+def measure(
+    kinds: Sequence[str],
+    sizes: Sequence[int],
+    devices: Sequence[str],
+    threads: int,
+    repeats: int,
+    budget_s: float,
+    log: Callable[[str], None] = print,
+) -> list[Row]:
+    """Every (kind, size, device) case with the shipped GAT loaded once per device."""
+    from grapher_core.learned.gat.checkpoint import GAT
+    from grapher_core.learned.gat.model import InferencePlan
+
+    rows = []
+    for device in devices:
+        model, _ = GAT.load(GAT.default_path("gat"), device)
+        plan = InferencePlan(model.eval())
+        for kind in kinds:
+            for n in sizes:
+                row = measure_case(plan, kind, n, device, threads, repeats, budget_s)
+                log(_row_line(row))
+                rows.append(row)
+    return rows
+
+
+def _cell(timing: PathTiming) -> str:
+    return f"{timing.median_ms:.2f} / {timing.p95_ms:.2f} ({timing.cpu_median_ms:.2f})"
+
+
+def _row_line(row: Row) -> str:
+    cells = " | ".join(_cell(row.timings[path]) for path in PATHS)
+    return (
+        f"| {row.kind} | {row.n} | {row.edges} | {row.device} | {row.threads} | "
+        f"{row.repeats} | {cells} | {row.max_diff:.1e} | {row.chosen} |"
+    )
+
+
+def machine_line() -> str:
+    """CPU model, cores, load average, torch and Python versions, for the table's caption."""
+    import torch
+
+    model = "unknown CPU"
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        model = next(
+            (line.split(":", 1)[1].strip() for line in lscpu.splitlines() if "Model name" in line),
+            model,
+        )
+    except (OSError, subprocess.SubprocessError):
+        pass
+    one, five, fifteen = os.getloadavg()
+    return (
+        f"{model}, `nproc` = {os.cpu_count()}, load average {one:.1f} / {five:.1f} / "
+        f"{fifteen:.1f} (1 / 5 / 15 min) at the end, torch {torch.__version__}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def render_section(
+    rows: Sequence[Row], command: str, machine: str, cuda_note: str | None, notes: str = ""
+) -> str:
+    """The markdown section: command, machine, one table row per case, CUDA rows as a note."""
+    header = " | ".join(f"{path} median / p95 (CPU)" for path in PATHS)
+    lines = [
+        SECTION,
+        "",
+        f"`{command}`, on {machine}. Times in ms: wall-clock median / p95 over interleaved "
+        "repeats, and in parentheses the median CPU time of the call (on this shared box, what "
+        "it costs without waiting for a core). `max |diff|`: the largest difference of any "
+        "path's scores from `forward`. `chosen`: what `inference_path` picks.",
+        "",
+        f"| graph | n | edges | device | threads | repeats | {header} | max \\|diff\\| | chosen |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        *(_row_line(row) for row in rows),
+    ]
+    if cuda_note:
+        lines += ["", cuda_note]
+    if notes:
+        lines += ["", notes.strip()]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Put ``section`` at the end of ``path``: the file is re-read right before writing (other
+    sections may have been appended meanwhile) and only this section's own old text, from its
+    heading to the next ``## `` heading, is replaced."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    start = text.find("\n" + SECTION + "\n")
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + ("" if end < 0 else text[end:])
+    text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text, encoding="utf-8")

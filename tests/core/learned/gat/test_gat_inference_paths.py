@@ -1,0 +1,157 @@
+"""The GAT's inference paths give the same scores, and one function picks a path per device.
+
+``plan`` (sorted CSR segments, the CPU kernel), ``plan-scatter`` (the kernel measured on CUDA)
+and ``forward`` (torch-geometric) must agree to 1e-5 on the graphs the ranker meets: sparse
+table-like graphs and dense entity-like ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+import torch
+
+from grapher_bench.latency.gat import graph_inputs
+from grapher_core.errors import ConfigError, InputError
+from grapher_core.learned.gat import model as gat_model
+from grapher_core.learned.gat.checkpoint import GAT
+from grapher_core.learned.gat.model import (
+    INFERENCE_PATHS,
+    GraphERNet,
+    InferencePlan,
+    ModelSpec,
+    inference_path,
+)
+
+ARGS = ("scalars", "objects", "query", "edge_index", "edge_attr")
+
+
+Args = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def _tensors(arrays: dict[str, np.ndarray]) -> Args:
+    scalars, objects, query, edge_index, edge_attr = (torch.from_numpy(arrays[k]) for k in ARGS)
+    return scalars, objects, query, edge_index, edge_attr
+
+
+def _scores(plan: InferencePlan, args: Args) -> dict[str, torch.Tensor]:
+    with torch.inference_mode():
+        return {path: plan(*args, path=path) for path in INFERENCE_PATHS}
+
+
+def _assert_equal(scores: dict[str, torch.Tensor]) -> None:
+    reference = scores["forward"]
+    assert torch.isfinite(reference).all()
+    for path, got in scores.items():
+        assert got.shape == reference.shape, path
+        torch.testing.assert_close(got, reference, atol=1e-5, rtol=1e-5, msg=path)
+
+
+@pytest.fixture(scope="module")
+def shipped_plan() -> InferencePlan:
+    model, _ = GAT.load(GAT.default_path("gat"))
+    return InferencePlan(model.eval())
+
+
+@pytest.mark.parametrize(("kind", "n"), [("table", 60), ("entity", 200)])
+def test_paths_give_equal_scores_with_the_shipped_gat(
+    shipped_plan: InferencePlan, kind: str, n: int
+) -> None:
+    arrays = graph_inputs(kind, n, seed=3)
+    if kind == "entity":  # dense: many in-edges per node, as on multi-hop pools
+        assert arrays["edge_index"].shape[1] > 10 * n
+    _assert_equal(_scores(shipped_plan, _tensors(arrays)))
+
+
+def _random_plan(dim: int, seed: int) -> InferencePlan:
+    """A small GAT with every parameter perturbed, so biases, attention and prior all count."""
+    torch.manual_seed(seed)
+    model = GraphERNet(ModelSpec("gat", embedding_dim=dim, hidden=8, heads=3, layers=3)).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.5 * torch.randn_like(parameter))
+    return InferencePlan(model)
+
+
+@pytest.mark.parametrize("kind", ["table", "entity"])
+def test_paths_agree_across_edge_chunks(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of 7 edges: segments and heads cross chunk boundaries everywhere."""
+    monkeypatch.setattr(gat_model, "EDGE_CHUNK", 7)
+    arrays = graph_inputs(kind, 40, seed=1)
+    arrays["objects"] = arrays["objects"][:, :16].copy()
+    arrays["query"] = arrays["query"][:16].copy()
+    _assert_equal(_scores(_random_plan(16, seed=2), _tensors(arrays)))
+
+
+def test_paths_agree_on_shuffled_edges_and_self_loops_only() -> None:
+    """The plan sorts edges itself; a graph of self-loops alone has one edge per segment."""
+    plan = _random_plan(16, seed=4)
+    arrays = graph_inputs("entity", 30, seed=5)
+    arrays["objects"] = arrays["objects"][:, :16].copy()
+    arrays["query"] = arrays["query"][:16].copy()
+    order = np.random.default_rng(0).permutation(arrays["edge_index"].shape[1])
+    shuffled = dict(arrays, edge_index=arrays["edge_index"][:, order].copy())
+    shuffled["edge_attr"] = arrays["edge_attr"][order].copy()
+    _assert_equal(_scores(plan, _tensors(shuffled)))
+    loops = np.arange(30)
+    only_loops = dict(arrays, edge_index=np.stack([loops, loops]))
+    loop_attr = np.zeros((30, 7), dtype=np.float32)
+    loop_attr[:, 0] = loop_attr[:, -1] = 1.0  # weight 1, "self" flag
+    only_loops["edge_attr"] = loop_attr
+    _assert_equal(_scores(plan, _tensors(only_loops)))
+
+
+def test_bad_edges_and_paths_are_refused(shipped_plan: InferencePlan) -> None:
+    args = _tensors(graph_inputs("table", 20, seed=0))
+    scalars, objects, query, edge_index, edge_attr = args
+    outside = edge_index.clone()
+    outside[0, 0] = 20
+    with pytest.raises(InputError, match="outside"):
+        shipped_plan(scalars, objects, query, outside, edge_attr)
+    negative = edge_index.clone()
+    negative[1, -1] = -1
+    with pytest.raises(InputError, match="outside"):
+        shipped_plan(scalars, objects, query, negative, edge_attr)
+    with pytest.raises(ConfigError, match="path"):
+        shipped_plan(*args, path="fastest")  # type: ignore[arg-type]
+
+
+def test_inference_path_keeps_the_measured_winner_per_device() -> None:
+    for n, edges in [(1, 1), (200, 4_046), (2_000, 87_768), (20_000, 2_000_000)]:
+        assert inference_path("cpu", n, edges) == "plan"  # the CSR kernel, measured on CPU
+        assert inference_path(torch.device("cpu"), n, edges) == "plan"
+        assert inference_path("cuda", n, edges) == "plan-scatter"  # measured on an H100
+        assert inference_path("cuda:1", n, edges) == "plan-scatter"
+        assert inference_path("mps", n, edges) == "forward"
+        assert inference_path("meta", n, edges) == "forward"
+    with pytest.raises(InputError):
+        inference_path("cpu", -1, 0)
+
+
+def test_the_ranker_scores_through_the_chosen_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GATRanker asks inference_path and its scores equal those of the forward path."""
+    from helpers_gat import graph_of, table_candidates
+
+    from grapher_core.learned.gat import ranker as gat_ranker
+    from grapher_core.ranking.base import RankContext
+    from grapher_core.ranking.seeds import make_seeds
+
+    candidates = table_candidates(25, 384, seed=7)
+    graph, seeds = graph_of(candidates), make_seeds(candidates)
+    context = RankContext(candidates, None, np.asarray(candidates[0].embedding))
+    ranker = gat_ranker.GATRanker()
+    asked: list[tuple[str, int, int]] = []
+
+    def choose(device: str, n: int, edges: int) -> str:
+        asked.append((device, n, edges))
+        return path
+
+    monkeypatch.setattr(gat_ranker, "inference_path", choose)
+    scores = {}
+    for path in INFERENCE_PATHS:
+        scores[path] = ranker.rank(graph, seeds, context)
+    assert asked[0][:2] == ("cpu", 25) and asked[0][2] > 25
+    for path in INFERENCE_PATHS:
+        np.testing.assert_allclose(scores[path], scores["forward"], atol=1e-5, rtol=1e-5)
