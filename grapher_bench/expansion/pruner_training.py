@@ -181,7 +181,7 @@ def verdict(root: Path, sets: Sequence[str], ks: Sequence[int] = (5, 10)) -> str
         "|---|---|" + "---|" * (3 * len(ks) + 1),
     ]
     for name in sets:
-        rows = [json.loads(next((s / name).glob("*/per_query.json")).read_text()) for s in seeds]
+        rows = [json.loads(min((s / name).rglob("per_query.json")).read_text()) for s in seeds]
         cells, tests = [], []
         for k in ks:
             key = f"PR@{k}"
