@@ -161,10 +161,6 @@ def _train_runs(
     return summary
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 PLAIN, PRUNED = "expand-gcs", "expand-gcs[prune=learned]"
 
 
@@ -204,3 +200,7 @@ def verdict(root: Path, sets: Sequence[str], ks: Sequence[int] = (5, 10)) -> str
 def _ms(values: Sequence[float]) -> str:
     arr = 100 * np.asarray(values, dtype=np.float64)
     return f"{arr.mean():.1f} ± {arr.std(ddof=1) if arr.size > 1 else 0.0:.1f}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
