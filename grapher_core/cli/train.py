@@ -236,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     groups = _groups(args, objects, [q.gold for q in questions], questions)
     from grapher_core.learned.finetune import assign_folds
 
-    fold_of = assign_folds(groups, args.folds, args.seed)
+    fold_of = assign_folds(groups, args.folds, args.seed, what=f"{args.split_by}s")
     objects = _prepare(args, objects)
     retrieval = _retrieve(args, objects, questions)
     cv = _cross_validation(args, retrieval, questions, groups, fold_of, recipe, for_k)
@@ -301,16 +301,18 @@ def _cross_validation(
         resolve_device(args.device),
         args.threads,
         retrieval.embedder,
-        _work(args, questions, len(data.objects), recipe, for_k),
+        _work(args, questions, pools, recipe, for_k),
         stderr_say(args.quiet),
         not args.no_progress,
     )
 
 
 def _work(
-    args: argparse.Namespace, questions: Sequence[Question], n_objects: int, recipe: Any, for_k: int
+    args: argparse.Namespace, questions: Sequence[Question], pools: Any, recipe: Any, for_k: int
 ) -> Any:
-    """The ``--work`` folder for this run's folds, or ``None``."""
+    """The ``--work`` folder for this run's folds, or ``None``; its plan pins the questions and
+    their candidates (another corpus, model or ``--top-n`` gives other pools), the folds, the
+    recipe and the cut-off."""
     if args.work is None:
         return None
     import hashlib
@@ -318,12 +320,16 @@ def _work(
     from grapher_core.cli.train_work import WorkDir
 
     digest = hashlib.sha256(
-        json.dumps([[q.id, q.text, list(q.gold)] for q in questions]).encode("utf-8")
+        json.dumps(
+            [
+                [q.id, q.text, list(q.gold), [c.id for c in pool]]
+                for q, pool in zip(questions, pools.candidates, strict=True)
+            ]
+        ).encode("utf-8")
     ).hexdigest()
     plan = {
-        "questions_sha256": digest,
+        "questions_and_candidates_sha256": digest,
         "questions": len(questions),
-        "objects": n_objects,
         "top_n": args.top_n,
         "folds": args.folds,
         "split_by": args.split_by,

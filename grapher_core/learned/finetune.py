@@ -172,7 +172,9 @@ def _example(
     )
 
 
-def assign_folds(groups: Sequence[str], folds: int, seed: int) -> list[int]:
+def assign_folds(
+    groups: Sequence[str], folds: int, seed: int, *, what: str = "groups"
+) -> list[int]:
     """Fold of each question: whole groups per fold (a group is a question for a split by
     question, a source for a split by source), groups shuffled with ``seed`` and dealt, largest
     first, to the fold with the fewest questions so far."""
@@ -181,7 +183,7 @@ def assign_folds(groups: Sequence[str], folds: int, seed: int) -> list[int]:
         members[group] = members.get(group, 0) + 1
     if len(members) < folds:
         raise InputError(
-            f"--folds {folds} needs at least {folds} groups to split by, got {len(members)}"
+            f"--folds {folds} needs at least {folds} {what} to split by, got {len(members)}"
         )
     names = sorted(members)
     random.Random(seed).shuffle(names)
