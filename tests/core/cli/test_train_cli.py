@@ -36,6 +36,7 @@ from grapher_core.errors import GraphERError, InputError, InputFileNotFoundError
 from grapher_core.evaluation.choice import choose
 from grapher_core.evaluation.measure import Measurement
 from grapher_core.learned.finetune import assign_folds
+from grapher_core.request.settings import RerankSettings
 
 if TYPE_CHECKING:
     from conftest import HashEmbedder
@@ -110,6 +111,9 @@ def test_a_fine_tune_that_wins_writes_a_checkpoint_and_a_config_that_ranks(
     written = json.loads(config.read_text())
     assert written["ranker"] == "gat"
     assert written["ranker_options"] == {"checkpoint": str(weights.resolve())}
+    settings = RerankSettings.from_config(config)  # what both wrappers' from_config build on
+    assert settings.ranker == "gat" and settings.seed_transform == "rank"
+    assert settings.ranker_options["checkpoint"] == str(weights.resolve())
     reranker = GraphReranker.from_config(config)
     assert Path(reranker.ranker.path) == weights.resolve()  # type: ignore[attr-defined]
     pool, query = fresh_pool(minilm)
