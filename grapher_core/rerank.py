@@ -18,6 +18,7 @@ from grapher_core.edges.base import Proximity
 from grapher_core.edges.detect import describe, detect_proximities, missing_order_hint
 from grapher_core.edges.graph import CandidateGraph, build_graph
 from grapher_core.edges.keys import AdjacentChunks
+from grapher_core.edges.links import ChunkLinks
 from grapher_core.errors import InputError, InputTypeError
 from grapher_core.ranking.base import RankContext, Ranker, builds_own_graph, needs_embeddings
 from grapher_core.ranking.calibration import relevance_scores, score_scale
@@ -486,6 +487,26 @@ class GraphReranker(RerankingEngine):
             "further (grapher eval measures both on your questions)",
         )
 
+    def _say_links_without_order(
+        self, graph: CandidateGraph, candidates: Sequence[Candidate], proximities: Sequence[Any]
+    ) -> None:
+        """Say once when links between chunked pages come without chunk order: a link then
+        lands on one chunk and nothing carries it along its section, which is where links
+        alone lost to the retriever on hyperlinked manuals; the hint names the fix."""
+        contextual = graph.by_kind.get("contextual")
+        if not any(isinstance(p, ChunkLinks) for p in proximities) or (
+            contextual is not None and contextual.nnz
+        ):
+            return
+        hint = missing_order_hint(candidates)
+        if hint is not None:
+            self.diagnostics.info_once(
+                ("links-without-order",),
+                "links between chunked pages but no chunk order: a link lifts the chunk it "
+                "lands on and nothing carries it along its section (links alone were below "
+                "the retriever at PR@10 on two hyperlinked manuals, docs/user_corpora.md); " + hint,
+            )
+
     def _diagnose(
         self,
         candidates: Sequence[Candidate],
@@ -497,6 +518,7 @@ class GraphReranker(RerankingEngine):
         """Report silent no-ops; a graph with edges from every proximity costs a few checks."""
         n = len(candidates)
         self._say_alone_weight(graph, candidates)
+        self._say_links_without_order(graph, candidates, proximities)
         if check_pool(self.diagnostics, n, top_n) or (graph.n_edges and all(counts)):
             return  # a pool too small to lift anything is that one cause, said alone
         explained = check_graph(self.diagnostics, candidates, proximities, dict(enumerate(counts)))

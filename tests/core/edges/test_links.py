@@ -334,3 +334,31 @@ def test_zero_config_lifts_the_anchored_chunk_above_its_siblings(seeds: str | No
     lifted = next(r for r in ranked if r.id == "install.html#003")
     assert lifted.explanation[0].neighbour_id == "guide.html#000"
     assert lifted.explanation[0].kinds == ("structural",)
+
+
+def test_links_between_chunks_without_order_name_the_fix(caplog: pytest.LogCaptureFixture) -> None:
+    """Chunked pages with links but no chunk order: said once, with the fix; with an order
+    (doc_id + chunk_index) nothing is said."""
+    import logging
+
+    def pool(ordered: bool) -> list[Candidate]:
+        out = []
+        for i in range(5):
+            metadata: dict[str, object] = {"source": "p.md"}
+            if ordered:
+                metadata.update(doc_id="p.md", chunk_index=i)
+            out.append(Candidate(f"p{i}", f"chunk {i} of p", metadata=metadata))
+        out.append(Candidate("q0", "see p", metadata={"source": "q.md", "links": ["p.md"]}))
+        out.append(Candidate("q1", "more of q", metadata={"source": "q.md"}))
+        return out
+
+    with caplog.at_level(logging.INFO, logger="grapher"):
+        reranker = GraphReranker()
+        reranker.rerank(pool(ordered=False))
+        reranker.rerank(pool(ordered=False))
+    said = [r.message for r in caplog.records if "no chunk order" in r.message]
+    assert len(said) == 1 and "ChunkLinkTransformer()" in said[0]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="grapher"):
+        GraphReranker().rerank(pool(ordered=True))
+    assert not [r for r in caplog.records if "links between chunked pages" in r.message]
