@@ -201,13 +201,19 @@ class _Layer:
 @dataclass(frozen=True)
 class _Edges:
     """A graph's edges sorted by (target, source) once per call and shared by every layer and
-    head: softmax over a node's incoming edges is a contiguous segment, and aggregation is one
-    sparse CSR product whose columns ``source * heads + head`` address ``x_l`` viewed as
-    ``(n * heads, hidden)`` (row-major attention weights are its values, no permutation)."""
+    head. Per layer the node projections ``[x_l | x_r]`` (n, 2 * width) and the edge weights
+    ``W_e^T`` (edge_dim, width) are stacked into one table of rows ``2j = x_l[j]``,
+    ``2j + 1 = x_r[j]``, ``2n + k = W_e[:, k]``; edge ``j -> i``'s attention input
+    ``x_l[j] + x_r[i] + W_e e_ij`` is then one weighted bag of that table's rows (``2j``,
+    ``2i + 1`` and one per edge feature that any edge uses), summed by ``embedding_bag`` in a
+    single pass instead of two gathers, an add and a product. Softmax over a node's incoming
+    edges is a contiguous segment, and aggregation one sparse CSR product whose columns
+    ``j * 2 * heads + head`` address ``x_l`` inside the same table viewed as
+    ``(n * 2 * heads, hidden)``: row-major attention weights are its values, no copy."""
 
-    source: torch.Tensor
     target: torch.Tensor
-    attr: torch.Tensor
+    bag_rows: torch.Tensor  # (E, 2 + features used): table rows summed per edge
+    bag_weights: torch.Tensor  # (E, 2 + features used): 1, 1, then the edge's features
     offsets: torch.Tensor  # (n + 1,) segment starts per target
     crow: torch.Tensor  # offsets * heads
     columns: torch.Tensor  # (E * heads,)
@@ -224,11 +230,22 @@ def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, hea
         raise InputError(f"edge_index holds a node outside [0, {n})")
     order = torch.argsort(target * n + source)
     source, target = source[order], target[order]
-    offsets = torch.zeros(n + 1, dtype=torch.long, device=source.device)
+    device, n_edges = source.device, source.numel()
+    offsets = torch.zeros(n + 1, dtype=torch.long, device=device)
     torch.cumsum(torch.bincount(target, minlength=n), 0, out=offsets[1:])
-    head = torch.arange(heads, device=source.device)
-    columns = (source.unsqueeze(1) * heads + head).reshape(-1)
-    return _Edges(source, target, edge_attr[order], offsets, offsets * heads, columns)
+    head = torch.arange(heads, device=device)
+    columns = (source.unsqueeze(1) * (2 * heads) + head).reshape(-1)
+    used = (edge_attr != 0).any(0).nonzero().view(-1)  # features no edge has add nothing
+    rows = torch.cat(
+        [
+            (2 * source).unsqueeze(1),
+            (2 * target + 1).unsqueeze(1),
+            (2 * n + used).expand(n_edges, -1),
+        ],
+        1,
+    )
+    weights = torch.cat([edge_attr.new_ones(n_edges, 2), edge_attr[order][:, used]], 1)
+    return _Edges(target, rows, weights, offsets, offsets * heads, columns)
 
 
 def _quiet_sparse_beta_notice() -> None:
@@ -358,45 +375,39 @@ class InferencePlan:
         n, heads, hidden = h.shape[0], self.heads, self.hidden
         width = heads * hidden
         edges = _sorted_edges(edge_index, edge_attr, n, heads)
-        rows = min(edges.source.numel(), EDGE_CHUNK)
-        buffers = (h.new_empty(rows, width), h.new_empty(rows, width))
+        table = h.new_empty(2 * n + edge_attr.shape[1], width)
         for layer in self.layers:
-            both = torch.addmm(layer.bias, h, layer.weight)
-            x_l = both[:, :width].contiguous()
-            logits = self._logits(x_l, both[:, width:], edges, layer, buffers)
+            torch.addmm(layer.bias, h, layer.weight, out=table[: 2 * n].view(n, 2 * width))
+            table[2 * n :].copy_(layer.edge_weight)
+            logits = self._logits(table, edges, layer)
             top = torch.segment_reduce(logits, "max", offsets=edges.offsets, axis=0)
             weights = logits.sub_(top.index_select(0, edges.target)).exp_()
             total = torch.segment_reduce(weights, "sum", offsets=edges.offsets, axis=0)
             weights.div_(total.index_select(0, edges.target))
             attention = torch.sparse_csr_tensor(
-                edges.crow, edges.columns, weights.view(-1), (n, n * heads),
+                edges.crow, edges.columns, weights.view(-1), (n, 2 * n * heads),
                 check_invariants=False,
             )  # fmt: skip
-            out = torch.sparse.mm(attention, x_l.view(n * heads, hidden))  # summed over heads
+            nodes = table[: 2 * n].view(2 * n * heads, hidden)
+            out = torch.sparse.mm(attention, nodes)  # x_l summed over heads and neighbours
             h = h + torch.nn.functional.elu(out.mul_(1.0 / heads).add_(layer.out_bias))
         return h
 
-    def _logits(
-        self,
-        x_l: torch.Tensor,
-        x_r: torch.Tensor,
-        edges: _Edges,
-        layer: _Layer,
-        buffers: tuple[torch.Tensor, torch.Tensor],
-    ) -> torch.Tensor:
+    def _logits(self, table: torch.Tensor, edges: _Edges, layer: _Layer) -> torch.Tensor:
         """``(E, heads)`` attention logits ``att . leaky_relu(x_l[j] + x_r[i] + W_e e_ij)``,
-        EDGE_CHUNK edges at a time in two reused buffers."""
-        total, heads = edges.source.numel(), self.heads
-        logits = x_l.new_empty(total, heads)
-        for start in range(0, total, EDGE_CHUNK):
-            stop = min(total, start + EDGE_CHUNK)
-            z, tmp = buffers[0][: stop - start], buffers[1][: stop - start]
-            torch.index_select(x_l, 0, edges.source[start:stop], out=z)
-            torch.index_select(x_r, 0, edges.target[start:stop], out=tmp)
-            z.add_(tmp).addmm_(edges.attr[start:stop], layer.edge_weight)
+        EDGE_CHUNK edges at a time (edge-sized tensors of 44 MiB page-faulted on every op)."""
+        heads, hidden = self.heads, self.hidden
+        logits = table.new_empty(edges.target.numel(), heads)
+        att = layer.att.view(heads, hidden)
+        for first in range(0, edges.target.numel(), EDGE_CHUNK):
+            last = first + EDGE_CHUNK
+            z = torch.nn.functional.embedding_bag(
+                edges.bag_rows[first:last], table, mode="sum",
+                per_sample_weights=edges.bag_weights[first:last],
+            )  # fmt: skip
             torch.nn.functional.leaky_relu_(z, self.negative_slope)
-            torch.mul(z, layer.att, out=tmp)
-            torch.sum(tmp.view(stop - start, heads, self.hidden), -1, out=logits[start:stop])
+            for k in range(heads):
+                torch.mv(z[:, k * hidden : (k + 1) * hidden], att[k], out=logits[first:last, k])
         return logits
 
     def _scatter(
