@@ -466,7 +466,8 @@ class GraphReranker(RerankingEngine):
         share_of = getattr(self.ranker, "alone_share", None)
         alone = share_of(graph, candidates) if callable(share_of) else None
         beside_of = getattr(self.ranker, "beside_shares", None)
-        for kind, share in beside_of(graph) if callable(beside_of) and alone is None else ():
+        shares = beside_of(graph, candidates) if callable(beside_of) and alone is None else ()
+        for kind, share in shares:
             self.diagnostics.info_once(
                 ("beside-weight", kind, share),
                 f"{kind} edges beside other kinds in this pool: GCS passes on {share:g} of "

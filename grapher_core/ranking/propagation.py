@@ -83,14 +83,22 @@ sentence-level multi-hop sets it is at or above 0.8 in every cell with each of t
 
 BESIDE_WEIGHTS: tuple[tuple[str, float], ...] = (("contextual", 0.9),)
 """The share of its normalised weight an edge of a kind passes on in degree-normalised GCS when
-the pool has edges of other kinds too (chunk order beside hyperlinks). There chunk order carries
-a link's lift along the section it lands in, which is what lifts a linked answer's second chunk;
-at full share it also lifts the retriever's best chunk's neighbours past a second gold chunk
-already in the top 5 (a Python-Markdown manual re-split by LangChain's splitter, links kept:
-gold@5 12 -> 11 of 14). 0.9 is the largest share of {0.9, 0.95, 1} with no cell below the
-retriever's order on the four re-split hyperlinked manuals and the two built ones of
-docs/user_corpora.md (the only pools with chunk order beside another kind: no shared benchmark
-has one). ``GCSRanker(beside_weights={})`` passes the whole share."""
+the pool has edges of other kinds too (chunk order beside hyperlinks or title mentions) and its
+chunks are passage-sized. There chunk order carries a link's lift along the section it lands
+in, which is what lifts a linked answer's second chunk; at full share it also lifts the best
+chunk's neighbours past the retriever's next results: a Python-Markdown manual re-split by
+LangChain's splitter, links kept, gold@5 12 -> 11 of 14; squad_chunks with chunk order and
+title mentions, PR@5 below the retriever with each of bm25, dense and hybrid (93.6 / 88.2 /
+95.8 vs 94.4 / 88.8 / 96.7), level at 0.9. 0.9 is the largest of {0.9, 0.95, 1} with no PR@5
+or gold@5 cell below the retriever on these pools (squad_chunks hybrid PR@10 stays 0.3 below:
+98.1 vs 98.4, as at full share); docs/user_corpora.md and docs/benchmarks.md "Default ranking".
+``GCSRanker(beside_weights={})`` passes the whole share."""
+
+SENTENCE_BESIDE_WEIGHTS: tuple[tuple[str, float], ...] = ()
+"""The same for sentence-sized chunks: the whole share. On the sentence-level multi-hop sets with
+chunk order and title mentions, 0.9 costs PR@5 with every retriever (hotpotqa_sentences 38.3 vs
+40.7 hybrid, 2wikimultihopqa_sentences 24.5 vs 26.9) and full share is above the retriever in
+every cell, as a sentence's neighbours carry more of its answer (:data:`SENTENCE_ALONE_WEIGHTS`)."""
 
 SENTENCE_CHUNK_CHARS = 300
 """A pool is sentence-sized when the median length of its non-empty candidate texts is at most
@@ -527,7 +535,7 @@ class GCSRanker:
     degree_exponent: float = DEFAULT_DEGREE_EXPONENT
     kind_weights: tuple[tuple[str, float], ...] | Mapping[str, float] = ()
     alone_weights: tuple[tuple[str, float], ...] | Mapping[str, float] | str = AUTO_ALONE_WEIGHTS
-    beside_weights: tuple[tuple[str, float], ...] | Mapping[str, float] = BESIDE_WEIGHTS
+    beside_weights: tuple[tuple[str, float], ...] | Mapping[str, float] | str = AUTO_ALONE_WEIGHTS
     name: str = "gcs"
 
     def __post_init__(self) -> None:
@@ -541,18 +549,16 @@ class GCSRanker:
                 f"normalisation must be one of {NORMALISATIONS}, got {self.normalisation!r}"
             )
         object.__setattr__(self, "kind_weights", _kind_weights("kind_weights", self.kind_weights))
-        beside = _kind_weights("beside_weights", self.beside_weights)
-        object.__setattr__(self, "beside_weights", beside)
-        if isinstance(self.alone_weights, str):
-            if self.alone_weights != AUTO_ALONE_WEIGHTS:
-                raise ConfigError(
-                    f"alone_weights must be {AUTO_ALONE_WEIGHTS!r}, (kind, weight) pairs or a "
-                    f"dict, got {self.alone_weights!r}"
-                )
-        else:
-            object.__setattr__(
-                self, "alone_weights", _kind_weights("alone_weights", self.alone_weights)
-            )
+        for name in ("alone_weights", "beside_weights"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                if value != AUTO_ALONE_WEIGHTS:
+                    raise ConfigError(
+                        f"{name} must be {AUTO_ALONE_WEIGHTS!r}, (kind, weight) pairs or a "
+                        f"dict, got {value!r}"
+                    )
+            else:
+                object.__setattr__(self, name, _kind_weights(name, value))
         exponent = self.degree_exponent
         if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
             raise ConfigError(f"degree_exponent must be a number in [0.5, 1], got {exponent!r}")
@@ -592,13 +598,20 @@ class GCSRanker:
         share = dict(self.alone_weights_for(candidates)).get(present[0], 1.0)
         return None if share == 1.0 else (present[0], share)
 
-    def beside_shares(self, graph: CandidateGraph) -> tuple[tuple[str, float], ...]:
+    def beside_shares(
+        self, graph: CandidateGraph, candidates: Sequence[Candidate] = ()
+    ) -> tuple[tuple[str, float], ...]:
         """The kinds :attr:`beside_weights` damps in this pool (degree form, two or more kinds
-        present), with their shares; empty otherwise. The reranker says it when it damps."""
+        present; under ``"auto"`` :data:`BESIDE_WEIGHTS` for passage-sized chunks,
+        :data:`SENTENCE_BESIDE_WEIGHTS` for sentence-sized ones), with their shares; empty
+        otherwise. The reranker says it when it damps."""
         present = {kind for kind, matrix in graph.by_kind.items() if matrix.nnz}
         if self.normalisation != "degree" or len(present) < 2:
             return ()
-        pairs = cast(tuple[tuple[str, float], ...], self.beside_weights)
+        pairs = self.beside_weights
+        if isinstance(pairs, str):
+            pairs = SENTENCE_BESIDE_WEIGHTS if sentence_sized(candidates) else BESIDE_WEIGHTS
+        pairs = cast(tuple[tuple[str, float], ...], pairs)
         return tuple((kind, share) for kind, share in pairs if kind in present and share != 1.0)
 
     def _weighted(
@@ -610,7 +623,7 @@ class GCSRanker:
             return graph.adjacency
         weights = dict(self.kind_weights)
         alone = self.alone_share(graph, candidates)
-        shares = dict([alone] if alone is not None else self.beside_shares(graph))
+        shares = dict([alone] if alone is not None else self.beside_shares(graph, candidates))
         for kind, share in shares.items():
             weights[kind] = weights.get(kind, 1.0) * share
         if all(weights.get(k, 1.0) == 1.0 for k, m in graph.by_kind.items() if m.nnz):

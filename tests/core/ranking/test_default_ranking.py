@@ -164,8 +164,10 @@ def test_chunk_order_beside_links_passes_the_beside_share() -> None:
         for c in pool
     ]
     graph = GraphReranker([AdjacentChunks(), ForeignKeys()]).graph(pool)
-    assert GCSRanker(beside_weights={})._weighted(graph) is graph.adjacency  # whole share
-    weighted = GCSRanker()._weighted(graph)
+    assert GCSRanker(beside_weights={})._weighted(graph, pool) is graph.adjacency  # whole share
+    sentences = [Candidate(c.id, "a short sentence.", metadata=c.metadata) for c in pool]
+    assert GCSRanker()._weighted(graph, sentences) is graph.adjacency  # sentence-sized: whole
+    weighted = GCSRanker()._weighted(graph, pool)  # no text: the passage share, the cautious one
     expected = graph.by_kind["contextual"] * 0.9 + graph.by_kind["structural"]
     assert abs(weighted - expected).max() == 0.0
 
@@ -180,7 +182,7 @@ def test_chunk_order_beside_links_passes_the_beside_share() -> None:
         {"alone_weights": [("contextual",)]},
         {"alone_weights": "sentences"},
         {"beside_weights": {"contextual": float("nan")}},
-        {"beside_weights": "auto"},
+        {"beside_weights": "sentences"},
     ],
 )
 def test_bad_settings_are_refused(options: dict[str, object]) -> None:
@@ -228,7 +230,9 @@ def linked_page_pool() -> list[Candidate]:
             metadata = {"doc_id": "p", "chunk_index": int(name[1:]), "source": "p.md"}
         elif name == "q0":
             metadata = {"doc_id": "q", "chunk_index": 0, "source": "q.md", "links": ["p5"]}
-        pool.append(Candidate(name, text=name, metadata=metadata))
+        pool.append(
+            Candidate(name, text=f"{name} " + "passage " * (PASSAGE // 8), metadata=metadata)
+        )
     return pool
 
 
@@ -239,7 +243,10 @@ def test_chunk_order_beside_links_is_damped_and_said(caplog: pytest.LogCaptureFi
     from grapher_core.edges.links import ChunkLinks
 
     proximities = [ChunkLinks(), AdjacentChunks()]
-    assert GCSRanker().beside_weights == (("contextual", 0.9),)
+    graph = build_graph(linked_page_pool(), proximities)
+    assert GCSRanker().beside_shares(graph, linked_page_pool()) == (("contextual", 0.9),)
+    sentences = [Candidate(c.id, c.id, metadata=c.metadata) for c in linked_page_pool()]
+    assert GCSRanker().beside_shares(graph, sentences) == ()  # sentence-sized: whole share
     with caplog.at_level(logging.INFO, logger="grapher"):
         default = [r.id for r in GraphReranker(proximities).rerank(linked_page_pool())]
     full_ranker = GCSRanker(beside_weights={})
