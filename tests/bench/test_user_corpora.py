@@ -303,3 +303,27 @@ def test_score_counts_gold_at_5_and_perfect_recall() -> None:
     result = score(rankings, gold)
     assert (result.gold_at_5, result.gold_total) == (2, 3)
     assert result.pr5 == 0.5 and result.pr10 == 1.0 and result.questions == 2
+
+
+def test_markdown_links_study_compares_the_two_readers(tmp_path: Path) -> None:
+    """The regex reader and markdown-it-py on one README: both read inline and reference links
+    and leave the badge image out; only the parser reads a reference link whose text is a
+    reference image (``[![ci][badge]][ci-link]``, as badge rows are written)."""
+    pytest.importorskip("markdown_it")
+    from grapher_bench.user_corpora.markdown_links import compare
+
+    info = tmp_path / "demo-1.0.dist-info"
+    info.mkdir()
+    body = (
+        "# Demo\n\nSee [the guide](https://x.example/guide.html) and [ref][r].\n\n"
+        "[![ci][badge]][ci-link]\n\n"
+        "[r]: https://x.example/ref.html\n[badge]: https://img.shields.io/x.svg\n"
+        "[ci-link]: https://x.example/ci\n" + "padding " * 30
+    )
+    info.joinpath("METADATA").write_text(
+        "Metadata-Version: 2.1\nName: demo\nDescription-Content-Type: text/markdown\n\n" + body,
+        encoding="utf-8",
+    )
+    documents, by_regex, by_parser, differences = compare(tmp_path)
+    assert (documents, by_regex, by_parser) == (1, 2, 3)
+    assert [(d.only_regex, d.only_parser) for d in differences] == [((), ("https://x.example/ci",))]
