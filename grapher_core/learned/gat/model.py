@@ -162,8 +162,9 @@ class GraphERNet(nn.Module):
 InferencePath = Literal["plan", "plan-scatter", "forward"]
 INFERENCE_PATHS: tuple[InferencePath, ...] = ("plan", "plan-scatter", "forward")
 EDGE_CHUNK = 4096
-"""Edges per step of the plan's CPU attention: the per-edge rows of a step (2 x 2 MiB) are
-reused, where one step over 87k edges allocated 44 MiB tensors that page-faulted on every op."""
+"""Edges per step of the plan's CPU attention logits: a step's (EDGE_CHUNK, heads * hidden)
+rows (2 MiB) come back from the allocator warm, where one step over 87k edges allocated
+44 MiB tensors that page-faulted on every op."""
 
 
 def inference_path(device: str | torch.device, n_nodes: int, n_edges: int) -> InferencePath:
@@ -175,7 +176,8 @@ def inference_path(device: str | torch.device, n_nodes: int, n_edges: int) -> In
     today; they are taken so that a size rule, if numbers ever call for one, lives here. On
     CUDA the plan's scatter kernel is the one measured to win (H100: 2.1 vs 2.8 ms at 200
     nodes); the CSR kernel is not measured on a GPU. Other devices get ``forward``,
-    torch-geometric's general path (the plan's sparse CSR product is not on every backend).
+    torch-geometric's general path (``segment_reduce``, the CSR kernel's softmax, has CPU and
+    CUDA kernels only).
     """
     if n_nodes < 0 or n_edges < 0:
         raise InputError(f"sizes must be >= 0, got {n_nodes} nodes and {n_edges} edges")
@@ -207,21 +209,21 @@ class _Edges:
     ``x_l[j] + x_r[i] + W_e e_ij`` is then one weighted bag of that table's rows (``2j``,
     ``2i + 1`` and one per edge feature that any edge uses), summed by ``embedding_bag`` in a
     single pass instead of two gathers, an add and a product. Softmax over a node's incoming
-    edges is a contiguous segment, and aggregation one sparse CSR product whose columns
-    ``j * 2 * heads + head`` address ``x_l`` inside the same table viewed as
-    ``(n * 2 * heads, hidden)``: row-major attention weights are its values, no copy."""
+    edges is a contiguous segment, and aggregation one bag per target node of rows
+    ``j * 2 * heads + head`` of the same table viewed as ``(n * 2 * heads, hidden)`` (``x_l``,
+    no copy) weighted by the row-major attention weights: the CSR product summed over heads,
+    without a sparse tensor."""
 
     target: torch.Tensor
     bag_rows: torch.Tensor  # (E, 2 + features used): table rows summed per edge
     bag_weights: torch.Tensor  # (E, 2 + features used): 1, 1, then the edge's features
     offsets: torch.Tensor  # (n + 1,) segment starts per target
-    crow: torch.Tensor  # offsets * heads
-    columns: torch.Tensor  # (E * heads,)
+    crow: torch.Tensor  # (n,) bag starts of the aggregation: offsets[:-1] * heads
+    columns: torch.Tensor  # (E * heads,) rows of x_l, per target, edge after edge
 
 
 def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, heads: int) -> _Edges:
-    """Checked and sorted edges: the sparse product runs without invariant checks, so an
-    out-of-range index is refused here rather than read out of bounds."""
+    """Checked and sorted edges: an index outside the graph is refused here, by name."""
     source, target = edge_index[0], edge_index[1]
     if source.numel() and (
         int(torch.minimum(source.min(), target.min())) < 0
@@ -245,21 +247,7 @@ def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, hea
         1,
     )
     weights = torch.cat([edge_attr.new_ones(n_edges, 2), edge_attr[order][:, used]], 1)
-    return _Edges(target, rows, weights, offsets, offsets * heads, columns)
-
-
-def _quiet_sparse_beta_notice() -> None:
-    """Torch says "sparse CSR support is in beta" once per process, on the first CSR tensor;
-    make that one here, silenced, instead of in a ranker's first call."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.sparse_csr_tensor(
-            torch.zeros(2, dtype=torch.long),
-            torch.zeros(0, dtype=torch.long),
-            torch.zeros(0),
-            (1, 1),
-            check_invariants=False,
-        )
+    return _Edges(target, rows, weights, offsets, offsets[:-1] * heads, columns)
 
 
 class InferencePlan:
@@ -293,8 +281,6 @@ class InferencePlan:
         self.edge_weight = (
             torch.cat([layer.edge_weight for layer in self.layers], dim=1) if self.layers else None
         )
-        if self.layers:
-            _quiet_sparse_beta_notice()
 
     @staticmethod
     def _pack(conv: Any) -> _Layer:  # GATv2Conv: torch-geometric is untyped
@@ -316,6 +302,7 @@ class InferencePlan:
             edge_weight=conv.lin_edge.weight.detach().t().contiguous(),
         )
 
+    @torch.no_grad()  # an inference plan: out= buffers and in-place ops, no autograd
     def __call__(
         self,
         scalars: torch.Tensor,
@@ -384,12 +371,10 @@ class InferencePlan:
             weights = logits.sub_(top.index_select(0, edges.target)).exp_()
             total = torch.segment_reduce(weights, "sum", offsets=edges.offsets, axis=0)
             weights.div_(total.index_select(0, edges.target))
-            attention = torch.sparse_csr_tensor(
-                edges.crow, edges.columns, weights.view(-1), (n, 2 * n * heads),
-                check_invariants=False,
+            out = torch.nn.functional.embedding_bag(  # x_l summed over heads and neighbours
+                edges.columns, table[: 2 * n].view(2 * n * heads, hidden), edges.crow,
+                mode="sum", per_sample_weights=weights.view(-1),
             )  # fmt: skip
-            nodes = table[: 2 * n].view(2 * n * heads, hidden)
-            out = torch.sparse.mm(attention, nodes)  # x_l summed over heads and neighbours
             h = h + torch.nn.functional.elu(out.mul_(1.0 / heads).add_(layer.out_bias))
         return h
 

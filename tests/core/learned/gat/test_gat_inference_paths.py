@@ -62,7 +62,10 @@ def test_paths_give_equal_scores_with_the_shipped_gat(
     arrays = graph_inputs(kind, n, seed=3)
     if kind == "entity":  # dense: many in-edges per node, as on multi-hop pools
         assert arrays["edge_index"].shape[1] > 10 * n
-    _assert_equal(_scores(shipped_plan, _tensors(arrays)))
+    scores = _scores(shipped_plan, _tensors(arrays))
+    _assert_equal(scores)
+    outside_inference_mode = shipped_plan(*_tensors(arrays))  # the model's weights need grad
+    torch.testing.assert_close(outside_inference_mode, scores["plan"])
 
 
 def _random_plan(dim: int, seed: int) -> InferencePlan:
