@@ -1,5 +1,5 @@
 """Every prose number in README.md and docs/benchmarks.md that names a benchmark row, with the
-table cell it must equal: the tables are the truth (grapher_bench/doc_numbers.py explains the
+table cell it must equal: the tables are the truth (grapher_bench/bench/doc_numbers.py explains the
 addresses). ``chain(file, template, cells)`` reads a sentence with ``{}`` for each quoted number,
 in order, and makes one claim per number.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grapher_bench.doc_numbers import Cell, Claim, Diff
+from grapher_bench.bench.doc_numbers import Cell, Claim, Diff
 
 README = "README.md"
 BENCH = "docs/benchmarks.md"

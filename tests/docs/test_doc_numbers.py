@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from doc_claims import BENCH, CLAIMS, UNTIED_BENCH, passages
 
-from grapher_bench.doc_numbers import (
+from grapher_bench.bench.doc_numbers import (
     Cell,
     Claim,
     Diff,
