@@ -3,8 +3,7 @@
 Both implement the core ``Ranker`` protocol on the shared skeleton
 (:class:`~grapher_core.learned.ranker.FamilyRanker`). With no arguments they load the
 checkpoint shipped in the package (for the packaged MiniLM embedder: the GAT trained on BIRD
-train with rank seeds, the MLP on spider_train with the retriever's scores; each checkpoint
-records which). Candidate and query embeddings are taken from the candidates / the context when
+train with rank seeds, the MLP with the same recipe; each checkpoint records it). Candidate and query embeddings are taken from the candidates / the context when
 present; missing ones are computed with the configured embedder, the query once per call.
 """
 
@@ -28,7 +27,7 @@ from grapher_core.utils.callsite import warn_once
 __all__ = ["SHIPPED_EDGE_KINDS", "GATRanker", "LearnedRanker", "MLPRanker"]
 
 SHIPPED_EDGE_KINDS: frozenset[str] = frozenset({"structural"})
-"""The edge kinds the shipped checkpoints were trained on: Spider tables, foreign keys only."""
+"""The edge kinds the shipped checkpoints were trained on: BIRD tables, foreign keys only."""
 
 
 class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
