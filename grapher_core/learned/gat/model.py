@@ -203,7 +203,7 @@ class _Layer:
 
 @dataclass(frozen=True)
 class _Edges:
-    """A graph's edges sorted by (target, source) once per call and shared by every layer and
+    """A graph's edges sorted by target once per call and shared by every layer and
     head. Per layer the node projections ``[x_l | x_r]`` (n, 2 * width) and the edge weights
     ``W_e^T`` (edge_dim, width) are stacked into one table of rows ``2j = x_l[j]``,
     ``2j + 1 = x_r[j]``, ``2n + k = W_e[:, k]``; edge ``j -> i``'s attention input
@@ -225,20 +225,16 @@ class _Edges:
 
 def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, heads: int) -> _Edges:
     """Checked and sorted edges: an index outside the graph is refused here, by name."""
-    source, target = edge_index[0], edge_index[1]
-    if source.numel() and (
-        int(torch.minimum(source.min(), target.min())) < 0
-        or int(torch.maximum(source.max(), target.max())) >= n
-    ):
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
         raise InputError(f"edge_index holds a node outside [0, {n})")
-    order = torch.argsort(target * n + source)
-    source, target = source[order], target[order]
+    target, order = torch.sort(edge_index[1], stable=True)
+    source = edge_index[0].index_select(0, order)
     device, n_edges = source.device, source.numel()
     offsets = torch.zeros(n + 1, dtype=torch.long, device=device)
     torch.cumsum(torch.bincount(target, minlength=n), 0, out=offsets[1:])
     head = torch.arange(heads, device=device)
     columns = (source.unsqueeze(1) * (2 * heads) + head).reshape(-1)
-    used = (edge_attr != 0).any(0).nonzero().view(-1)  # features no edge has add nothing
+    used = edge_attr.any(0).nonzero().view(-1)  # a feature no edge has adds nothing
     rows = torch.cat(
         [
             (2 * source).unsqueeze(1),
@@ -247,7 +243,8 @@ def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, hea
         ],
         1,
     )
-    weights = torch.cat([edge_attr.new_ones(n_edges, 2), edge_attr[order][:, used]], 1)
+    features = edge_attr.index_select(1, used).index_select(0, order)
+    weights = torch.cat([edge_attr.new_ones(n_edges, 2), features], 1)
     return _Edges(target, rows, weights, offsets, offsets[:-1] * heads, columns)
 
 
