@@ -66,7 +66,7 @@ from grapher_core.evaluation.metrics import pct
 from grapher_core.evaluation.report import gain_text, render_table, report_json
 from grapher_core.evaluation.sources import SourceResult, by_source, losing, sources_of
 
-__all__ = ["register", "run"]
+__all__ = ["add_question_arguments", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -77,6 +77,27 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_arguments(parser)
+    add_question_arguments(parser)
+    parser.add_argument(
+        "--rankers",
+        default="gcs,ppr,gat",
+        help="rankers of the grid, comma-separated registry names (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--write-config",
+        type=Path,
+        metavar="JSON",
+        help="write the chosen configuration here (GraphReranker.from_config and the "
+        "wrappers' from_config load it)",
+    )
+    parser.add_argument("--json", type=Path, metavar="JSON", help="write the full report here")
+    add_embedding_arguments(parser)
+    parser.set_defaults(func=run, limit=None)
+
+
+def add_question_arguments(parser: argparse.ArgumentParser) -> None:
+    """The labelled questions and what is measured on them: ``grapher eval`` and ``grapher
+    train`` read the same ones."""
     parser.add_argument(
         "--questions",
         type=Path,
@@ -100,28 +121,13 @@ def register(subparsers: Any) -> None:
         dest="for_k",
         metavar="topK",
         help="the K you feed downstream (top5, top10, ...): the choice reads PR@K, gold@K "
-        "breaking ties, and the config keeps K (default: the smallest --k)",
+        "breaking ties (default: the smallest --k)",
     )
     parser.add_argument(
         "--mentions",
         action="store_true",
         help="first link objects to the objects whose titles they name (corpora without links)",
     )
-    parser.add_argument(
-        "--rankers",
-        default="gcs,ppr,gat",
-        help="rankers of the grid, comma-separated registry names (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--write-config",
-        type=Path,
-        metavar="JSON",
-        help="write the chosen configuration here (GraphReranker.from_config and the "
-        "wrappers' from_config load it)",
-    )
-    parser.add_argument("--json", type=Path, metavar="JSON", help="write the full report here")
-    add_embedding_arguments(parser)
-    parser.set_defaults(func=run, limit=None)
 
 
 def _parse_ks(value: str) -> list[int]:

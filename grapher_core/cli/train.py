@@ -39,7 +39,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from grapher_core.cli.eval import _parse_for, _parse_ks, _prepare, _read_objects, _retrieve
+from grapher_core.cli.eval import (
+    _parse_for,
+    _parse_ks,
+    _prepare,
+    _read_objects,
+    _retrieve,
+    add_question_arguments,
+)
 from grapher_core.cli.inputs import Question, read_questions
 from grapher_core.cli.rerank import add_embedding_arguments, add_source_arguments
 from grapher_core.errors import InputError, MissingDependencyError
@@ -60,31 +67,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_arguments(parser)
-    parser.add_argument(
-        "--questions",
-        type=Path,
-        metavar="JSONL",
-        required=True,
-        help='questions file, {"id", "text", "gold": [corpus ids]} per line',
-    )
-    parser.add_argument(
-        "--top-n",
-        type=int,
-        default=20,
-        help="candidates the retriever hands over per question (default: 20)",
-    )
-    parser.add_argument("--k", default="5,10", help="cut-offs of gold@K and PR@K (default: 5,10)")
-    parser.add_argument(
-        "--for",
-        dest="for_k",
-        metavar="topK",
-        help="the K the decision reads on PR@K (default: the smallest --k)",
-    )
-    parser.add_argument(
-        "--mentions",
-        action="store_true",
-        help="first link objects to the objects whose titles they name",
-    )
+    add_question_arguments(parser)
     parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default: 5)")
     parser.add_argument(
         "--split-by",
