@@ -35,6 +35,7 @@ import numpy as np
 
 __all__ = [
     "GRAPH_KINDS",
+    "NOT_MEASURED",
     "PATHS",
     "SECTION",
     "PathTiming",
@@ -43,6 +44,7 @@ __all__ = [
     "machine_line",
     "measure",
     "render_section",
+    "unmeasured_rows",
     "write_section",
 ]
 
@@ -224,15 +226,38 @@ def measure(
     return rows
 
 
-def _cell(timing: PathTiming) -> str:
+NOT_MEASURED = "not measured here (no GPU)"
+
+
+def unmeasured_rows(
+    kinds: Sequence[str], sizes: Sequence[int], device: str, threads: int
+) -> list[Row]:
+    """Rows for a device this machine lacks: sizes and the path the ranker would take there,
+    no timings (the table says so instead of leaving the device out)."""
+    from grapher_core.learned.gat.model import inference_path
+
+    rows = []
+    for kind in kinds:
+        for n in sizes:
+            edges = int(graph_inputs(kind, n)["edge_index"].shape[1])
+            chosen = inference_path(device, n, edges)
+            rows.append(Row(kind, n, edges, device, threads, 0, {}, float("nan"), chosen))
+    return rows
+
+
+def _cell(timing: PathTiming | None) -> str:
+    if timing is None:
+        return NOT_MEASURED
     return f"{timing.median_ms:.2f} / {timing.p95_ms:.2f} ({timing.cpu_median_ms:.2f})"
 
 
 def _row_line(row: Row) -> str:
-    cells = " | ".join(_cell(row.timings[path]) for path in PATHS)
+    cells = " | ".join(_cell(row.timings.get(path)) for path in PATHS)
+    repeats = row.repeats if row.timings else "-"
+    diff = f"{row.max_diff:.1e}" if row.timings else "-"
     return (
         f"| {row.kind} | {row.n} | {row.edges} | {row.device} | {row.threads} | "
-        f"{row.repeats} | {cells} | {row.max_diff:.1e} | {row.chosen} |"
+        f"{repeats} | {cells} | {diff} | {row.chosen} |"
     )
 
 

@@ -7,6 +7,8 @@ table-like graphs and dense entity-like ones.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -158,3 +160,27 @@ def test_the_ranker_scores_through_the_chosen_path(monkeypatch: pytest.MonkeyPat
     assert asked[0][:2] == ("cpu", 25) and asked[0][2] > 25
     for path in INFERENCE_PATHS:
         np.testing.assert_allclose(scores[path], scores["forward"], atol=1e-5, rtol=1e-5)
+
+
+def test_the_latency_table_goes_at_the_end_and_replaces_only_itself(tmp_path: Path) -> None:
+    """``gat-latency --paths --write-doc``: other sections stay as they are, a rerun replaces
+    its own section, and a device this machine lacks gets rows that say so."""
+    from grapher_bench.cli import main
+    from grapher_bench.latency.gat import NOT_MEASURED, SECTION
+
+    doc = tmp_path / "speed.md"
+    doc.write_text("# Speed\n\n## Other\n\nkept\n", encoding="utf-8")
+    argv = ["gat-latency", "--paths", "--sizes", "12", "--repeats", "2", "--budget-s", "0.1"]
+    argv += ["--devices", "cpu,cuda", "--write-doc", str(doc)]
+    assert main(argv) == 0
+    doc.write_text(doc.read_text(encoding="utf-8") + "\n## Later\n\nalso kept\n", encoding="utf-8")
+    assert main(argv) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert text.count(SECTION) == 1
+    assert text.index("## Other") < text.index("## Later") < text.index(SECTION)
+    assert "kept" in text and "also kept" in text
+    table = [line for line in text.splitlines() if line.startswith(("| table", "| entity"))]
+    assert [line.split(" | ")[3] for line in table if "| cpu |" in line] == ["cpu", "cpu"]
+    if not torch.cuda.is_available():
+        assert sum(NOT_MEASURED in line for line in table) == 2
+    assert all(line.rstrip(" |").endswith(("plan", "plan-scatter")) for line in table)
