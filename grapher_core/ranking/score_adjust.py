@@ -24,12 +24,19 @@ import scipy.sparse as sp
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.ranking.base import RankContext
-from grapher_core.utils.callsite import warn
+from grapher_core.utils.callsite import warn, warn_once
 
 __all__ = ["DEFAULT_ADJUST_ALPHA", "ScoreAdjustRanker", "semantic_support"]
 
 DEFAULT_ADJUST_ALPHA = 0.7
 _log = logging.getLogger(__name__)
+QA_ADJUST_LOSES = (
+    "qa-adjust (the query-aware GNN paper's Algorithm 9) is not recommended on strong "
+    "retrievers: it loses Recall@5 to the dense order wherever measured (hotpotqa_sentences "
+    "-3.9 and 2wikimultihopqa_sentences -4.6 points, p <= 0.0013; docs/qa_gnn.md); measure it "
+    "on your data before relying on it"
+)
+"""Said once when the ranker is built: picking it must not be a silent loss."""
 _warned: set[str] = set()
 
 
@@ -61,6 +68,7 @@ class ScoreAdjustRanker:
     def __post_init__(self) -> None:
         if not 0.0 < float(self.alpha) <= 1.0:
             raise ConfigError(f"alpha must be in (0, 1], got {self.alpha!r}")
+        warn_once(QA_ADJUST_LOSES, logger=__name__)
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         s = np.asarray(seeds, dtype=np.float64).ravel()

@@ -3,8 +3,9 @@
 Both implement the core ``Ranker`` protocol on the shared skeleton
 (:class:`~grapher_core.learned.ranker.FamilyRanker`). With no arguments they load the
 checkpoint shipped in the package (for the packaged MiniLM embedder: the GAT trained on BIRD
-train with rank seeds, the MLP with the same recipe; each checkpoint records it). Candidate and query embeddings are taken from the candidates / the context when
-present; missing ones are computed with the configured embedder, the query once per call.
+train with rank seeds, the MLP with the same recipe; each checkpoint records it). Candidate
+and query embeddings are taken from the candidates / the context when present; missing ones
+are computed with the configured embedder, the query once per call.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import ConfigError
+from grapher_core.learned.caveats import MLP_ABLATION
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
 from grapher_core.learned.gat.model import GraphERNet, InferencePlan, inference_path
@@ -108,17 +110,6 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
 
 class GATRanker(LearnedRanker):
     """GraphER-GAT: GATv2 message passing over the candidate graph (paper 2.2)."""
-
-
-MLP_ABLATION = (
-    "ranker='mlp' is the GAT without message passing, an ablation: trained with the shipped "
-    "GAT's recipe (BIRD train, rank seeds, 3 seeds), no epoch improved on its untrained start "
-    "(the GCS prior), so it ranks like GCS at best: multi-table PR@5 / PR@10 84.6 / 92.9 vs GCS "
-    "84.5 / 93.2 on spider_dev, 77.3 / 94.8 vs 81.8 / 95.0 on bird_dev, 9.5 / 27.2 vs "
-    "10.2 / 26.5 on beaver_dev (docs/gat.md, Table 4); use ranker='gcs' (the default) or "
-    "ranker='gat'"
-)
-"""Said once when the shipped MLP is loaded: where it loses to GCS, with its numbers."""
 
 
 class MLPRanker(LearnedRanker):

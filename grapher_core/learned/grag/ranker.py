@@ -31,6 +31,7 @@ from grapher_core.enrich.concepts import (
     warn_once,
 )
 from grapher_core.errors import ConfigError, InputError
+from grapher_core.learned.caveats import NOT_EXPECTED_TO_HELP
 from grapher_core.learned.grag.checkpoint import GRAG, GRAGConfig
 from grapher_core.learned.grag.features import (
     DEFAULT_MAX_SCAN,
@@ -45,15 +46,6 @@ from grapher_core.learned.grag.model import GRAGNet, NeighbourMean
 from grapher_core.learned.inputs import as_matrix
 from grapher_core.learned.ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.ranking.base import RankContext
-
-NOT_EXPECTED_TO_HELP = (
-    "g-rag is a port of G-RAG (see docs/grag.md for where it differs), not expected to improve "
-    "a strong retriever: measured here the shipped checkpoint is -3.9 to +1.3 MRR against the "
-    "retriever's own order on hotpotqa, 2wikimultihopqa, musique and squad_chunks, never "
-    "significantly better (docs/grag.md); use ranker='gcs' or 'gat' to improve retrieval"
-)
-"""Said once when the shipped checkpoint is loaded: a user who picks g-rag from the README must
-not lose to the retriever without being told."""
 
 
 class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):

@@ -27,6 +27,7 @@ from grapher_core.edges.graph import CandidateGraph
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import InputError, StateError
+from grapher_core.learned.caveats import EXPLAINED_BY_POSITION
 from grapher_core.learned.qa_gnn.checkpoint import MAX_EGO_DEPTH, QA_GNN, QAGNNConfig
 from grapher_core.learned.qa_gnn.features import (
     DEFAULT_MAX_EGO_ENTRIES,
@@ -91,16 +92,6 @@ def fused_scores(
 ) -> np.ndarray:
     """Alg. 6: ``sigmoid(b0 + Σ b_i minmax(feature_i))`` within one query."""
     return 1.0 / (1.0 + np.exp(-config.fusion.logits(seeds, adjusted, gnn)))
-
-
-EXPLAINED_BY_POSITION = (
-    "qa-gnn's measured gains are explained by a sentence-position prior: beside a logistic "
-    "regression on the dense score and 'is the first sentence of its paragraph' it is never "
-    "significantly better, and on a set it was not trained on it ranked below the retriever's "
-    "own order (hotpotqa_sentences Recall@5 51.2 vs 55.8; docs/qa_gnn.md); measure it on your "
-    "data before relying on it"
-)
-"""Said once when the shipped checkpoint is loaded: picking qa-gnn must not be a silent loss."""
 
 
 class QAGNNRanker(FamilyRanker[QAGNNNet, QAGNNConfig]):

@@ -199,11 +199,11 @@ def test_shipped_checkpoint_says_it_is_not_expected_to_help(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Measured below the retriever's order on every shared set, so picking it says so, once."""
-    from grapher_core.learned.grag.ranker import NOT_EXPECTED_TO_HELP
+    from grapher_core.learned.caveats import NOT_EXPECTED_TO_HELP
     from grapher_core.utils import callsite
 
     monkeypatch.setattr(callsite, "_said", set())
-    with pytest.warns(UserWarning, match="not expected to improve a strong retriever"):
+    with pytest.warns(UserWarning, match="not recommended on strong retrievers"):
         GRAGRanker()
     with warnings.catch_warnings():
         warnings.simplefilter("error")

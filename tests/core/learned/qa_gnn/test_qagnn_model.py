@@ -211,7 +211,7 @@ def test_shipped_checkpoint_says_its_gains_are_explained_by_position(
     it says so, once per process."""
     import warnings
 
-    from grapher_core.learned.qa_gnn.ranker import EXPLAINED_BY_POSITION
+    from grapher_core.learned.caveats import EXPLAINED_BY_POSITION
     from grapher_core.utils import callsite
 
     monkeypatch.setattr(callsite, "_said", set())
