@@ -69,3 +69,19 @@ def test_missing_semantic_edges_warn_once_or_raise_when_strict() -> None:
         ScoreAdjustRanker(strict=True).rank(graph, np.ones(4), RankContext(cands))
     with pytest.raises(ValueError, match="alpha"):
         ScoreAdjustRanker(alpha=0.0)
+
+
+def test_qa_adjust_says_what_it_loses_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured below the dense order wherever it ran: picking it says so, once."""
+    import warnings
+
+    from grapher_core.ranking.score_adjust import QA_ADJUST_LOSES
+    from grapher_core.utils import callsite
+
+    monkeypatch.setattr(callsite, "_said", set())
+    with pytest.warns(UserWarning, match="not recommended on strong retrievers"):
+        ScoreAdjustRanker()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ScoreAdjustRanker(alpha=0.5)  # said once per process
+    assert "docs/qa_gnn.md" in QA_ADJUST_LOSES
