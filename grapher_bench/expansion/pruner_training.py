@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _folder(args: argparse.Namespace, name: str) -> Path:
     """The dataset folder: ``<data>/<name>``, or its train split with ``--train-splits``."""
     if args.train_splits:
-        from grapher_bench.train_data import train_folder
+        from grapher_bench.data import train_folder
 
         return train_folder(name, args.data)
     return Path(args.data) / name

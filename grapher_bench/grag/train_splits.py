@@ -47,9 +47,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def _question_sets(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     """The train splits' and the dev sets' questions with fast document-path features."""
     from grapher_bench.cache import CachedEmbedder, EmbeddingCache
-    from grapher_bench.data import default_benchmarks_root, load_dataset
+    from grapher_bench.data import default_benchmarks_root, load_dataset, load_train_set
     from grapher_bench.grag.bench import build_question_set, fast_concept_features
-    from grapher_bench.train_data import load_train_set
     from grapher_core.embeddings import default_embedder
 
     embedder = CachedEmbedder(default_embedder(), EmbeddingCache(), progress=False)

@@ -3,7 +3,7 @@
 ``python -m grapher_bench.qa_gnn.train_splits --seeds 0,1,2 --out DIR``: for each seed, one
 model (alpha, the two stages, the fusion; the epoch chosen on a validation part of the train
 queries) and one position prior are fitted on the pooled sentence-split train splits
-(:func:`grapher_bench.train_data.sentence_folder`; gold = every sentence of a gold passage, a
+(:func:`grapher_bench.data.sentence_folder`; gold = every sentence of a gold passage, a
 proxy: the train splits have no sentence-level supporting facts), then every dev set is scored
 by dense, qa-adjust, qa-gnn and the prior. The dev questions are never trained on, so the
 numbers are clean transfer numbers; mean ± sd over the seeds and a paired test per seed.
@@ -69,10 +69,9 @@ def _save_checkpoint(trained: dict[str, Any], names: list[str], seed: int, stem:
 def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
-    from grapher_bench.data import default_benchmarks_root
+    from grapher_bench.data import default_benchmarks_root, sentence_folder
     from grapher_bench.qa_gnn.cli import _base_config, _scores, _train, summarize
     from grapher_bench.qa_gnn.data import build_qa_set, merge_sets
-    from grapher_bench.train_data import sentence_folder
 
     args = _parse(argv)
     torch.set_num_threads(1)

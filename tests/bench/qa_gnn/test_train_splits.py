@@ -1,4 +1,4 @@
-"""The train-split loader (``grapher_bench.train_data``) and the qa-gnn train-splits verdict:
+"""The train-split loader (``grapher_bench.data``) and the qa-gnn train-splits verdict:
 the sentence copy keeps every passage's sentences in order with the passage gold projected on
 them, and the table reports differences to the prior over the seeds."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grapher_bench.data import load_dataset
-from grapher_bench.train_data import (
+from grapher_bench.data import (
     load_candidate_pools,
+    load_dataset,
     load_train_set,
     sentence_folder,
     split_sentences,
