@@ -116,11 +116,7 @@ def _save(spec: Any, loop: Any, result: Any, args: argparse.Namespace, seed: int
         metrics={"validation": result.best_metrics},
     )
     stem = args.out / f"grag_train_splits_seed{seed}"
-    family = getattr(checkpoint, "GRAG", None)  # the shared checkpoint family, where present
-    if family is not None:
-        family.save(result.model, config, stem)
-    else:
-        vars(checkpoint)["save_grag"](result.model, config, stem)  # before the family existed
+    checkpoint.GRAG.save(result.model, config, stem)
 
 
 def _rows(qs: Any, model: Any) -> dict[str, list[dict[str, float]]]:

@@ -59,11 +59,7 @@ def _save_checkpoint(trained: dict[str, Any], names: list[str], seed: int, stem:
         training=training | {"retriever": "dense", "graph": "adjacent+semantic"} | _timing(trained),
         metrics={"validation": result.stage2["val"]},
     )
-    family = getattr(checkpoint, "QA_GNN", None)  # the shared checkpoint family, where present
-    if family is not None:
-        family.save(result.model, config, stem)
-    else:
-        vars(checkpoint)["save_qa_gnn"](result.model, config, stem)  # before the family existed
+    checkpoint.QA_GNN.save(result.model, config, stem)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
