@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ __all__ = [
     "TASK_TYPES",
     "Dataset",
     "Query",
+    "add_train_split_arguments",
     "default_benchmarks_root",
     "default_train_root",
     "detect_task_type",
@@ -284,3 +286,17 @@ def sentence_folder(
         tmp.write_text("".join(json.dumps(r) + "\n" for r in records))
         tmp.replace(folder / file)
     return folder
+
+
+def add_train_split_arguments(
+    parser: Any, dev_sets: Sequence[str], *, top_n: int, epochs: int
+) -> None:
+    """The options every train-splits study reads: where the data is, which train and dev
+    sets, the seeds, the pool size and the epochs (the studies add their own after these)."""
+    parser.add_argument("--train-data", type=Path, default=None, help="$GRAPHER_TRAIN_DATA")
+    parser.add_argument("--benchmarks", type=Path, default=None, help="$GRAPHER_BENCHMARKS")
+    parser.add_argument("--sets", default=",".join(MULTIHOP_TRAIN_SETS))
+    parser.add_argument("--dev", default=",".join(dev_sets))
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--top-n", type=int, default=top_n)
+    parser.add_argument("--epochs", type=int, default=epochs)

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from grapher_bench.data import add_train_split_arguments
+
 __all__ = ["aggregate", "main", "render"]
 
 DEV_SETS = ("hotpotqa", "2wikimultihopqa", "musique")
@@ -30,13 +32,7 @@ TRAINED = "G-RAG-RL (train splits)"
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--train-data", type=Path, default=None, help="$GRAPHER_TRAIN_DATA")
-    parser.add_argument("--benchmarks", type=Path, default=None, help="$GRAPHER_BENCHMARKS")
-    parser.add_argument("--sets", default="hotpotqa,2wikimultihopqa,musique")
-    parser.add_argument("--dev", default=",".join(DEV_SETS))
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--top-n", type=int, default=20)
-    parser.add_argument("--epochs", type=int, default=20)
+    add_train_split_arguments(parser, DEV_SETS, top_n=20, epochs=20)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--limit", type=int, default=None, help="first N questions (smoke runs)")

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from grapher_bench.data import add_train_split_arguments
+
 __all__ = ["aggregate", "main", "render"]
 
 DEV_SETS = ("hotpotqa_sentences", "2wikimultihopqa_sentences")
@@ -28,13 +30,7 @@ ROWS = ("dense", "position-prior", "qa-adjust", "qa-gnn")
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--train-data", type=Path, default=None, help="$GRAPHER_TRAIN_DATA")
-    parser.add_argument("--benchmarks", type=Path, default=None, help="$GRAPHER_BENCHMARKS")
-    parser.add_argument("--sets", default="hotpotqa,2wikimultihopqa,musique")
-    parser.add_argument("--dev", default=",".join(DEV_SETS))
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--top-n", type=int, default=50)
-    parser.add_argument("--epochs", type=int, default=8)
+    add_train_split_arguments(parser, DEV_SETS, top_n=50, epochs=8)
     parser.add_argument("--stage1-epochs", type=int, default=4)
     parser.add_argument("--patience", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None, help="first N queries (smoke runs)")
