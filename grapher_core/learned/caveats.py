@@ -8,7 +8,32 @@ without being told by how much.
 
 from __future__ import annotations
 
-__all__ = ["EXPLAINED_BY_POSITION", "LEARNED_PRUNER_LOSES", "MLP_ABLATION", "NOT_EXPECTED_TO_HELP"]
+__all__ = [
+    "EXPLAINED_BY_POSITION",
+    "GAT_OFF_TABLES",
+    "LEARNED_PRUNER_LOSES",
+    "MLP_ABLATION",
+    "NOT_EXPECTED_TO_HELP",
+]
+
+GAT_OFF_TABLES = (
+    "There it is below GCS (PR@5 / PR@10 points against GCS on the same "
+    "graph, hybrid top-200; docs/gat.md, 'Beyond tables'): on title mentions "
+    "hotpotqa -10.0 / -4.6, 2wikimultihopqa -5.2 / -9.2, musique -2.1 / -6.7 (PR@10 "
+    "below the retriever); on capped entities hotpotqa -11.0 / -10.2 (below the "
+    "retriever), 2wikimultihopqa -0.9 / +0.4, musique +1.1 / +1.0; on chunk "
+    "adjacency squad_chunks -3.4 / -2.4, hotpotqa_sentences -3.7 / -7.9, "
+    "2wikimultihopqa_sentences -4.2 / -3.7 (all below the retriever), adjacency + "
+    "mentions squad_chunks -2.8 / -2.2. A GAT trained on the multi-hop train splits "
+    "and BIRD train is below GCS too (mean of 3 seeds): title mentions hotpotqa "
+    "-7.1 / -0.6, musique PR@10 -1.0; capped entities hotpotqa -5.0 / -6.1 (PR@10 "
+    "below the retriever); chunk adjacency squad_chunks -2.4 / -1.8, "
+    "hotpotqa_sentences -0.9 / -1.2, 2wikimultihopqa_sentences PR@5 -1.0, adjacency + "
+    "mentions squad_chunks -1.6 / -1.2. Use ranker='gcs', or train and measure a "
+    "checkpoint on your own questions (grapher train)"
+)
+"""Said once per edge-kind set when the shipped GAT meets edges it never saw: every measured
+loss against GCS on the same graph, the shipped table checkpoint's and a passage-trained one's."""
 
 MLP_ABLATION = (
     "ranker='mlp' is the GAT without message passing, an ablation: trained with the shipped "

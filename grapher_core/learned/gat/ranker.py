@@ -10,15 +10,17 @@ are computed with the configured embedder, the query once per call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
+from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import ConfigError
-from grapher_core.learned.caveats import MLP_ABLATION
+from grapher_core.learned.caveats import GAT_OFF_TABLES, MLP_ABLATION
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
 from grapher_core.learned.gat.model import GraphERNet, InferencePlan, inference_path
@@ -29,7 +31,7 @@ from grapher_core.utils.callsite import warn_once
 __all__ = ["SHIPPED_EDGE_KINDS", "GATRanker", "LearnedRanker", "MLPRanker"]
 
 SHIPPED_EDGE_KINDS: frozenset[str] = frozenset({"structural"})
-"""The edge kinds the shipped checkpoints were trained on: BIRD tables, foreign keys only."""
+"""The edge kinds the shipped checkpoints saw: BIRD tables' ``foreign_keys``, nothing else."""
 
 
 class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
@@ -71,7 +73,7 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
     def score(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         """One logit (higher = more relevant) per candidate, in their order."""
         if self.shipped:
-            self._say_unseen_kinds(graph)
+            self._say_unseen_kinds(graph, context.candidates)
         query = self.query_vector(context)
         objects = self.object_vectors(context.candidates)
         arrays = graph_arrays(graph, seeds, self.alpha)
@@ -89,32 +91,23 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
 
         return self.infer(run)
 
-    def _say_unseen_kinds(self, graph: CandidateGraph) -> None:
+    def _say_unseen_kinds(self, graph: CandidateGraph, candidates: Sequence[Candidate]) -> None:
         """Once per edge-kind set: the shipped checkpoint never saw these edges, and on them it
-        is not the ranker to trust without measuring."""
-        unseen = sorted(
-            kind
-            for kind, matrix in graph.by_kind.items()
-            if kind not in SHIPPED_EDGE_KINDS and matrix.nnz
-        )
+        is measured below GCS. Structural edges without any candidate's ``foreign_keys`` are
+        hyperlinks or title mentions, which it never saw either."""
+        unseen = [k for k, m in graph.by_kind.items() if k not in SHIPPED_EDGE_KINDS and m.nnz]
+        links = graph.by_kind.get("structural")
+        if (
+            links is not None
+            and links.nnz
+            and not any(c.metadata.get("foreign_keys") for c in candidates)
+        ):
+            unseen.append("structural (links or title mentions, no foreign keys)")
         if unseen:
             warn_once(
-                f"{self.name}: the shipped checkpoint was trained on tables linked by "
-                f"foreign keys; these candidates are linked by {', '.join(unseen)} edges it "
-                "never saw. There it is below GCS (PR@5 / PR@10 points against GCS on the same "
-                "graph, hybrid top-200; docs/gat.md, 'Beyond tables'): on title mentions "
-                "hotpotqa -10.0 / -4.6, 2wikimultihopqa -5.2 / -9.2, musique -2.1 / -6.7 (PR@10 "
-                "below the retriever); on capped entities hotpotqa -11.0 / -10.2 (below the "
-                "retriever), 2wikimultihopqa -0.9 / +0.4, musique +1.1 / +1.0; on chunk "
-                "adjacency squad_chunks -3.4 / -2.4, hotpotqa_sentences -3.7 / -7.9, "
-                "2wikimultihopqa_sentences -4.2 / -3.7 (all below the retriever), adjacency + "
-                "mentions squad_chunks -2.8 / -2.2. A GAT trained on the multi-hop train splits "
-                "and BIRD train is below GCS too (mean of 3 seeds): title mentions hotpotqa "
-                "-7.1 / -0.6, musique PR@10 -1.0; capped entities hotpotqa -5.0 / -6.1 (PR@10 "
-                "below the retriever); chunk adjacency squad_chunks -2.4 / -1.8, "
-                "hotpotqa_sentences -0.9 / -1.2, 2wikimultihopqa_sentences PR@5 -1.0, adjacency + "
-                "mentions squad_chunks -1.6 / -1.2. Use ranker='gcs', or train and measure a "
-                "checkpoint on your own data (grapher-bench train)",
+                f"{self.name}: the shipped checkpoint was trained on tables linked by foreign "
+                f"keys; these candidates are linked by {', '.join(sorted(unseen))} edges it "
+                f"never saw. {GAT_OFF_TABLES}",
                 logger=__name__,
             )
 

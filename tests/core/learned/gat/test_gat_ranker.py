@@ -117,3 +117,21 @@ def test_the_shipped_checkpoint_says_when_it_meets_edges_it_never_saw(
         GraphReranker([ForeignKeys("foreign_keys")], ranker="gat").rerank(
             _tables(), query="Which customers ordered?"
         )
+
+
+def test_links_and_title_mentions_are_edges_the_shipped_checkpoint_never_saw(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Title mentions are structural edges like foreign keys; without any candidate's
+    ``foreign_keys`` the shipped GAT still says it never saw them, with its losses there."""
+    from grapher_core.utils import callsite
+
+    monkeypatch.setattr(callsite, "_said", set())
+    passages = [
+        Candidate("Paris", "Paris is the capital of France.", 0.9, {"title": "Paris"}),
+        Candidate("France", "France borders Spain.", 0.8, {"title": "France", "mentions": []}),
+        Candidate("Lyon", "Lyon is in France, south of Paris.", 0.7, {"mentions": ["Paris"]}),
+    ]
+    mentions = ForeignKeys("mentions", target_field="title")
+    with pytest.warns(UserWarning, match=r"structural \(links or title mentions.*-10\.0 / -4\.6"):
+        GraphReranker([mentions], ranker="gat").rerank(passages, query="capital of France")
