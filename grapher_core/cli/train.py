@@ -324,22 +324,14 @@ def _work(
 
 def _ship(args: argparse.Namespace, cv: Any, record: Mapping[str, Any], ks: Sequence[int]) -> None:
     """The final model, fine-tuned on every question, its checkpoint and the config."""
-    from grapher_core.learned.finetune import checkpoint_config, fine_tune
+    from grapher_core.learned.finetune import checkpoint_config
     from grapher_core.learned.gat.checkpoint import GAT
     from grapher_core.ranking.config import write_config
     from grapher_core.request.settings import RerankSettings
 
     everything = list(range(len(cv.fold_of)))
     cv.say(f"final model: fine-tuning the shipped GAT on all {len(everything)} questions")
-    result = fine_tune(
-        cv.data,
-        everything,
-        cv.recipe,
-        k=cv.k,
-        device=cv.device,
-        threads=cv.threads,
-        log=lambda line: cv.say(f"final: {line}"),
-    )
+    result = cv.fine_tune(everything, "final")
     training = {"questions": len(everything), "source": str(args.questions)}
     config = checkpoint_config(result, cv.data, cv.recipe, training, dict(record))
     args.out.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,18 @@ class CrossValidation:
     def members(self, fold: int) -> list[int]:
         return [i for i, f in enumerate(self.fold_of) if f == fold]
 
+    def fine_tune(self, questions: list[int], label: str) -> Any:
+        """The shipped GAT fine-tuned on ``questions`` with the recipe, progress as ``label``."""
+        return fine_tune(
+            self.data,
+            questions,
+            self.recipe,
+            k=self.k,
+            device=self.device,
+            threads=self.threads,
+            log=lambda line: self.say(f"{label}: {line}"),
+        )
+
 
 def run_folds(cv: CrossValidation) -> list[FoldResult]:
     """Every fold's result, finished ones read back from ``cv.work`` (skipped)."""
@@ -72,15 +84,7 @@ def _fold(cv: CrossValidation, fold: int, stem: Path) -> FoldResult:
     started = time.perf_counter()
     train = [i for i, f in enumerate(cv.fold_of) if f != fold]
     cv.say(f"{name}: fine-tuning the shipped GAT on {len(train)} questions, {len(held)} held out")
-    result = fine_tune(
-        cv.data,
-        train,
-        cv.recipe,
-        k=cv.k,
-        device=cv.device,
-        threads=cv.threads,
-        log=lambda line: cv.say(f"{name}: {line}"),
-    )
+    result = cv.fine_tune(train, name)
     from grapher_core.learned.gat.checkpoint import GAT
 
     training = {"questions": len(train), "held_out_fold": fold + 1, "folds": cv.folds}
