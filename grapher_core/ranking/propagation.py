@@ -113,6 +113,9 @@ chunk reaches when its only support is being next to the retriever's best chunk.
 SENTENCE_ALONE_NEIGHBOUR_BEST_RANK = 6
 """The same bound under the share for sentence-sized chunks."""
 
+_AUTO_ALONE_KINDS = frozenset(k for k, _ in (*DEFAULT_ALONE_WEIGHTS, *SENTENCE_ALONE_WEIGHTS))
+"""The kinds the ``"auto"`` alone shares damp at some chunk size (the others never)."""
+
 AUTO_ALONE_WEIGHTS = "auto"
 """``GCSRanker.alone_weights`` default: :data:`SENTENCE_ALONE_WEIGHTS` on sentence-sized pools,
 :data:`DEFAULT_ALONE_WEIGHTS` otherwise; an explicit mapping applies to every pool."""
@@ -595,6 +598,8 @@ class GCSRanker:
         present = [kind for kind, matrix in graph.by_kind.items() if matrix.nnz]
         if self.normalisation != "degree" or len(present) != 1:
             return None
+        if isinstance(self.alone_weights, str) and present[0] not in _AUTO_ALONE_KINDS:
+            return None  # no share for this kind at any chunk size: no need to size the chunks
         share = dict(self.alone_weights_for(candidates)).get(present[0], 1.0)
         return None if share == 1.0 else (present[0], share)
 
