@@ -495,7 +495,9 @@ def _split_line(n_train: int, n_val: int, reference: dict[str, dict[str, float]]
 
 
 def _epoch_line(epoch: int, row: dict[str, float], metrics: dict[str, float], key: str) -> str:
-    shown = "  ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != key)
+    """One epoch's progress line; a metric no validation question can have (``PR@5>1``
+    without a multi-gold question: NaN) is left out rather than printed as ``nan``."""
+    shown = "  ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != key and v == v)
     return (
         f"epoch {epoch:3d}  loss {row['loss']:.4f}  val {key} {metrics[key]:.3f}  "
         f"{shown}  ({row['seconds']:.1f}s)"

@@ -178,3 +178,12 @@ def test_the_untrained_model_is_the_incumbent() -> None:
     assert [row["epoch"] for row in result.history] == [0.0, 1.0, 2.0, 3.0]
     for name, value in result.model.state_dict().items():
         assert torch.equal(value.cpu(), start[name])  # trained on "auto": CUDA where there is one
+
+
+def test_epoch_lines_leave_out_a_metric_no_question_can_have() -> None:
+    """Without a multi-gold validation question ``PR@5>1`` is NaN: the line leaves it out."""
+    from grapher_core.learned.loop import _epoch_line
+
+    metrics = {"PR@5": 0.8, "PR@5>1": float("nan"), "PR@10": 0.9}
+    line = _epoch_line(1, {"loss": 0.5, "seconds": 1.0}, metrics, "PR@5")
+    assert "nan" not in line and "PR@5>1" not in line and "PR@10 0.900" in line
