@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from grapher_core.learned.gat.features import graph_arrays
 from grapher_core.learned.gat.train import (
     Example,
+    ObjectTable,
     TrainConfig,
     TrainingSet,
     TrainResult,
+    pool_example,
     train_model,
 )
 from grapher_core.learned.loop import Log
@@ -99,41 +100,27 @@ def build_training_set(
         embedder = CachedEmbedder(default_embedder(), EmbeddingCache())
     metadata = _metadata_for(dataset, graph, progress)
     candidates, query_vectors = prepare_candidates(dataset, retriever, metadata, embedder, top_n)
-    row_of: dict[str, int] = {}
-    object_vectors: list[np.ndarray] = []
+    table = ObjectTable()
     examples: list[Example] = []
     for position, (query, cands) in enumerate(zip(dataset.queries, candidates, strict=True)):
-        rows = np.empty(len(cands), dtype=np.int64)
-        for i, candidate in enumerate(cands):
-            row = row_of.get(candidate.id)
-            if row is None:
-                row = row_of[candidate.id] = len(object_vectors)
-                if candidate.embedding is None:
-                    raise ValueError(f"candidate {candidate.id!r} has no embedding")
-                object_vectors.append(np.asarray(candidate.embedding, dtype=np.float32))
-            rows[i] = row
         seed_scores = make_seeds(cands, "rank" if seeds == "rank" else "auto")
-        arrays = graph_arrays(build_graph(cands, proximities), seed_scores, alpha)
-        gold = set(query.gold)
-        labels = np.array([1.0 if c.id in gold else 0.0 for c in cands], dtype=np.float32)
-        group = str(query.extra.get("db_id", query.id))
         examples.append(
-            Example(
+            pool_example(
                 query.id,
-                group,
-                len(gold),
+                str(query.extra.get("db_id", query.id)),
                 position,
-                rows,
-                arrays.scalars,
-                arrays.edge_index,
-                arrays.edge_attr,
-                labels,
+                cands,
+                query.gold,
+                build_graph(cands, proximities),
+                seed_scores,
+                alpha,
+                table,
             )
         )
     queries = np.vstack([np.asarray(v, dtype=np.float32) for v in query_vectors])
     return TrainingSet(
         examples,
-        np.vstack(object_vectors),
+        np.vstack(table.vectors),
         queries,
         str(getattr(embedder, "name", "unknown")),
         dataset.name,

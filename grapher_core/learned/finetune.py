@@ -22,7 +22,13 @@ import numpy as np
 
 from grapher_core.candidates import Candidate
 from grapher_core.errors import ConfigError, InputError
-from grapher_core.learned.gat.train import Example, TrainConfig, TrainingSet
+from grapher_core.learned.gat.train import (
+    Example,
+    ObjectTable,
+    TrainConfig,
+    TrainingSet,
+    pool_example,
+)
 
 __all__ = [
     "SEEDS",
@@ -95,34 +101,32 @@ def build_training_set(
     the pool (proximities detected from the metadata), rank seeds and GCS at ``alpha``; object
     vectors are the candidates' own (each distinct object stored once)."""
     from grapher_core.edges.graph import CandidateGraph
+    from grapher_core.ranking.seeds import rank_seeds
     from grapher_core.rerank import GraphReranker
 
     detector = GraphReranker(None, "gcs", explain=0)
-    row_of: dict[str, int] = {}
-    vectors: list[np.ndarray] = []
+    table = ObjectTable()
     examples: list[Example] = []
     for position, pool in enumerate(pools):
-        rows = np.array([_row(c, row_of, vectors) for c in pool], dtype=np.int64)
         graph: CandidateGraph = detector.graph(pool)
-        wanted = set(gold[position])
-        labels = np.array([1.0 if c.id in wanted else 0.0 for c in pool], dtype=np.float32)
         examples.append(
-            _example(
+            pool_example(
                 question_ids[position],
                 groups[position],
-                len(wanted),
                 position,
-                rows,
+                pool,
+                gold[position],
                 graph,
-                labels,
+                rank_seeds(len(pool)),
                 alpha,
+                table,
             )
         )
-    if not vectors:
+    if not table.vectors:
         raise InputError("no candidates to train on: every question's pool is empty")
     return TrainingSet(
         examples,
-        np.vstack(vectors).astype(np.float32),
+        np.vstack(table.vectors).astype(np.float32),
         np.asarray(queries, dtype=np.float32),
         embedding_model,
         "grapher train",
@@ -131,44 +135,6 @@ def build_training_set(
         alpha,
         max(len(p) for p in pools),
         SEEDS,
-    )
-
-
-def _row(candidate: Candidate, row_of: dict[str, int], vectors: list[np.ndarray]) -> int:
-    """The candidate's row in the object table, added on first sight."""
-    row = row_of.get(candidate.id)
-    if row is None:
-        if candidate.embedding is None:
-            raise InputError(f"candidate {candidate.id!r} has no vector to train on")
-        row = row_of[candidate.id] = len(vectors)
-        vectors.append(np.asarray(candidate.embedding, dtype=np.float32))
-    return row
-
-
-def _example(
-    query_id: str,
-    group: str,
-    n_gold: int,
-    position: int,
-    rows: np.ndarray,
-    graph: Any,
-    labels: np.ndarray,
-    alpha: float,
-) -> Example:
-    from grapher_core.learned.gat.features import graph_arrays
-    from grapher_core.ranking.seeds import rank_seeds
-
-    arrays = graph_arrays(graph, rank_seeds(len(rows)), alpha)
-    return Example(
-        query_id,
-        group,
-        n_gold,
-        position,
-        rows,
-        arrays.scalars,
-        arrays.edge_index,
-        arrays.edge_attr,
-        labels,
     )
 
 

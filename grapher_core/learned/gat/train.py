@@ -9,13 +9,16 @@ queries; the best epoch's weights are kept (:func:`grapher_core.learned.loop.fit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from grapher_core.learned.gat.features import EDGE_DIM
+from grapher_core.candidates import Candidate
+from grapher_core.edges.graph import CandidateGraph
+from grapher_core.errors import InputError
+from grapher_core.learned.gat.features import EDGE_DIM, graph_arrays
 from grapher_core.learned.inputs import DeviceTables, to_device
 from grapher_core.learned.loop import (
     FitResult,
@@ -30,10 +33,12 @@ from grapher_core.learned.loop import (
 __all__ = [
     "Example",
     "GATAdapter",
+    "ObjectTable",
     "TrainConfig",
     "TrainResult",
     "TrainingSet",
     "evaluate",
+    "pool_example",
     "reference_metrics",
     "train_model",
 ]
@@ -58,6 +63,57 @@ class Example:
     @property
     def multi(self) -> bool:
         return self.n_gold > 1
+
+
+class ObjectTable:
+    """The object vectors of a training set, each distinct candidate stored once: examples
+    reference their rows instead of copying vectors."""
+
+    def __init__(self) -> None:
+        self._row_of: dict[str, int] = {}
+        self.vectors: list[np.ndarray] = []
+
+    def rows(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        """Each candidate's row, added on first sight; a candidate without a vector is refused."""
+        out = np.empty(len(candidates), dtype=np.int64)
+        for i, candidate in enumerate(candidates):
+            row = self._row_of.get(candidate.id)
+            if row is None:
+                if candidate.embedding is None:
+                    raise InputError(f"candidate {candidate.id!r} has no vector to train on")
+                row = self._row_of[candidate.id] = len(self.vectors)
+                self.vectors.append(np.asarray(candidate.embedding, dtype=np.float32))
+            out[i] = row
+        return out
+
+
+def pool_example(
+    query_id: str,
+    group: str,
+    position: int,
+    pool: Sequence[Candidate],
+    gold: Collection[str],
+    graph: CandidateGraph,
+    seeds: np.ndarray,
+    alpha: float,
+    table: ObjectTable,
+) -> Example:
+    """One question's training example: its pool's rows in ``table``, the GAT's graph features
+    (seeds, GCS at ``alpha``) and 1.0 labels for the gold objects."""
+    arrays = graph_arrays(graph, seeds, alpha)
+    wanted = set(gold)
+    labels = np.array([1.0 if c.id in wanted else 0.0 for c in pool], dtype=np.float32)
+    return Example(
+        query_id,
+        group,
+        len(wanted),
+        position,
+        table.rows(pool),
+        arrays.scalars,
+        arrays.edge_index,
+        arrays.edge_attr,
+        labels,
+    )
 
 
 @dataclass
