@@ -346,34 +346,42 @@ def _timing(trained: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# -- commands ---------------------------------------------------------------------------------
-def run_train(args: argparse.Namespace) -> int:
-    from grapher_bench.qa_gnn.data import merge_sets
-    from grapher_core.learned.qa_gnn.checkpoint import QA_GNN, QAGNNConfig
+def checkpoint_config(trained: dict[str, Any], training: dict[str, Any]) -> Any:
+    """The config a trained model is saved with: what it was trained on (``training``, plus the
+    retriever, graph and timing every run shares) and its stage-2 validation."""
+    from grapher_core.learned.qa_gnn.checkpoint import QAGNNConfig
 
-    sets = [_load(Path(folder).parent, Path(folder).name, args) for folder in args.data]
-    data = merge_sets(sets, "+".join(s.name for s in sets))
-    trained = _train(data, args)
     result = trained["result"]
-    config = QAGNNConfig(
+    shared = {"retriever": "dense", "graph": "adjacent+semantic", **_timing(trained)}
+    return QAGNNConfig(
         trained["spec"],
         EMBEDDING_MODEL,
         384,
         result.fusion,
         trained["alpha"],
-        training={
-            "datasets": [s.name for s in sets],
-            "top_n": args.top_n,
-            "queries": len(data.examples),
-            "retriever": "dense",
-            "graph": "adjacent+semantic",
-            "seed": args.seed,
-            **_timing(trained),
-        },
+        training={**training, **shared},
         metrics={"validation": result.stage2["val"]},
     )
-    weights, meta = QA_GNN.save(result.model, config, args.out)
-    print(f"wrote {weights} and {meta} ({result.seconds:.0f}s)")
+
+
+# -- commands ---------------------------------------------------------------------------------
+def run_train(args: argparse.Namespace) -> int:
+    from grapher_bench.qa_gnn.data import merge_sets
+    from grapher_core.learned.qa_gnn.checkpoint import QA_GNN
+
+    sets = [_load(Path(folder).parent, Path(folder).name, args) for folder in args.data]
+    data = merge_sets(sets, "+".join(s.name for s in sets))
+    trained = _train(data, args)
+    training = {
+        "datasets": [s.name for s in sets],
+        "top_n": args.top_n,
+        "queries": len(data.examples),
+        "seed": args.seed,
+    }
+    weights, meta = QA_GNN.save(
+        trained["result"].model, checkpoint_config(trained, training), args.out
+    )
+    print(f"wrote {weights} and {meta} ({trained['result'].seconds:.0f}s)")
     return 0
 
 

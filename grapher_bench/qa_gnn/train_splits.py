@@ -40,22 +40,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _save_checkpoint(trained: dict[str, Any], names: list[str], seed: int, stem: Path) -> None:
     """The seed's model as a loadable checkpoint (never written into grapher_core/data)."""
-    from grapher_bench.qa_gnn.cli import EMBEDDING_MODEL, _timing
-    from grapher_core.learned.qa_gnn import checkpoint
-    from grapher_core.learned.qa_gnn.checkpoint import QAGNNConfig
+    from grapher_bench.qa_gnn.cli import checkpoint_config
+    from grapher_core.learned.qa_gnn.checkpoint import QA_GNN
 
-    result = trained["result"]
     training = {"datasets": [f"{n}/train (sentence split)" for n in names], "seed": seed}
-    config = QAGNNConfig(
-        trained["spec"],
-        EMBEDDING_MODEL,
-        384,
-        result.fusion,
-        trained["alpha"],
-        training=training | {"retriever": "dense", "graph": "adjacent+semantic"} | _timing(trained),
-        metrics={"validation": result.stage2["val"]},
-    )
-    checkpoint.QA_GNN.save(result.model, config, stem)
+    QA_GNN.save(trained["result"].model, checkpoint_config(trained, training), stem)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
