@@ -494,15 +494,18 @@ class GraphReranker(RerankingEngine):
         """Say once when links between chunked pages come without chunk order: a link then
         lands on one chunk and nothing carries it along its section, which is where links
         alone lost to the retriever on hyperlinked manuals; the hint names the fix."""
+        cause = ("links-without-order",)
         contextual = graph.by_kind.get("contextual")
-        if not any(isinstance(p, ChunkLinks) for p in proximities) or (
-            contextual is not None and contextual.nnz
+        if (
+            self.diagnostics.done(cause)
+            or not any(isinstance(p, ChunkLinks) for p in proximities)
+            or (contextual is not None and contextual.nnz)
         ):
             return
         hint = missing_order_hint(candidates)
         if hint is not None:
             self.diagnostics.info_once(
-                ("links-without-order",),
+                cause,
                 "links between chunked pages but no chunk order: a link lifts the chunk it "
                 "lands on and nothing carries it along its section (links alone were below "
                 "the retriever at PR@10 on two hyperlinked manuals, docs/user_corpora.md); " + hint,
