@@ -115,6 +115,8 @@ SENTENCE_ALONE_NEIGHBOUR_BEST_RANK = 6
 
 _AUTO_ALONE_KINDS = frozenset(k for k, _ in (*DEFAULT_ALONE_WEIGHTS, *SENTENCE_ALONE_WEIGHTS))
 """The kinds the ``"auto"`` alone shares damp at some chunk size (the others never)."""
+_AUTO_BESIDE_KINDS = frozenset(k for k, _ in (*BESIDE_WEIGHTS, *SENTENCE_BESIDE_WEIGHTS))
+"""The same for the ``"auto"`` beside shares."""
 
 AUTO_ALONE_WEIGHTS = "auto"
 """``GCSRanker.alone_weights`` default: :data:`SENTENCE_ALONE_WEIGHTS` on sentence-sized pools,
@@ -585,9 +587,9 @@ class GCSRanker:
     def alone_weights_for(self, candidates: Sequence[Candidate]) -> tuple[tuple[str, float], ...]:
         """The alone shares that apply to this pool: under ``"auto"`` the sentence-sized ones
         when :func:`sentence_sized` says so, the passage-sized ones otherwise."""
-        if isinstance(self.alone_weights, str):
-            return SENTENCE_ALONE_WEIGHTS if sentence_sized(candidates) else DEFAULT_ALONE_WEIGHTS
-        return cast(tuple[tuple[str, float], ...], self.alone_weights)  # pairs since __post_init__
+        return _by_chunk_size(
+            self.alone_weights, SENTENCE_ALONE_WEIGHTS, DEFAULT_ALONE_WEIGHTS, candidates
+        )
 
     def alone_share(
         self, graph: CandidateGraph, candidates: Sequence[Candidate] = ()
@@ -613,10 +615,11 @@ class GCSRanker:
         present = {kind for kind, matrix in graph.by_kind.items() if matrix.nnz}
         if self.normalisation != "degree" or len(present) < 2:
             return ()
-        pairs = self.beside_weights
-        if isinstance(pairs, str):
-            pairs = SENTENCE_BESIDE_WEIGHTS if sentence_sized(candidates) else BESIDE_WEIGHTS
-        pairs = cast(tuple[tuple[str, float], ...], pairs)
+        if isinstance(self.beside_weights, str) and not present & _AUTO_BESIDE_KINDS:
+            return ()  # no share for these kinds at any chunk size: no need to size the chunks
+        pairs = _by_chunk_size(
+            self.beside_weights, SENTENCE_BESIDE_WEIGHTS, BESIDE_WEIGHTS, candidates
+        )
         return tuple((kind, share) for kind, share in pairs if kind in present and share != 1.0)
 
     def _weighted(
@@ -635,6 +638,19 @@ class GCSRanker:
             return graph.adjacency
         parts = [matrix * weights.get(kind, 1.0) for kind, matrix in graph.by_kind.items()]
         return sp.csr_matrix(sum(parts[1:], parts[0]))
+
+
+def _by_chunk_size(
+    setting: Any,
+    sentences: tuple[tuple[str, float], ...],
+    passages: tuple[tuple[str, float], ...],
+    candidates: Sequence[Candidate],
+) -> tuple[tuple[str, float], ...]:
+    """A share setting's pairs for this pool: under ``"auto"`` ``sentences`` or ``passages`` by
+    :func:`sentence_sized`; explicit pairs apply to every pool."""
+    if isinstance(setting, str):
+        return sentences if sentence_sized(candidates) else passages
+    return cast(tuple[tuple[str, float], ...], setting)  # pairs since __post_init__
 
 
 def _kind_weights(field: str, weights: Any) -> tuple[tuple[str, float], ...]:
