@@ -406,9 +406,10 @@ def run_paths(args: argparse.Namespace) -> int:
     for device in missing:
         rows += paths.unmeasured_rows(kinds, sizes, device, threads)
     note = (
-        f"{', '.join(missing)} rows: {paths.NOT_MEASURED}. `inference_path` keeps the plan's "
-        "scatter kernel on CUDA, measured elsewhere to win there on an H100 (plan vs forward "
-        "2.1 vs 2.8 ms and 3.0 vs 4.4 ms)."
+        f"{', '.join(missing)} rows: {paths.NOT_MEASURED}. On CUDA `inference_path` picks the "
+        "plan's scatter kernel, measured elsewhere to win there on an H100 (plan vs forward "
+        "2.1 vs 2.8 ms and 3.0 vs 4.4 ms), replayed as a CUDA graph (`plan-graph`) for graphs "
+        "that fit a size bucket; the CUDA-graph replay itself is not measured yet."
         if missing
         else None
     )

@@ -1,9 +1,12 @@
 """``grapher-bench gat-latency --paths``: the GAT's inference paths timed against each other.
 
-For each graph kind, size and device it times, interleaved in one loop, the three ways
+For each graph kind, size and device it times, interleaved in one loop, the ways
 :class:`~grapher_core.learned.gat.model.InferencePlan` runs the shipped GAT on one query:
 ``plan`` (sorted CSR segments), ``plan-scatter`` (the scatter kernel, the plan before the CSR
-kernel) and ``forward`` (``GraphERNet.forward``, torch-geometric). It reports wall-clock median
+kernel), ``plan-graph`` (the scatter kernel replayed as a CUDA graph per size bucket; timed on
+CUDA only, since elsewhere it is an eager padded run that nothing picks) and ``forward``
+(``GraphERNet.forward``, torch-geometric). A ``plan-graph`` timing is the steady state: the
+bucket's capture happens in the untimed first call. It reports wall-clock median
 and p95, CPU-time median (on a shared box, what a call costs without waiting for a core),
 the largest output difference from ``forward`` and the path
 :func:`~grapher_core.learned.gat.model.inference_path` picks.
@@ -49,7 +52,9 @@ __all__ = [
 ]
 
 GRAPH_KINDS: tuple[str, ...] = ("table", "entity")
-PATHS: tuple[str, ...] = ("plan", "plan-scatter", "forward")
+PATHS: tuple[str, ...] = ("plan", "plan-scatter", "plan-graph", "forward")
+CUDA_ONLY: frozenset[str] = frozenset({"plan-graph"})
+"""Paths timed on CUDA devices only (their cell elsewhere says so)."""
 SECTION = "## GAT inference: plan vs forward"
 ENTITY_EDGES_PER_NODE = {200: 20.0, 2000: 43.0}
 """Directed shared-entity edges per node to aim for (the sizes measured elsewhere); other
@@ -187,15 +192,16 @@ def measure_case(
         if device.startswith("cuda"):
             torch.cuda.synchronize()
 
+    timed = [p for p in PATHS if device.startswith("cuda") or p not in CUDA_ONLY]
     calls: dict[str, Callable[[], Any]] = {
-        path: functools.partial(plan, *args, path=path) for path in PATHS
+        path: functools.partial(plan, *args, path=path) for path in timed
     }
     with torch_threads(threads, device), torch.inference_mode():
         outputs = {path: call() for path, call in calls.items()}
         rounds = _repeats_for(calls, repeats, budget_s)
         timings = _time_interleaved(calls, rounds, sync)
     reference = outputs["forward"]
-    max_diff = max(float((outputs[p] - reference).abs().max()) for p in PATHS)
+    max_diff = max(float((output - reference).abs().max()) for output in outputs.values())
     edges = int(arrays["edge_index"].shape[1])
     chosen = inference_path(device, n, edges)
     return Row(kind, n, edges, device, threads, rounds, timings, max_diff, chosen)
@@ -245,14 +251,15 @@ def unmeasured_rows(
     return rows
 
 
-def _cell(timing: PathTiming | None) -> str:
+def _cell(timing: PathTiming | None, path: str, measured: bool) -> str:
     if timing is None:
-        return NOT_MEASURED
+        return "CUDA only" if measured and path in CUDA_ONLY else NOT_MEASURED
     return f"{timing.median_ms:.2f} / {timing.p95_ms:.2f} ({timing.cpu_median_ms:.2f})"
 
 
 def _row_line(row: Row) -> str:
-    cells = " | ".join(_cell(row.timings.get(path)) for path in PATHS)
+    measured = bool(row.timings)
+    cells = " | ".join(_cell(row.timings.get(path), path, measured) for path in PATHS)
     repeats = row.repeats if row.timings else "-"
     diff = f"{row.max_diff:.1e}" if row.timings else "-"
     return (
@@ -296,7 +303,7 @@ def render_section(
         "path's scores from `forward`. `chosen`: what `inference_path` picks.",
         "",
         f"| graph | n | edges | device | threads | repeats | {header} | max \\|diff\\| | chosen |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---|---:|---:|" + "---:|" * (len(PATHS) + 1) + "---|",
         *(_row_line(row) for row in rows),
     ]
     if cuda_note:

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from grapher_core.errors import ConfigError, InputError, InputTypeError, StateError
+from grapher_core.learned.graphed import GraphedKernel, Tensors, size_bucket
 
 __all__ = [
     "ARCHITECTURES",
@@ -159,8 +160,8 @@ class GraphERNet(nn.Module):
         return self.fc2(h).squeeze(-1) + scalars @ self.prior
 
 
-InferencePath = Literal["plan", "plan-scatter", "forward"]
-INFERENCE_PATHS: tuple[InferencePath, ...] = ("plan", "plan-scatter", "forward")
+InferencePath = Literal["plan", "plan-scatter", "plan-graph", "forward"]
+INFERENCE_PATHS: tuple[InferencePath, ...] = ("plan", "plan-scatter", "plan-graph", "forward")
 EDGE_CHUNK = 2048
 """Edges per step of the plan's CPU attention logits: a step's (EDGE_CHUNK, heads * hidden)
 rows (1 MiB) stay in a core's cache and come back from the allocator warm, where one step over
@@ -173,12 +174,12 @@ def inference_path(device: str | torch.device, n_nodes: int, n_edges: int) -> In
 
     Measured (docs/speed.md, "GAT inference: plan vs forward"): on CPU the plan with sorted
     CSR segments is faster than ``GraphERNet.forward`` at every measured size and density
-    (200 and 2,000 nodes, table-like and entity-like graphs), so the sizes change nothing
-    today; they are taken so that a size rule, if numbers ever call for one, lives here. On
-    CUDA the plan's scatter kernel is the one measured to win (H100: 2.1 vs 2.8 ms at 200
-    nodes); the CSR kernel is not measured on a GPU. Other devices get ``forward``,
-    torch-geometric's general path (``segment_reduce``, the CSR kernel's softmax, has CPU and
-    CUDA kernels only).
+    (200 and 2,000 nodes, table-like and entity-like graphs). On CUDA the plan's scatter
+    kernel is the one measured to win (H100: 2.1 vs 2.8 ms at 200 nodes), and a call there is
+    launch-bound, so graphs that fit a size bucket replay it as a CUDA graph (``plan-graph``,
+    :mod:`~grapher_core.learned.graphed`); larger ones run it unpadded. Other devices get
+    ``forward``, torch-geometric's general path (``segment_reduce``, the CSR kernel's softmax,
+    has CPU and CUDA kernels only).
     """
     if n_nodes < 0 or n_edges < 0:
         raise InputError(f"sizes must be >= 0, got {n_nodes} nodes and {n_edges} edges")
@@ -186,7 +187,7 @@ def inference_path(device: str | torch.device, n_nodes: int, n_edges: int) -> In
     if kind == "cpu":
         return "plan"
     if kind == "cuda":
-        return "plan-scatter"
+        return "plan-graph" if size_bucket(n_nodes, n_edges) is not None else "plan-scatter"
     return "forward"
 
 
@@ -255,8 +256,10 @@ class InferencePlan:
     math is plain tensor ops with the query's encoder terms computed once and the weights
     packed when the plan is made (for a trained, frozen model: make a new plan after changing
     it). ``path`` (see :func:`inference_path`): ``"plan"``, the CSR-segment kernel (CPU);
-    ``"plan-scatter"``, the scatter kernel (CUDA); ``"forward"``, the model itself. Equality
-    of the three is tested.
+    ``"plan-scatter"``, the scatter kernel (CUDA); ``"plan-graph"``, the scatter kernel in
+    padded buffers, replayed as a CUDA graph per size bucket on CUDA (run eagerly elsewhere,
+    :mod:`~grapher_core.learned.graphed`);
+    ``"forward"``, the model itself. Equality of the four is tested.
     """
 
     def __init__(self, model: GraphERNet) -> None:
@@ -279,6 +282,7 @@ class InferencePlan:
         self.edge_weight = (
             torch.cat([layer.edge_weight for layer in self.layers], dim=1) if self.layers else None
         )
+        self.graphed = GraphedKernel(self._graph_kernel, name=model.spec.architecture)
 
     @staticmethod
     def _pack(conv: Any) -> _Layer:  # GATv2Conv: torch-geometric is untyped
@@ -325,15 +329,44 @@ class InferencePlan:
             index = torch.arange(n, device=objects.device)
             zeros = torch.zeros(n, dtype=torch.long, device=objects.device)
             return model(scalars, objects, index, query.reshape(1, d), zeros, edge_index, edge_attr)
-        h = self._encode(scalars, objects, query.reshape(1, d))
-        if self.message_passing:
-            if edge_index is None or edge_attr is None:
-                raise InputError("the GAT needs edge_index and edge_attr (self-loops included)")
-            if path == "plan":
+        if self.message_passing and (edge_index is None or edge_attr is None):
+            raise InputError("the GAT needs edge_index and edge_attr (self-loops included)")
+        if path == "plan-graph" and edge_index is not None and edge_attr is not None:
+            return self.graphed((scalars, objects), (query.reshape(-1),), edge_index, (edge_attr,))
+        if path == "plan" and edge_index is not None and edge_attr is not None:
+            h = self._encode(scalars, objects, query.reshape(1, d))
+            if self.message_passing:
                 h = self._segments(h, edge_index, edge_attr)
-            else:
-                h = self._scatter(h, edge_index, edge_attr)
-        else:
+            return self._head(scalars, h)
+        return self._scatter_call(scalars, objects, query, edge_index, edge_attr)
+
+    def _scatter_call(
+        self,
+        scalars: torch.Tensor,
+        objects: torch.Tensor,
+        query: torch.Tensor,
+        edge_index: torch.Tensor | None,
+        edge_attr: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """The whole call with the scatter kernel: no host sync and fixed shapes throughout,
+        which is what lets ``plan-graph`` capture it as a CUDA graph."""
+        h = self._encode(scalars, objects, query.reshape(1, -1))
+        if self.message_passing:
+            assert edge_index is not None and edge_attr is not None  # checked by the caller
+            h = self._scatter(h, edge_index, edge_attr)
+        return self._head(scalars, h)
+
+    def _graph_kernel(
+        self, nodes: Tensors, shared: Tensors, edge_index: torch.Tensor, edges: Tensors
+    ) -> torch.Tensor:
+        """``_scatter_call`` in the shape :class:`GraphedKernel` replays."""
+        return self._scatter_call(nodes[0], nodes[1], shared[0], edge_index, edges[0])
+
+    def _head(self, scalars: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """Per node: residual linear layers when there is no message passing (the MLP), then
+        the two fully connected layers and the GCS prior."""
+        model = self.model
+        if not self.message_passing:
             for layer in model.convs:
                 h = h + torch.nn.functional.elu(layer(h))
         h = torch.nn.functional.elu(model.fc1(h))

@@ -1,7 +1,8 @@
 """The GAT's inference paths give the same scores, and one function picks a path per device.
 
-``plan`` (sorted CSR segments, the CPU kernel), ``plan-scatter`` (the kernel measured on CUDA)
-and ``forward`` (torch-geometric) must agree to 1e-5 on the graphs the ranker meets: sparse
+``plan`` (sorted CSR segments, the CPU kernel), ``plan-scatter`` (the kernel measured on CUDA),
+``plan-graph`` (that kernel in padded buffers, a CUDA graph on a GPU, eager here) and
+``forward`` (torch-geometric) must agree to 1e-5 on the graphs the ranker meets: sparse
 table-like graphs and dense entity-like ones.
 """
 
@@ -127,8 +128,9 @@ def test_inference_path_keeps_the_measured_winner_per_device() -> None:
     for n, edges in [(1, 1), (200, 4_046), (2_000, 87_768), (20_000, 2_000_000)]:
         assert inference_path("cpu", n, edges) == "plan"  # the CSR kernel, measured on CPU
         assert inference_path(torch.device("cpu"), n, edges) == "plan"
-        assert inference_path("cuda", n, edges) == "plan-scatter"  # measured on an H100
-        assert inference_path("cuda:1", n, edges) == "plan-scatter"
+        on_gpu = "plan-graph" if n <= 2_000 else "plan-scatter"  # graphs up to the buckets
+        assert inference_path("cuda", n, edges) == on_gpu
+        assert inference_path("cuda:1", n, edges) == on_gpu
         assert inference_path("mps", n, edges) == "forward"
         assert inference_path("meta", n, edges) == "forward"
     with pytest.raises(InputError):
@@ -183,4 +185,6 @@ def test_the_latency_table_goes_at_the_end_and_replaces_only_itself(tmp_path: Pa
     assert [line.split(" | ")[3] for line in table if "| cpu |" in line] == ["cpu", "cpu"]
     if not torch.cuda.is_available():
         assert sum(NOT_MEASURED in line for line in table) == 2
-    assert all(line.rstrip(" |").endswith(("plan", "plan-scatter")) for line in table)
+    assert all(line.rstrip(" |").endswith(("plan", "plan-graph")) for line in table)
+    cpu_rows = [line for line in table if "| cpu |" in line]
+    assert all(line.count("CUDA only") == 1 for line in cpu_rows)  # plan-graph, not timed
