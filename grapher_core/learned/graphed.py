@@ -160,12 +160,13 @@ class GraphedKernel:
             self._slots.move_to_end(size)
             return slot
         n_nodes, n_edges = size
-        slot = _Slot(
-            nodes=[_padded(t, n_nodes) for t in nodes],
-            shared=[torch.zeros_like(t) for t in shared],
-            edge_index=torch.zeros(2, n_edges, dtype=torch.long, device=device),
-            edges=[_padded(t, n_edges) for t in edges],
-        )
+        with torch.inference_mode(False):  # normal tensors: writable inside inference mode or not
+            slot = _Slot(
+                nodes=[_padded(t, n_nodes) for t in nodes],
+                shared=[torch.zeros_like(t) for t in shared],
+                edge_index=torch.zeros(2, n_edges, dtype=torch.long, device=device),
+                edges=[_padded(t, n_edges) for t in edges],
+            )
         self._slots[size] = slot
         self._slots.move_to_end(size)
         while len(self._slots) > self.max_graphs:

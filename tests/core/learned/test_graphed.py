@@ -88,6 +88,18 @@ def test_a_smaller_graph_after_a_larger_one_in_the_same_bucket() -> None:
     assert len(plan.graphed.buckets) == 1
 
 
+def test_buffers_made_in_inference_mode_serve_calls_outside_it() -> None:
+    """The ranker calls in inference mode, a user's script may not: one plan serves both."""
+    plan = _plan()
+    args = _args("entity", 50, seed=50)
+    first = _check(plan, args)
+    again = plan(*args, path="plan-graph")  # outside inference mode, same buffers
+    torch.testing.assert_close(again, first)
+    other = _plan(seed=3)
+    outside = other(*args, path="plan-graph")  # made outside, then used inside
+    torch.testing.assert_close(_check(other, args), outside)
+
+
 def test_every_graph_kind_and_the_mlp_score_as_unpadded() -> None:
     for kind, n in [("table", 30), ("table", 300), ("entity", 120)]:
         _check(_plan(), _args(kind, n, seed=n))
