@@ -19,7 +19,7 @@ keep only scalars. The proximities read all three shapes.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,16 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from grapher_core.conventions import ListFormat
 from grapher_core.edges.links import ANCHOR_FIELD, HEADING_FIELDS
 from grapher_core.enrich.chunks import DEFAULT_DOC_KEYS, chunk_positions, document_id
-from grapher_core.enrich.links import (
-    URL_KEYS,
-    LinkIndex,
-    LinkTarget,
-    build_target_index,
-    extract_links,
-    link_target,
-    resolve_links,
-    section_anchors,
-)
+from grapher_core.enrich.links import URL_KEYS, link_target, resolve_object_links
 from grapher_core.errors import InputError, InputTypeError, StateError
 from grapher_core.metadata import encode_list
 
@@ -306,43 +297,17 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
             )
             for document in items
         ]
-        resolve, anchors = self._resolver(targets)
+        texts = [document.page_content for document in items]
+        resolved = resolve_object_links(
+            texts, targets, id_by_target=self.id_by_target, fmt=self.fmt
+        )
         out = []
-        for document, target, held in zip(items, targets, anchors, strict=True):
-            links = extract_links(document.page_content, self.fmt)
-            ids = resolve(links, self._url(document.metadata), document, target)
-            new = with_list(document, self.field, ids, self.list_format)
-            if self.anchor_field and held and self.anchor_field not in document.metadata:
-                new = with_list(new, self.anchor_field, held, self.list_format)
+        for document, links in zip(items, resolved, strict=True):
+            new = with_list(document, self.field, list(links.ids), self.list_format)
+            if self.anchor_field and links.anchors and self.anchor_field not in document.metadata:
+                new = with_list(new, self.anchor_field, list(links.anchors), self.list_format)
             out.append(new)
         return out
-
-    def _resolver(
-        self, targets: list[LinkTarget]
-    ) -> tuple[Callable[..., list[str]], list[tuple[str, ...]]]:
-        """``id_by_target`` as given (the former path), else the call's documents by page
-        (:class:`LinkIndex`, the resolution LlamaIndex's extractor runs too); with the anchors
-        each document holds."""
-        if self.id_by_target is not None:
-            index = build_target_index(self.id_by_target)
-
-            def by_map(links: list[str], base: str | None, doc: Document, _t: Any) -> list[str]:
-                return resolve_links(links, index, base=base, self_id=doc.id)
-
-            return by_map, section_anchors(targets)
-        pages = LinkIndex(targets)
-
-        def by_page(links: list[str], base: str | None, _d: Any, target: LinkTarget) -> list[str]:
-            return pages.resolve(links, base=base, source=target)
-
-        return by_page, pages.anchors
-
-    def _url(self, metadata: Mapping[str, Any]) -> str | None:
-        for key in self.url_keys:
-            value = metadata.get(key)
-            if isinstance(value, str) and value.strip():
-                return value.strip()
-        return None
 
 
 class MentionTransformer(BaseDocumentTransformer, BaseModel):

@@ -34,7 +34,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -301,8 +301,9 @@ class GraphERLinkExtractor(_GraphERExtractor):
     objects, whose ids the splitter does not keep, it writes page values instead of ids. Each
     node's anchors are written to ``anchor_field`` when its metadata has none.
 
-    With ``id_by_target`` (best built by ``grapher_core.enrich.links.build_target_index``)
-    links are resolved through that map and unknown targets dropped. ``url_keys`` are the
+    With ``id_by_target`` (target -> id; its keys are normalised as
+    ``grapher_core.enrich.links.build_target_index`` does) links are resolved through that map
+    and unknown targets dropped. ``url_keys`` are the
     metadata keys of a node's own URL, the first one present wins (relative links, and links
     to itself); the name and default are ``LinkTransformer``'s (``base_field=``, a single key,
     is its deprecated former name here).
@@ -353,59 +354,31 @@ class GraphERLinkExtractor(_GraphERExtractor):
     def _hidden_fields(self) -> list[str]:
         return [self.field, self.anchor_field] if self.anchor_field else [self.field]
 
-    def _url(self, metadata: Mapping[str, Any]) -> str | None:
-        return next(
-            (
-                value.strip()
-                for key in self.url_keys
-                if isinstance(value := metadata.get(key), str) and value.strip()
-            ),
-            None,
-        )
-
     async def aextract(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
-        from grapher_core.enrich.links import (
-            LinkIndex,
-            extract_links,
-            link_target,
-            normalise_target,
-            resolve_links,
-        )
+        from grapher_core.enrich.links import link_target, resolve_object_links
 
         texts = [node.get_content(metadata_mode=MetadataMode.NONE) for node in nodes]
-        urls = [self._url(node.metadata) for node in nodes]
-        if self.id_by_target is not None:
-            index = self.id_by_target
-            out = []
-            for text, url in zip(texts, urls, strict=True):
-                own = index.get(normalise_target(url)) if url else None
-                links = extract_links(text, fmt=self.fmt)
-                out.append(self._record(resolve_links(links, index, base=url, self_id=own)))
-            return out
         # Whole documents are split after this (their ids are not the nodes' ids): a link
         # into a page they hold keeps the page value, which ChunkLinks lands at query time.
         targets = [
             link_target(
                 None if isinstance(node, Document) else node.node_id,
                 node.metadata,
-                text if self.anchor_field else "",
+                text,
                 url_keys=self.url_keys,
                 anchor_field=self.anchor_field,
                 fmt=self.fmt,
             )
             for node, text in zip(nodes, texts, strict=True)
         ]
-        pages = LinkIndex(targets)
+        resolved = resolve_object_links(
+            texts, targets, id_by_target=self.id_by_target, fmt=self.fmt, keep_outside=True
+        )
         records = []
-        for node, text, url, target, held in zip(
-            nodes, texts, urls, targets, pages.anchors, strict=True
-        ):
-            links = pages.resolve(
-                extract_links(text, fmt=self.fmt), base=url, source=target, keep_outside=True
-            )
-            record = self._record(links)
-            if self.anchor_field and held and self.anchor_field not in node.metadata:
-                encoded = encode_list(held, self.list_format)
+        for node, links in zip(nodes, resolved, strict=True):
+            record = self._record(list(links.ids))
+            if self.anchor_field and links.anchors and self.anchor_field not in node.metadata:
+                encoded = encode_list(list(links.anchors), self.list_format)
                 if encoded is not None:
                     record[self.anchor_field] = encoded
             records.append(record)

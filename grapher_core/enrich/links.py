@@ -58,6 +58,7 @@ __all__ = [
     "LinkFormat",
     "LinkIndex",
     "LinkTarget",
+    "ObjectLinks",
     "build_target_index",
     "extract_anchors",
     "extract_links",
@@ -65,6 +66,7 @@ __all__ = [
     "normalise_target",
     "opening_anchors",
     "resolve_links",
+    "resolve_object_links",
     "section_anchors",
 ]
 
@@ -424,6 +426,56 @@ class LinkIndex:
             "uniquely>,), e.g. url_keys=('source',), or pass id_by_target={target: id} "
             "naming the object each target means"
         )
+
+
+@dataclass(frozen=True)
+class ObjectLinks:
+    """What a link writer stores for one object: the ids (or page values) its links reach, and
+    the anchors it holds (written where its metadata has none, for rank time)."""
+
+    ids: tuple[str, ...]
+    anchors: tuple[str, ...]
+
+
+def resolve_object_links(
+    texts: Sequence[str],
+    targets: Sequence[LinkTarget],
+    *,
+    id_by_target: Mapping[str, str] | None = None,
+    fmt: LinkFormat | str = "auto",
+    keep_outside: bool = False,
+) -> list[ObjectLinks]:
+    """Each object's links, read from its text and resolved against its own page (the
+    target's ``page``): through ``id_by_target`` when given (normalised by
+    :func:`build_target_index`; unknown targets dropped), else through the objects given
+    (:class:`LinkIndex`; ``keep_outside``: links to pages outside them keep their normalised
+    URL). Links to the object itself or to its own page are dropped either way. The one
+    resolution both wrappers' link writers run, so the same chunks get the same links."""
+    if len(texts) != len(targets):
+        raise InputError(f"{len(texts)} texts for {len(targets)} link targets")
+    if id_by_target is None:
+        pages = LinkIndex(targets)
+        return [
+            ObjectLinks(
+                tuple(
+                    pages.resolve(
+                        extract_links(text, fmt),
+                        base=target.page,
+                        source=target,
+                        keep_outside=keep_outside,
+                    )
+                ),
+                held,
+            )
+            for text, target, held in zip(texts, targets, pages.anchors, strict=True)
+        ]
+    index = build_target_index(id_by_target)
+    out = []
+    for text, target, held in zip(texts, targets, section_anchors(targets), strict=True):
+        own_page = index.get(normalise_target(target.page)) if target.page else None
+        ids = resolve_links(extract_links(text, fmt), index, base=target.page, self_id=target.id)
+        out.append(ObjectLinks(tuple(i for i in ids if i != own_page), held))
+    return out
 
 
 def section_anchors(
