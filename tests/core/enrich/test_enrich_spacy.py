@@ -73,7 +73,7 @@ def test_protocol_and_pickle(spacy_extractor: SpacyEntityExtractor) -> None:
     assert isinstance(spacy_extractor, EntityExtractor)
     spacy_extractor.extract_batch(["warm"])
     clone = pickle.loads(pickle.dumps(spacy_extractor))
-    assert clone._nlp is None  # reloads lazily where it lands (a Ray worker)
+    assert clone._spacy._nlp is None  # reloads lazily where it lands (a Ray worker)
     assert clone.extract_batch(TEXTS[:1]) == spacy_extractor.extract_batch(TEXTS[:1])
 
 
