@@ -113,6 +113,20 @@ class GraphedKernel:
         self.captures = 0
         self.capture_failed = False
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without buffers, graphs or lock (a reranker sent to a worker process):
+        they are made again there, on first use."""
+        state = self.__dict__.copy()
+        for name in ("_slots", "_lock", "_pool"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._slots = OrderedDict()
+        self._lock = threading.Lock()
+        self._pool = None
+
     @property
     def buckets(self) -> tuple[tuple[int, int], ...]:
         """The buckets holding buffers (and, on CUDA, a graph), least recently used first."""

@@ -100,6 +100,18 @@ def test_buffers_made_in_inference_mode_serve_calls_outside_it() -> None:
     torch.testing.assert_close(_check(other, args), outside)
 
 
+def test_a_plan_pickles_without_its_buffers_and_scores_the_same_after() -> None:
+    """A reranker holding a GAT goes to worker processes by pickle: buffers and lock stay."""
+    import pickle
+
+    plan = _plan()
+    args = _args("entity", 50, seed=50)
+    first = _check(plan, args)
+    back = pickle.loads(pickle.dumps(plan))
+    assert back.graphed.buckets == () and plan.graphed.buckets != ()
+    torch.testing.assert_close(_check(back, args), first)
+
+
 def test_every_graph_kind_and_the_mlp_score_as_unpadded() -> None:
     for kind, n in [("table", 30), ("table", 300), ("entity", 120)]:
         _check(_plan(), _args(kind, n, seed=n))
