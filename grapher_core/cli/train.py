@@ -16,7 +16,8 @@ Only when the fine-tuned model beats both on PR@K (``--for``; wins more held-out
 than it loses, p < 0.05 against each) is a final model fine-tuned on all the questions and
 written to ``--out`` (``gat_finetuned.safetensors`` + ``.json``, recording the recipe and the
 held-out numbers) with ``grapher_config.json``, which ``GraphReranker.from_config`` and both
-wrappers' ``from_config`` load (the config names the checkpoint by its absolute path).
+wrappers' ``from_config`` load (the config names the checkpoint relative to its own folder, so
+the folder can be moved or shared whole).
 Otherwise it says so, with the numbers and p-values, and writes nothing.
 
 Progress goes to stderr, one line per fold and epoch (``--quiet`` for none). ``--work DIR`` keeps
@@ -338,7 +339,7 @@ def _ship(args: argparse.Namespace, cv: Any, record: Mapping[str, Any], ks: Sequ
     weights, meta = GAT.save(result.model, config, args.out / FOLDER_FILES[0])
     settings = RerankSettings(
         ranker="gat",
-        ranker_options={"checkpoint": str(weights.resolve())},
+        ranker_options={"checkpoint": weights.name},  # read from the config's folder
         seed_transform="rank",
         top_n=cv.k,
     )

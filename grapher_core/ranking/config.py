@@ -52,7 +52,8 @@ KEYS: dict[str, str] = {
     "ranker": "registry name of the ranker (gcs, ppr, gat, baseline, ...)",
     "alpha": "the ranker's alpha in (0, 1), or null for its tuned default",
     "ranker_options": "keyword options of the named ranker beyond alpha (absent or {}: its "
-    'defaults), e.g. {"alone_weights": {}} for GCS with chunk order at full share',
+    'defaults), e.g. {"alone_weights": {}} for GCS with chunk order at full share; a relative '
+    '"checkpoint" path is read from the config\'s own folder',
     "seed_transform": f"how retriever scores become seeds: one of {', '.join(SEED_TRANSFORMS)} "
     "(absent or null: the reranker's default)",
     "top_n": "results returned per query (the wrappers' top_n), or null for all",
@@ -87,7 +88,7 @@ def retriever_order_config(**extra: Any) -> dict[str, Any]:
 def write_config(path: str | Path, config: Mapping[str, Any]) -> dict[str, Any]:
     """Validate ``config`` (as :func:`load_config` would) and write it as indented JSON."""
     path = Path(path)
-    checked = check_config(dict(config), str(path))
+    checked = check_config(dict(config), str(path), folder=path.parent)
     try:
         path.write_text(json.dumps(dict(config), indent=2) + "\n", encoding="utf-8")
     except OSError as error:
@@ -121,11 +122,15 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: nested too deep to be a GraphER config") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return check_config(data, str(path))
+    return check_config(data, str(path), folder=path.parent)
 
 
-def check_config(data: dict[str, Any], where: str = "config") -> dict[str, Any]:
-    """``data`` checked key by key, with defaults filled in; errors name ``where`` and the key."""
+def check_config(
+    data: dict[str, Any], where: str = "config", *, folder: Path | None = None
+) -> dict[str, Any]:
+    """``data`` checked key by key, with defaults filled in; errors name ``where`` and the key.
+    ``folder``: the config file's own folder, which a relative checkpoint path is read from
+    (so a folder holding a config and its checkpoint can be moved whole)."""
 
     def fail(key: str, message: str) -> ConfigError:
         return ConfigError(f"{where}: key {key!r}: {message}")
@@ -143,7 +148,7 @@ def check_config(data: dict[str, Any], where: str = "config") -> dict[str, Any]:
     if not isinstance(keep, bool):
         raise fail("keep_retriever_order", f"must be true or false, got {keep!r}")
     out: dict[str, Any] = {"grapher_config": CONFIG_VERSION, "keep_retriever_order": keep}
-    out.update(_baseline(data, fail) if keep else _ranking(data, where, fail))
+    out.update(_baseline(data, fail) if keep else _ranking(data, where, fail, folder))
     for key, check in _REQUEST_KEYS.items():
         out[key] = check(key, data.get(key, _REQUEST_DEFAULTS.get(key)), fail)
     out["expansion"] = _expansion(data.get("expansion"), fail)
@@ -173,7 +178,10 @@ def _baseline(data: Mapping[str, Any], fail: Callable[[str, str], ConfigError]) 
 
 
 def _ranking(
-    data: Mapping[str, Any], where: str, fail: Callable[[str, str], ConfigError]
+    data: Mapping[str, Any],
+    where: str,
+    fail: Callable[[str, str], ConfigError],
+    folder: Path | None = None,
 ) -> dict[str, Any]:
     """The ranker, its alpha and options, the seed rule and the proximities."""
     ranker = data.get("ranker", "gcs")
@@ -194,7 +202,7 @@ def _ranking(
         "ranker": ranker,
         "alpha": alpha,
         "seed_transform": seed,
-        "ranker_options": _ranker_options(ranker, alpha, data, fail),
+        "ranker_options": _ranker_options(ranker, alpha, data, fail, folder),
         "proximities": _proximities(data.get("proximities"), where),
     }
 
@@ -264,12 +272,22 @@ def _ranker_options(
     alpha: float | None,
     data: Mapping[str, Any],
     fail: Callable[[str, str], ConfigError],
+    folder: Path | None = None,
 ) -> dict[str, Any]:
     """The ``ranker_options`` object, checked by building the ranker with them once (a typo in
-    an option name fails here, naming the key, not at the first query)."""
+    an option name fails here, naming the key, not at the first query); a relative
+    ``checkpoint`` is read from ``folder``."""
     value = data.get("ranker_options") or {}
     if not isinstance(value, dict):
         raise fail("ranker_options", f"must be an object, got {type(value).__name__}")
+    checkpoint = value.get("checkpoint")
+    if (
+        folder is not None
+        and isinstance(checkpoint, str)
+        and checkpoint
+        and not Path(checkpoint).is_absolute()
+    ):
+        value = {**value, "checkpoint": str(folder / checkpoint)}
     if value:
         from grapher_core.ranking.registry import make_ranker
 

@@ -110,12 +110,16 @@ def test_a_fine_tune_that_wins_writes_a_checkpoint_and_a_config_that_ranks(
     assert saved["training"]["lr"] == 0.01 and saved["training"]["questions"] == 42
     written = json.loads(config.read_text())
     assert written["ranker"] == "gat"
-    assert written["ranker_options"] == {"checkpoint": str(weights.resolve())}
+    assert written["ranker_options"] == {"checkpoint": weights.name}  # beside the config
+    moved = tmp_path / "elsewhere" / "model"  # the folder moved whole (shared, deployed)
+    moved.parent.mkdir()
+    out.rename(moved)
+    weights, config = moved / weights.name, moved / config.name
     settings = RerankSettings.from_config(config)  # what both wrappers' from_config build on
     assert settings.ranker == "gat" and settings.seed_transform == "rank"
-    assert settings.ranker_options["checkpoint"] == str(weights.resolve())
+    assert Path(settings.ranker_options["checkpoint"]).resolve() == weights.resolve()
     reranker = GraphReranker.from_config(config)
-    assert Path(reranker.ranker.path) == weights.resolve()  # type: ignore[attr-defined]
+    assert Path(reranker.ranker.path).resolve() == weights.resolve()  # type: ignore[attr-defined]
     pool, query = fresh_pool(minilm)
     assert [c.id for c in pool].index("gold") == 5  # the retriever ranks it sixth
     ranked = reranker.rerank(pool, query_embedding=query, top_n=5)
