@@ -338,29 +338,30 @@ class InferencePlan:
             if self.message_passing:
                 h = self._segments(h, edge_index, edge_attr)
             return self._head(scalars, h)
-        return self._scatter_call(scalars, objects, query, edge_index, edge_attr)
+        edges = None if edge_index is None or edge_attr is None else (edge_index, edge_attr)
+        return self._scatter_call(scalars, objects, query, edges)
 
     def _scatter_call(
         self,
         scalars: torch.Tensor,
         objects: torch.Tensor,
         query: torch.Tensor,
-        edge_index: torch.Tensor | None,
-        edge_attr: torch.Tensor | None,
+        edges: tuple[torch.Tensor, torch.Tensor] | None,
     ) -> torch.Tensor:
-        """The whole call with the scatter kernel: no host sync and fixed shapes throughout,
-        which is what lets ``plan-graph`` capture it as a CUDA graph."""
+        """The whole call with the scatter kernel (``edges``: index and features): no host
+        sync and fixed shapes throughout, which is what lets ``plan-graph`` capture it as a
+        CUDA graph."""
         h = self._encode(scalars, objects, query.reshape(1, -1))
         if self.message_passing:
-            assert edge_index is not None and edge_attr is not None  # checked by the caller
-            h = self._scatter(h, edge_index, edge_attr)
+            assert edges is not None  # checked by the caller
+            h = self._scatter(h, *edges)
         return self._head(scalars, h)
 
     def _graph_kernel(
         self, nodes: Tensors, shared: Tensors, edge_index: torch.Tensor, edges: Tensors
     ) -> torch.Tensor:
         """``_scatter_call`` in the shape :class:`GraphedKernel` replays."""
-        return self._scatter_call(nodes[0], nodes[1], shared[0], edge_index, edges[0])
+        return self._scatter_call(nodes[0], nodes[1], shared[0], (edge_index, edges[0]))
 
     def _head(self, scalars: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """Per node: residual linear layers when there is no message passing (the MLP), then
