@@ -555,10 +555,21 @@ class GraphReranker(RerankingEngine):
         :func:`grapher_core.ranking.config.load_config`); ``options`` add or override
         constructor arguments. ``keep_retriever_order: true`` loads the ``"baseline"`` ranker
         over rank seeds: the input order, unchanged. The config's ``top_n`` is for
-        ``rerank(top_n=...)``."""
-        from grapher_core.ranking.config import core_options, load_config
+        ``rerank(top_n=...)``. A config that expands is refused: this reranker has no
+        neighbour source (``engine_for(RerankSettings.from_config(path), source)``, both in
+        :mod:`grapher_core.request.settings`, builds one that expands)."""
+        from grapher_core.ranking.config import core_options, load_config, refuse_unexpanded
 
-        return cls(**{**core_options(load_config(path)), **options})
+        config = load_config(path)
+        refuse_unexpanded(
+            config,
+            has_source=False,
+            door="GraphReranker",
+            fix="build the expanding reranker with engine_for(RerankSettings.from_config("
+            "path), source) over your neighbour source (both in grapher_core.request.settings)",
+            where=str(path),
+        )
+        return cls(**{**core_options(config), **options})
 
 
 def _states_order(proximity: Any, keys: frozenset[str]) -> bool:

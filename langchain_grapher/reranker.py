@@ -24,7 +24,7 @@ from grapher_core import GraphReranker
 from grapher_core.conventions import EXPANDED_KEY, assign_validated
 from grapher_core.diagnostics import check_score_key
 from grapher_core.errors import InputTypeError, StateError
-from grapher_core.ranking.config import load_config
+from grapher_core.ranking.config import load_config, refuse_unexpanded
 from grapher_core.request import Call, DoorIO, arun_call, run_call
 from grapher_core.request.engine import Engine, core_of
 from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
@@ -270,6 +270,13 @@ class GraphERReranker(RerankerFields):
         seeds: the documents' order, unchanged."""
         config = load_config(path)
         settings = settings_of(config, str(path))
+        refuse_unexpanded(
+            config,
+            has_source=fields.get("neighbour_source") is not None,
+            door="GraphERReranker without neighbour_source",
+            fix="pass neighbour_source=<your vector store, or a VectorStoreSource>",
+            where=str(path),
+        )
         if fields.get("score_key") is None:
             settings.refuse_unhonoured(
                 has_scores=False,

@@ -37,7 +37,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY, validated_copy
 from grapher_core.errors import InputError
-from grapher_core.ranking.config import load_config
+from grapher_core.ranking.config import load_config, refuse_unexpanded
 from grapher_core.request.settings import SCORE_SEEDS, config_fields, settings_of
 from grapher_core.utils.callsite import off_loop
 from langchain_grapher.reranker import GraphERReranker
@@ -107,6 +107,18 @@ class GraphERRetriever(BaseRetriever):
         field, for a base retriever that hands none."""
         config = load_config(path)
         settings = settings_of(config, str(path))
+        own = set(cls.model_fields)  # the rest of ``fields`` are the reranker's own
+        theirs = {
+            k: v for k, v in fields.items() if k not in own and k in GraphERReranker.model_fields
+        }
+        fields = {k: v for k, v in fields.items() if k not in theirs}
+        refuse_unexpanded(
+            config,
+            has_source=theirs.get("neighbour_source") is not None,
+            door="GraphERRetriever without neighbour_source",
+            fix="pass neighbour_source=<your vector store, or a VectorStoreSource>",
+            where=str(path),
+        )
         options: dict[str, Any] = {}
         if config.get("top_n") is not None:
             options["k"] = config["top_n"]
@@ -121,7 +133,7 @@ class GraphERRetriever(BaseRetriever):
                 where=str(path),
             )
             options["seeds"] = "score"
-        reranker = GraphERReranker(**config_fields(config, settings))
+        reranker = GraphERReranker(**{**config_fields(config, settings), **theirs})
         return cls(base_retriever=base_retriever, reranker=reranker, **{**options, **fields})
 
     @model_validator(mode="after")

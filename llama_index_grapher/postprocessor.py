@@ -35,7 +35,7 @@ from grapher_core.errors import InputTypeError, StateError
 from grapher_core.expand import (
     HubKeys,
 )
-from grapher_core.ranking.config import load_config
+from grapher_core.ranking.config import load_config, refuse_unexpanded
 from grapher_core.request import Call, DoorIO, arun_call, run_call
 from grapher_core.request.engine import Engine, core_of
 from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
@@ -262,7 +262,15 @@ class GraphERPostprocessor(PostprocessorFields):
         configuration runs as evaluated. ``keep_retriever_order: true`` loads the
         ``"baseline"`` ranker over rank seeds: the nodes' order, unchanged."""
         config = load_config(path)
-        return cls(**{**config_fields(config, settings_of(config, str(path))), **fields})
+        settings = settings_of(config, str(path))
+        refuse_unexpanded(
+            config,
+            has_source=fields.get("neighbour_source") is not None,
+            door="GraphERPostprocessor without neighbour_source",
+            fix="pass neighbour_source=<your index's docstore or vector store>",
+            where=str(path),
+        )
+        return cls(**{**config_fields(config, settings), **fields})
 
 
 def _sync_only(model: BaseEmbedding) -> bool:

@@ -36,6 +36,7 @@ __all__ = [
     "KEYS",
     "core_options",
     "load_config",
+    "refuse_unexpanded",
     "retriever_order_config",
     "write_config",
 ]
@@ -247,6 +248,22 @@ loading door's own default (the wrappers bound a call at 1000 candidates, the co
 _REQUEST_DEFAULTS: dict[str, Any] = {}
 DOOR_DEFAULT_KEYS = ("explain", "strict", "max_candidates", "max_chars_per_doc", "score_threshold")
 """Keys whose null means "the door's own default"."""
+
+
+def refuse_unexpanded(
+    config: Mapping[str, Any], *, has_source: bool, door: str, fix: str, where: str
+) -> None:
+    """Refuse, naming the key and ``fix``, a loaded ``config`` that expands in a ``door`` with
+    no neighbour source: it would rerank the candidates only -- what was evaluated would not be
+    what runs. Every door's ``from_config`` asks this."""
+    expansion = config.get("expansion")
+    if expansion is not None and not has_source:
+        shown = ", ".join(f"{k}={v!r}" for k, v in expansion.items()) or "its defaults"
+        raise ConfigError(
+            f"{where}: key 'expansion': this configuration expands ({shown}), but {door} has "
+            f"no neighbour source to fetch from: {fix}, or remove 'expansion' from the config "
+            "(what ran instead would not be what was evaluated)"
+        )
 
 
 def _expansion(value: Any, fail: Callable[[str, str], ConfigError]) -> Any:
