@@ -214,6 +214,12 @@ class GraphedKernel:
 
     def _capture(self, slot: _Slot) -> tuple[torch.Tensor, Callable[[], None]]:
         device = slot.edge_index.device
+        with torch.cuda.device(device):  # the capture stream is made on the current device
+            return self._capture_on(slot, device)
+
+    def _capture_on(
+        self, slot: _Slot, device: torch.device
+    ) -> tuple[torch.Tensor, Callable[[], None]]:
         current = torch.cuda.current_stream(device)
         side = torch.cuda.Stream(device)
         side.wait_stream(current)
@@ -228,4 +234,9 @@ class GraphedKernel:
         # error during this thread's capture
         with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
             output = self._run(slot)
-        return output, graph.replay
+
+        def replay() -> None:
+            with torch.cuda.device(device):  # launched on the current device's stream
+                graph.replay()
+
+        return output, replay
