@@ -24,10 +24,9 @@ from grapher_core import GraphReranker
 from grapher_core.conventions import EXPANDED_KEY, assign_validated
 from grapher_core.diagnostics import check_score_key
 from grapher_core.errors import InputTypeError, StateError
-from grapher_core.ranking.config import load_config, refuse_unexpanded
 from grapher_core.request import Call, DoorIO, arun_call, run_call
 from grapher_core.request.engine import Engine, core_of
-from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
+from grapher_core.request.settings import RerankSettings, config_fields, door_config, engine_for
 from grapher_core.rerank import (
     Reranking,
 )
@@ -268,14 +267,8 @@ class GraphERReranker(RerankerFields):
         through :class:`GraphERRetriever`) can hand them over: what runs is what was
         evaluated. ``keep_retriever_order: true`` loads the ``"baseline"`` ranker over rank
         seeds: the documents' order, unchanged."""
-        config = load_config(path)
-        settings = settings_of(config, str(path))
-        refuse_unexpanded(
-            config,
-            has_source=fields.get("neighbour_source") is not None,
-            door="GraphERReranker without neighbour_source",
-            fix="pass neighbour_source=<your vector store, or a VectorStoreSource>",
-            where=str(path),
+        config, settings = door_config(
+            path, "GraphERReranker", fields, "your vector store, or a VectorStoreSource"
         )
         if fields.get("score_key") is None:
             settings.refuse_unhonoured(

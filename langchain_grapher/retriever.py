@@ -37,8 +37,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY, validated_copy
 from grapher_core.errors import InputError
-from grapher_core.ranking.config import load_config, refuse_unexpanded
-from grapher_core.request.settings import SCORE_SEEDS, config_fields, settings_of
+from grapher_core.request.settings import SCORE_SEEDS, config_fields, door_config
 from grapher_core.utils.callsite import off_loop
 from langchain_grapher.reranker import GraphERReranker
 from langchain_grapher.stores import ascored_search, scored_search, stored_vectors
@@ -105,19 +104,13 @@ class GraphERRetriever(BaseRetriever):
         ``base_retriever``: its reranker, ``k`` (the config's ``top_n``), ``fetch_k``, and
         score seeds when the configuration reads the store's scores -- refused, naming the
         field, for a base retriever that hands none."""
-        config = load_config(path)
-        settings = settings_of(config, str(path))
         own = set(cls.model_fields)  # the rest of ``fields`` are the reranker's own
         theirs = {
             k: v for k, v in fields.items() if k not in own and k in GraphERReranker.model_fields
         }
         fields = {k: v for k, v in fields.items() if k not in theirs}
-        refuse_unexpanded(
-            config,
-            has_source=theirs.get("neighbour_source") is not None,
-            door="GraphERRetriever without neighbour_source",
-            fix="pass neighbour_source=<your vector store, or a VectorStoreSource>",
-            where=str(path),
+        config, settings = door_config(
+            path, "GraphERRetriever", theirs, "your vector store, or a VectorStoreSource"
         )
         options: dict[str, Any] = {}
         if config.get("top_n") is not None:

@@ -35,10 +35,9 @@ from grapher_core.errors import InputTypeError, StateError
 from grapher_core.expand import (
     HubKeys,
 )
-from grapher_core.ranking.config import load_config, refuse_unexpanded
 from grapher_core.request import Call, DoorIO, arun_call, run_call
 from grapher_core.request.engine import Engine, core_of
-from grapher_core.request.settings import RerankSettings, config_fields, engine_for, settings_of
+from grapher_core.request.settings import RerankSettings, config_fields, door_config, engine_for
 from grapher_core.rerank import (
     Reranking,
 )
@@ -261,14 +260,8 @@ class GraphERPostprocessor(PostprocessorFields):
         ``vector_store``...). Nodes carry their retriever's scores, so a score-seed
         configuration runs as evaluated. ``keep_retriever_order: true`` loads the
         ``"baseline"`` ranker over rank seeds: the nodes' order, unchanged."""
-        config = load_config(path)
-        settings = settings_of(config, str(path))
-        refuse_unexpanded(
-            config,
-            has_source=fields.get("neighbour_source") is not None,
-            door="GraphERPostprocessor without neighbour_source",
-            fix="pass neighbour_source=<your index's docstore or vector store>",
-            where=str(path),
+        config, settings = door_config(
+            path, "GraphERPostprocessor", fields, "your index's docstore or vector store"
         )
         return cls(**{**config_fields(config, settings), **fields})
 

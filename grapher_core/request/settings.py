@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from grapher_core.errors import ConfigError, GraphERError
 from grapher_core.ranking.base import Ranker
-from grapher_core.ranking.config import CONFIG_VERSION, DOOR_DEFAULT_KEYS, load_config
+from grapher_core.ranking.config import (
+    CONFIG_VERSION,
+    DOOR_DEFAULT_KEYS,
+    load_config,
+    refuse_unexpanded,
+)
 from grapher_core.request.validation import (
     check_bound,
     check_explain,
@@ -275,6 +280,22 @@ def settings_of(config: Mapping[str, Any], where: str = "config") -> RerankSetti
         top_n=config.get("top_n"),
         expansion=expansion,
     )
+
+
+def door_config(
+    path: str | Path, door: str, fields: Mapping[str, Any], source: str
+) -> tuple[dict[str, Any], RerankSettings]:
+    """A config as a wrapper's ``from_config`` loads it: checked, with its settings; refused
+    when it expands and ``fields`` give no ``neighbour_source`` (``source`` says what to pass)."""
+    config = load_config(path)
+    refuse_unexpanded(
+        config,
+        has_source=fields.get("neighbour_source") is not None,
+        door=f"{door} without neighbour_source",
+        fix=f"pass neighbour_source=<{source}>",
+        where=str(path),
+    )
+    return config, settings_of(config, str(path))
 
 
 def config_fields(config: Mapping[str, Any], settings: RerankSettings) -> dict[str, Any]:
