@@ -39,6 +39,7 @@ __all__ = [
     "GraphedKernel",
     "Kernel",
     "Tensors",
+    "check_edge_index",
     "size_bucket",
 ]
 
@@ -78,6 +79,15 @@ def size_bucket(n_nodes: int, n_edges: int) -> tuple[int, int] | None:
     if nodes > NODE_BUCKETS[1] or edges > EDGE_BUCKETS[1]:
         return None
     return nodes, edges
+
+
+def check_edge_index(edge_index: torch.Tensor, n: int) -> None:
+    """Refuse, by name, an edge whose end is not one of the ``n`` nodes (one device sync): on a
+    GPU it would fault, and in padded buffers it would read a padding row."""
+    if edge_index.numel():
+        low, high = torch.stack(torch.aminmax(edge_index)).tolist()
+        if low < 0 or high >= n:
+            raise InputError(f"edge_index holds a node outside [0, {n})")
 
 
 @dataclass
@@ -141,10 +151,7 @@ class GraphedKernel:
         size = size_bucket(n, n_edges)
         if size is None or self.capture_failed:
             return self.kernel(nodes, shared, edge_index, edges)
-        if n_edges:  # an index at or past n would read a padding row (or fault on the GPU)
-            low, high = torch.stack(torch.aminmax(edge_index)).tolist()  # one device sync
-            if low < 0 or high >= n:
-                raise InputError(f"edge_index holds a node outside [0, {n})")
+        check_edge_index(edge_index, n)
         with self._lock:
             slot = self._slot(size, nodes, shared, edges)
             for buffer, given in zip(slot.nodes, nodes, strict=True):
@@ -159,8 +166,9 @@ class GraphedKernel:
                 self._prepare(slot)
             if self.capture_failed:
                 return self.kernel(nodes, shared, edge_index, edges)
-            assert slot.replay is not None and slot.output is not None
+            assert slot.replay is not None
             slot.replay()
+            assert slot.output is not None
             return slot.output[:n].clone()
 
     def _slot(
@@ -198,7 +206,6 @@ class GraphedKernel:
                 slot.output = self._run(slot)
 
             slot.replay = run_eagerly
-            slot.output = slot.edge_index.new_empty(0)
             return
         try:
             slot.output, slot.replay = self._capture(slot)

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from grapher_core.errors import ConfigError, InputError, InputTypeError, StateError
-from grapher_core.learned.graphed import GraphedKernel, Tensors, size_bucket
+from grapher_core.learned.graphed import GraphedKernel, Tensors, check_edge_index, size_bucket
 
 __all__ = [
     "ARCHITECTURES",
@@ -181,13 +181,12 @@ def inference_path(device: str | torch.device, n_nodes: int, n_edges: int) -> In
     ``forward``, torch-geometric's general path (``segment_reduce``, the CSR kernel's softmax,
     has CPU and CUDA kernels only).
     """
-    if n_nodes < 0 or n_edges < 0:
-        raise InputError(f"sizes must be >= 0, got {n_nodes} nodes and {n_edges} edges")
+    bucket = size_bucket(n_nodes, n_edges)  # refuses negative sizes, on every device
     kind = torch.device(device).type
     if kind == "cpu":
         return "plan"
     if kind == "cuda":
-        return "plan-graph" if size_bucket(n_nodes, n_edges) is not None else "plan-scatter"
+        return "plan-graph" if bucket is not None else "plan-scatter"
     return "forward"
 
 
@@ -226,8 +225,7 @@ class _Edges:
 
 def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, heads: int) -> _Edges:
     """Checked and sorted edges: an index outside the graph is refused here, by name."""
-    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
-        raise InputError(f"edge_index holds a node outside [0, {n})")
+    check_edge_index(edge_index, n)
     target, order = torch.sort(edge_index[1], stable=True)
     source = edge_index[0].index_select(0, order)
     device, n_edges = source.device, source.numel()
@@ -329,16 +327,16 @@ class InferencePlan:
             index = torch.arange(n, device=objects.device)
             zeros = torch.zeros(n, dtype=torch.long, device=objects.device)
             return model(scalars, objects, index, query.reshape(1, d), zeros, edge_index, edge_attr)
-        if self.message_passing and (edge_index is None or edge_attr is None):
+        edges = None if edge_index is None or edge_attr is None else (edge_index, edge_attr)
+        if self.message_passing and edges is None:
             raise InputError("the GAT needs edge_index and edge_attr (self-loops included)")
-        if path == "plan-graph" and edge_index is not None and edge_attr is not None:
-            return self.graphed((scalars, objects), (query.reshape(-1),), edge_index, (edge_attr,))
-        if path == "plan" and edge_index is not None and edge_attr is not None:
+        if edges is not None and path == "plan-graph":
+            return self.graphed((scalars, objects), (query.reshape(-1),), edges[0], (edges[1],))
+        if edges is not None and path == "plan":
             h = self._encode(scalars, objects, query.reshape(1, d))
             if self.message_passing:
-                h = self._segments(h, edge_index, edge_attr)
+                h = self._segments(h, *edges)
             return self._head(scalars, h)
-        edges = None if edge_index is None or edge_attr is None else (edge_index, edge_attr)
         return self._scatter_call(scalars, objects, query, edges)
 
     def _scatter_call(
