@@ -82,10 +82,7 @@ class GraphERRetriever(BaseRetriever):
         build its reranker (not both: one place says how it ranks)."""
         if not isinstance(data, dict):
             return data
-        own = set(cls.model_fields) | {"callbacks", "tags", "metadata"}
-        theirs = {
-            k: v for k, v in data.items() if k not in own and k in GraphERReranker.model_fields
-        }
+        theirs, rest = cls._split_fields(data)
         if not theirs:
             return data
         if "reranker" in data:
@@ -93,8 +90,16 @@ class GraphERRetriever(BaseRetriever):
                 f"give the reranker's fields ({', '.join(sorted(theirs))}) or reranker=..., "
                 "not both"
             )
-        rest = {k: v for k, v in data.items() if k not in theirs}
         return {**rest, "reranker": GraphERReranker(**theirs)}
+
+    @classmethod
+    def _split_fields(cls, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The reranker's own fields among ``data``, and the rest (the retriever's)."""
+        own = set(cls.model_fields) | {"callbacks", "tags", "metadata"}
+        theirs = {
+            k: v for k, v in data.items() if k not in own and k in GraphERReranker.model_fields
+        }
+        return theirs, {k: v for k, v in data.items() if k not in theirs}
 
     @classmethod
     def from_config(
@@ -104,11 +109,7 @@ class GraphERRetriever(BaseRetriever):
         ``base_retriever``: its reranker, ``k`` (the config's ``top_n``), ``fetch_k``, and
         score seeds when the configuration reads the store's scores -- refused, naming the
         field, for a base retriever that hands none."""
-        own = set(cls.model_fields)  # the rest of ``fields`` are the reranker's own
-        theirs = {
-            k: v for k, v in fields.items() if k not in own and k in GraphERReranker.model_fields
-        }
-        fields = {k: v for k, v in fields.items() if k not in theirs}
+        theirs, fields = cls._split_fields(fields)
         config, settings = door_config(
             path, "GraphERRetriever", theirs, "your vector store, or a VectorStoreSource"
         )

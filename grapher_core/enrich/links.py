@@ -35,7 +35,7 @@ import html
 import itertools
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, Literal
@@ -453,29 +453,27 @@ def resolve_object_links(
     resolution both wrappers' link writers run, so the same chunks get the same links."""
     if len(texts) != len(targets):
         raise InputError(f"{len(texts)} texts for {len(targets)} link targets")
+    resolve: Callable[[list[str], LinkTarget], list[str]]
     if id_by_target is None:
         pages = LinkIndex(targets)
-        return [
-            ObjectLinks(
-                tuple(
-                    pages.resolve(
-                        extract_links(text, fmt),
-                        base=target.page,
-                        source=target,
-                        keep_outside=keep_outside,
-                    )
-                ),
-                held,
-            )
-            for text, target, held in zip(texts, targets, pages.anchors, strict=True)
-        ]
-    index = build_target_index(id_by_target)
-    out = []
-    for text, target, held in zip(texts, targets, section_anchors(targets), strict=True):
-        own_page = index.get(normalise_target(target.page)) if target.page else None
-        ids = resolve_links(extract_links(text, fmt), index, base=target.page, self_id=target.id)
-        out.append(ObjectLinks(tuple(i for i in ids if i != own_page), held))
-    return out
+        anchors = pages.anchors
+
+        def resolve(links: list[str], target: LinkTarget) -> list[str]:
+            return pages.resolve(links, base=target.page, source=target, keep_outside=keep_outside)
+
+    else:
+        index = build_target_index(id_by_target)
+        anchors = section_anchors(targets)
+
+        def resolve(links: list[str], target: LinkTarget) -> list[str]:
+            own_page = index.get(normalise_target(target.page)) if target.page else None
+            ids = resolve_links(links, index, base=target.page, self_id=target.id)
+            return [i for i in ids if i != own_page]
+
+    return [
+        ObjectLinks(tuple(resolve(extract_links(text, fmt), target)), held)
+        for text, target, held in zip(texts, targets, anchors, strict=True)
+    ]
 
 
 def section_anchors(
