@@ -17,10 +17,10 @@ import pytest
 
 pytest.importorskip("torch")
 import torch
+from helpers_gat import narrow_inputs, perturbed_plan
 
-from grapher_bench.latency.gat import graph_inputs
 from grapher_core.errors import InputError
-from grapher_core.learned.gat.model import GraphERNet, InferencePlan, ModelSpec
+from grapher_core.learned.gat.model import InferencePlan
 from grapher_core.learned.graphed import (
     EDGE_BUCKETS,
     NODE_BUCKETS,
@@ -33,20 +33,12 @@ DIM = 16
 
 
 def _plan(seed: int = 2, architecture: str = "gat") -> InferencePlan:
-    """A small network with every parameter perturbed, so biases, attention and prior count."""
-    torch.manual_seed(seed)
-    spec = ModelSpec(architecture, embedding_dim=DIM, hidden=8, heads=2, layers=3)
-    model = GraphERNet(spec).eval()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(0.5 * torch.randn_like(parameter))
-    return InferencePlan(model)
+    plan: InferencePlan = perturbed_plan(DIM, seed, architecture)
+    return plan
 
 
 def _args(kind: str, n: int, seed: int, device: str = "cpu") -> Args:
-    arrays = graph_inputs(kind, n, seed=seed)
-    arrays["objects"] = arrays["objects"][:, :DIM].copy()
-    arrays["query"] = arrays["query"][:DIM].copy()
+    arrays = narrow_inputs(kind, n, seed, DIM)
     keys = ("scalars", "objects", "query", "edge_index", "edge_attr")
     scalars, objects, query, edge_index, edge_attr = (
         torch.from_numpy(arrays[k]).to(device) for k in keys

@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 import torch
+from helpers_gat import narrow_inputs, perturbed_plan
 
 from grapher_bench.latency.gat import graph_inputs
 from grapher_core.errors import ConfigError, InputError
@@ -22,9 +23,7 @@ from grapher_core.learned.gat import model as gat_model
 from grapher_core.learned.gat.checkpoint import GAT
 from grapher_core.learned.gat.model import (
     INFERENCE_PATHS,
-    GraphERNet,
     InferencePlan,
-    ModelSpec,
     inference_path,
 )
 
@@ -71,32 +70,18 @@ def test_paths_give_equal_scores_with_the_shipped_gat(
     torch.testing.assert_close(outside_inference_mode, scores["plan"])
 
 
-def _random_plan(dim: int, seed: int) -> InferencePlan:
-    """A small GAT with every parameter perturbed, so biases, attention and prior all count."""
-    torch.manual_seed(seed)
-    model = GraphERNet(ModelSpec("gat", embedding_dim=dim, hidden=8, heads=3, layers=3)).eval()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(0.5 * torch.randn_like(parameter))
-    return InferencePlan(model)
-
-
 @pytest.mark.parametrize("kind", ["table", "entity"])
 def test_paths_agree_across_edge_chunks(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of 7 edges: segments and heads cross chunk boundaries everywhere."""
     monkeypatch.setattr(gat_model, "EDGE_CHUNK", 7)
-    arrays = graph_inputs(kind, 40, seed=1)
-    arrays["objects"] = arrays["objects"][:, :16].copy()
-    arrays["query"] = arrays["query"][:16].copy()
-    _assert_equal(_scores(_random_plan(16, seed=2), _tensors(arrays)))
+    arrays = narrow_inputs(kind, 40, seed=1, dim=16)
+    _assert_equal(_scores(perturbed_plan(16, seed=2), _tensors(arrays)))
 
 
 def test_paths_agree_on_shuffled_edges_and_self_loops_only() -> None:
     """The plan sorts edges itself; a graph of self-loops alone has one edge per segment."""
-    plan = _random_plan(16, seed=4)
-    arrays = graph_inputs("entity", 30, seed=5)
-    arrays["objects"] = arrays["objects"][:, :16].copy()
-    arrays["query"] = arrays["query"][:16].copy()
+    plan = perturbed_plan(16, seed=4)
+    arrays = narrow_inputs("entity", 30, seed=5, dim=16)
     order = np.random.default_rng(0).permutation(arrays["edge_index"].shape[1])
     shuffled = dict(arrays, edge_index=arrays["edge_index"][:, order].copy())
     shuffled["edge_attr"] = arrays["edge_attr"][order].copy()
