@@ -313,26 +313,7 @@ def _langchain(chunks: Sequence[Chunk], embedder: Any) -> dict[str, Callable[[st
 
 
 def _llamaindex(chunks: Sequence[Chunk], embedder: Any) -> dict[str, Callable[[str], list[str]]]:
-    from llama_index.core import VectorStoreIndex
-    from llama_index.core.schema import QueryBundle
-
-    from llama_index_grapher import GraphERLlamaEmbedding, GraphERPostprocessor
-
-    index = VectorStoreIndex(
-        [c.node for c in chunks], embed_model=GraphERLlamaEmbedding(embedder), show_progress=False
-    )
-    retriever = index.as_retriever(similarity_top_k=FETCH_K)
-    post = GraphERPostprocessor(top_n=TOP_N)
-
-    def plain(text: str) -> list[str]:
-        return [n.node.node_id for n in retriever.retrieve(text)]
-
-    def reranked(text: str) -> list[str]:
-        bundle = QueryBundle(text)
-        found = post.postprocess_nodes(retriever.retrieve(bundle), query_bundle=bundle)
-        return [n.node.node_id for n in found]
-
-    return {"LlamaIndex retriever": plain, "LlamaIndex GraphERPostprocessor()": reranked}
+    return _llamaindex_nodes([c.node for c in chunks], embedder, "")
 
 
 @dataclass
