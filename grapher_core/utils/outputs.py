@@ -64,15 +64,17 @@ def _make_folders(where: Path, path: Path, option: str) -> list[Path]:
     """Create ``where`` and its missing parents; the ones created, outermost first."""
     missing: list[Path] = []
     current = where
-    while not current.exists() and current != current.parent:
-        if current.is_symlink():  # a dangling link: mkdir would fail with a puzzling EEXIST
-            raise InputError(f"{option} {path} cannot be created: {current} is a broken link")
-        missing.append(current)
-        current = current.parent
-    if current.exists() and not current.is_dir():
-        raise InputError(f"{option} {path} cannot be created: {current} is a file, not a folder")
     created: list[Path] = []
     try:
+        while not os.path.exists(current) and current != current.parent:
+            if current.is_symlink():  # a dangling link: mkdir would fail with a puzzling EEXIST
+                raise InputError(f"{option} {path} cannot be created: {current} is a broken link")
+            missing.append(current)
+            current = current.parent
+        if os.path.exists(current) and not current.is_dir():
+            raise InputError(
+                f"{option} {path} cannot be created: {current} is a file, not a folder"
+            )
         for folder in reversed(missing):
             folder.mkdir()
             created.append(folder)
