@@ -67,9 +67,9 @@ def undeclared_outputs(parser: argparse.ArgumentParser) -> list[str]:
             if not action.option_strings or action.nargs == 0:  # positionals and flags
                 continue
             name = max(action.option_strings, key=len)
-            if OUTPUT_NAME.search(name) and name not in declared:
-                if (command, name) not in NOT_OUTPUTS:
-                    found.append(f"{command} {name}")
+            named = OUTPUT_NAME.search(name) and (command, name) not in NOT_OUTPUTS
+            if named and name not in declared:
+                found.append(f"{command} {name}")
     return found
 
 
