@@ -27,8 +27,9 @@ advice is to keep the retriever's order. PR@K by source names any source where i
 Exit codes:
   0  evaluated and printed
   2  bad command line or input (a questions line without a field, a gold id not in the
-     corpus, an empty gold list, a duplicate question id, ...): one line naming file, line,
-     field and value
+     corpus, an empty gold list, a duplicate question id, a --write-config that cannot be
+     written, ...): one line naming file, line, field and value; or every ranker of --rankers
+     was skipped (the line names the extra to install, or the reason)
 """
 
 from __future__ import annotations

@@ -25,10 +25,15 @@ finished folds (their results as JSON, their models as safetensors): a rerun ski
 On a CPU with one thread, a few hundred questions at ``--top-n 20`` take a few minutes (see
 docs/first_pipeline.md, "Train the GAT on your own questions").
 
+``--out`` and ``--work`` are tried for writing before anything is read (a place that cannot be
+written is refused at once, not after the folds). Ctrl-C prints one line saying what was kept.
+
 Exit codes:
-  0  trained and evaluated (whether or not the fine-tuned model was written)
-  2  bad command line or input (fewer than 30 questions, a missing file, a questions line
-     without a field, a --work folder of another run, ...), or the gat extra is not installed
+  0    trained and evaluated (whether or not the fine-tuned model was written)
+  2    bad command line or input (fewer than 30 questions, a missing file, a questions line
+       without a field, a --work folder of another run, an --out that cannot be written, ...),
+       or the gat extra is not installed
+  130  interrupted (Ctrl-C): the folds finished so far stay in --work
 """
 
 from __future__ import annotations
