@@ -7,9 +7,9 @@ silently. Now only a regular file is read (configs may be reached through a link
 files never through a link), bounded in size, and a duplicate key is refused naming it, through
 every door that loads a config.
 
-Every load runs with a deadline (a thread here, a capped child process for the pid files), so a
-regression fails the test instead of hanging or exhausting the machine; the planted naive
-reader shows that the deadline catches one.
+Every hostile load runs in a child process capped at 2 GiB of address space, each with a
+deadline, so a regression fails the test instead of hanging or exhausting the machine; the
+planted naive reader shows that the cap and the deadline catch one.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from grapher_bench import processes
-from grapher_core.errors import ConfigError, GraphERError
+from grapher_core.errors import GraphERError
 from grapher_core.ranking.config import MAX_CONFIG_BYTES, load_config
 from grapher_core.request.settings import RerankSettings
 
@@ -124,15 +124,71 @@ KINDS = [
 ]
 
 
+CAP = 2 << 30
+"""The children's address space: a read of ``/dev/zero`` ends there (``MemoryError``), not in
+the machine's memory."""
+
+CONFIG_CHILD = f"""
+import json, resource, sys, tempfile, threading
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_AS, ({CAP}, {CAP}))
+from grapher_core.errors import ConfigError
+import test_rel_small_files as here
+results = {{}}
+for door, load in here.DOORS.items():
+    for kind in here.KINDS:
+        path, said = here._planted_config(Path(tempfile.mkdtemp(dir=sys.argv[1])), kind)
+        outcome = []
+        def attempt():
+            try:
+                load(path)
+                outcome.append(("loaded", False, ""))
+            except BaseException as error:
+                outcome.append((type(error).__name__, isinstance(error, ConfigError), str(error)))
+        worker = threading.Thread(target=attempt, daemon=True)
+        worker.start()
+        worker.join(10)  # a FIFO opened for reading blocks: the worker is left behind
+        error, config_error, message = outcome[0] if outcome else ("timed out", False, "")
+        results[door + "|" + kind] = [error, config_error, message, str(path), said]
+print(json.dumps(results), flush=True)
+"""
+
+
+def _env() -> dict[str, str]:
+    paths = [ROOT, ROOT / "tests" / "helpers", ROOT / "tests" / "reliability"]
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(map(str, paths)),
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+@pytest.fixture(scope="module")
+def door_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
+    """Every door on every planted config, loaded once in a child capped at :data:`CAP`, each
+    load in a thread with a 10 s deadline."""
+    folder = tmp_path_factory.mktemp("configs")
+    done = subprocess.run(
+        [sys.executable, "-c", CONFIG_CHILD, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=_env(),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcomes: dict[str, list[Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return outcomes
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("door", list(DOORS))
 def test_a_config_that_is_not_a_small_regular_json_file_is_refused(
-    door: str, kind: str, tmp_path: Path
+    door: str, kind: str, door_outcomes: dict[str, list[Any]]
 ) -> None:
-    path, said = _planted_config(tmp_path, kind)
-    outcome = _within(20, lambda: DOORS[door](path))
-    assert isinstance(outcome, ConfigError), outcome
-    assert str(path) in str(outcome) and said in str(outcome)
+    error, config_error, message, path, said = door_outcomes[f"{door}|{kind}"]
+    assert config_error, f"{error}: {message}"
+    assert path in message and said in message, message
 
 
 @pytest.mark.parametrize("door", list(DOORS))
@@ -154,10 +210,10 @@ def test_a_missing_config_is_still_named_missing(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------ pid files
 
-CHILD = """
+CHILD = f"""
 import resource, sys
 from pathlib import Path
-resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a read of /dev/zero stops here
+resource.setrlimit(resource.RLIMIT_AS, ({CAP}, {CAP}))
 from grapher_bench import processes
 if sys.argv[2] == "naive":  # the planted bypass: the reader before this mechanism
     processes.read_small_file = lambda path, **_: Path(path).read_bytes()
@@ -167,7 +223,8 @@ print(processes.drop_pid_file(Path(sys.argv[1]), verdict))
 
 
 def _stop_in_child(path: Path, reader: str, seconds: float = 20) -> str:
-    """What checking ``path`` says, in a child capped at 1 GiB that must finish in time."""
+    """What checking ``path`` says, in a child capped at :data:`CAP` that must finish in
+    time."""
     try:
         done = subprocess.run(
             [sys.executable, "-c", CHILD, str(path), reader],
@@ -175,7 +232,7 @@ def _stop_in_child(path: Path, reader: str, seconds: float = 20) -> str:
             text=True,
             timeout=seconds,
             check=False,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"},
+            env=_env(),
         )
     except subprocess.TimeoutExpired:
         return "timed out"
@@ -223,18 +280,29 @@ def test_the_planted_naive_reader_is_caught(kind: str, tmp_path: Path) -> None:
     assert said == "timed out" or said.startswith("failed:"), said
 
 
-def test_the_reader_stop_command_refuses_a_pid_file_linked_to_dev_zero(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from grapher_bench.cli import main as bench_main
+STOP_CHILD = f"""
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({CAP}, {CAP}))
+from grapher_bench.cli import main
+raise SystemExit(main(["reader", "stop", "--dir", sys.argv[1]]))
+"""
+
+
+def test_the_reader_stop_command_refuses_a_pid_file_linked_to_dev_zero(tmp_path: Path) -> None:
     from grapher_bench.qa_eval import reader
 
     (tmp_path / reader.PID_FILE).symlink_to("/dev/zero")
     os.mkfifo(tmp_path / reader.CHILD_PID_FILE)
-    code = _within(30, lambda: bench_main(["reader", "stop", "--dir", str(tmp_path)]))
-    out, err = capsys.readouterr()
-    assert code == 0 and "no reader" in out
-    assert err.count("is not a regular file") == 2 and "Traceback" not in err
+    done = subprocess.run(
+        [sys.executable, "-c", STOP_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=_env(),
+    )
+    assert done.returncode == 0 and "no reader" in done.stdout, done.stderr[-2000:]
+    assert done.stderr.count("is not a regular file") == 2 and "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
