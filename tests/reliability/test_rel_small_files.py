@@ -44,10 +44,19 @@ def _doors() -> dict[str, Callable[[Path], Any]]:
         "GraphReranker.from_config": GraphReranker.from_config,
     }
     try:
-        from langchain_grapher import GraphERReranker
+        from langchain_core.retrievers import BaseRetriever
+
+        from langchain_grapher import GraphERReranker, GraphERRetriever
+
+        class Nothing(BaseRetriever):
+            def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+                return []
 
         doors["GraphERReranker.from_config"] = lambda p: GraphERReranker.from_config(
             p, score_key="score"
+        )
+        doors["GraphERRetriever.from_config"] = lambda p: GraphERRetriever.from_config(
+            p, base_retriever=Nothing()
         )
     except ImportError:  # make test-min has it; make test-gat-only does not
         pass
