@@ -33,6 +33,7 @@ from helpers_train import MINILM, write_data
 from grapher_core.cli import main
 from grapher_core.cli.main import EXIT_INTERRUPTED, run
 from grapher_core.errors import ConfigError
+from grapher_core.ranking.base import Ranker
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ROOT / "tests" / "helpers"
@@ -119,7 +120,7 @@ def broken_ranker() -> object:
     from grapher_core import register_ranker
     from grapher_core.allowed import _unregister
 
-    def broken(**_: object) -> object:
+    def broken(**_: object) -> Ranker:
         raise ConfigError("the planted ranker cannot be built")
 
     register_ranker("planted-broken", broken)

@@ -88,7 +88,12 @@ def _planted(declare: bool, read: list[str]) -> argparse.ArgumentParser:
         output_argument(sub, "--out")
     else:
         sub.add_argument("--out", type=Path)
-    sub.set_defaults(func=lambda args: read.append(str(args.input)) or 0)
+
+    def export(args: argparse.Namespace) -> int:
+        read.append(str(args.input))
+        return 0
+
+    sub.set_defaults(func=export)
     return parser
 
 

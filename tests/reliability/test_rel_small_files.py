@@ -339,8 +339,11 @@ def json_read_from_a_path(source: str) -> list[int]:
             lines.append(node.lineno)
         elif node.func.attr == "loads" and node.args:
             inner = node.args[0]
-            reads = isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-            if reads and inner.func.attr in ("read_text", "read_bytes", "read"):  # type: ignore[union-attr]
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in ("read_text", "read_bytes", "read")
+            ):
                 lines.append(node.lineno)
     return lines
 
