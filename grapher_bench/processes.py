@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from grapher_core.errors import InputError
+from grapher_core.errors import GraphERError, InputError
+from grapher_core.utils.small_files import read_small_file
 
 __all__ = [
     "PID_FILE_FORMAT",
@@ -56,6 +57,8 @@ __all__ = [
 PROC = Path("/proc")
 """Where process identities are read from (a module attribute so a test can take it away)."""
 PID_FILE_FORMAT = "grapher-process/1"
+MAX_PID_FILE_BYTES = 64 << 10
+"""A pid file holds one identity (a command line of a few hundred bytes); larger is not ours."""
 _LEGACY = re.compile(r"[+-]?\d+")
 
 
@@ -315,12 +318,13 @@ def write_pid_file(path: Path, identity: ProcessIdentity) -> None:
 def check_pid_file(path: Path) -> Verdict | None:
     """Check the record in the pid file ``path`` (``None`` when there is no file). A bare pid
     (the older format) or a damaged file is unverifiable: never signalled."""
-    try:
-        text = path.read_text(errors="replace").strip()
+    try:  # a regular file only, never through a link: /dev/zero or a FIFO is refused unread
+        raw = read_small_file(path, limit=MAX_PID_FILE_BYTES, what="pid file", follow=False)
     except FileNotFoundError:
         return None
-    except OSError as error:
-        return Verdict(Standing.UNVERIFIABLE, None, f"cannot be read ({error.strerror})")
+    except GraphERError as error:
+        return Verdict(Standing.UNVERIFIABLE, None, _after_path(error, path))
+    text = raw.decode("utf-8", errors="replace").strip()
     if _LEGACY.fullmatch(text):
         pid = int(text)
         if not _valid_pid(pid):
@@ -335,6 +339,14 @@ def check_pid_file(path: Path) -> Verdict | None:
     except (ValueError, InputError) as error:
         return Verdict(Standing.UNVERIFIABLE, None, f"is not a pid file ({error})")
     return check(recorded)
+
+
+def _after_path(error: Exception, path: Path) -> str:
+    """The reader's message without the path (the line that reports it names the file)."""
+    message = str(error)
+    for prefix in (f"pid file {path} ", f"pid file {path}: ", f"{path}: "):
+        message = message.removeprefix(prefix)
+    return message
 
 
 def drop_pid_file(path: Path, verdict: Verdict) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_bench.cli import positive_int
-from grapher_core.cli.arguments import alpha_argument
+from grapher_core.cli.arguments import alpha_argument, output_argument
 from grapher_core.errors import ConfigError, InputError, InputFileNotFoundError
 
 __all__ = ["register"]
@@ -90,14 +90,17 @@ def register(subparsers: Any) -> None:
     bench.add_argument("--top-n", type=positive_int, default=200, help="candidates per query (200)")
     bench.add_argument("--alpha-gcs", type=alpha_argument, default=None)
     bench.add_argument("--alpha-ppr", type=alpha_argument, default=None)
-    bench.add_argument("--out", type=Path, default=Path("bench_out"), help="output folder")
+    output_argument(
+        bench, "--out", folder=True, type=Path, default=Path("bench_out"), help="output folder"
+    )
     bench.add_argument(
         "--tune-results",
         type=Path,
         default=None,
         help="tune.json from `grapher-bench tune`, quoted in --write-doc",
     )
-    bench.add_argument(
+    output_argument(
+        bench,
         "--write-doc",
         type=Path,
         default=None,
@@ -116,7 +119,8 @@ def register(subparsers: Any) -> None:
         default=None,
         help="model of the llm-rerank rankers (default $GRAPHER_LLM_MODEL)",
     )
-    bench.add_argument(
+    output_argument(
+        bench,
         "--llm-cache",
         type=Path,
         default=None,
@@ -152,7 +156,7 @@ def register(subparsers: Any) -> None:
     )
     tune.add_argument("--retriever", type=_csv, default=["hybrid", "dense", "bm25"])
     tune.add_argument("--limit", type=positive_int, default=None)
-    tune.add_argument("--out", type=Path, default=Path("bench_out/tune"))
+    output_argument(tune, "--out", folder=True, type=Path, default=Path("bench_out/tune"))
     tune.add_argument("--no-progress", action="store_true")
     tune.set_defaults(func=run_tune)
 

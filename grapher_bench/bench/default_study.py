@@ -23,6 +23,7 @@ from typing import Any
 from grapher_bench import sections
 from grapher_bench.cli import positive_int
 from grapher_bench.metrics import gold_in_top_k, perfect_recall_at_k
+from grapher_core.cli.arguments import output_argument
 
 __all__ = ["CONFIGS", "register", "run_default_study"]
 
@@ -69,8 +70,8 @@ def register(subparsers: Any) -> None:
     study.add_argument("--retriever", default="hybrid,dense", help="comma list (hybrid,dense)")
     study.add_argument("--limit", type=positive_int, default=None, help="first N queries per set")
     study.add_argument("--top-n", type=positive_int, default=200, help="candidates per query (200)")
-    study.add_argument("--out", type=Path, default=Path("bench_out/default"))
-    study.add_argument("--write-doc", type=Path, default=None, metavar="MD")
+    output_argument(study, "--out", folder=True, type=Path, default=Path("bench_out/default"))
+    output_argument(study, "--write-doc", type=Path, default=None, metavar="MD")
     study.add_argument(
         "--from-results",
         type=Path,

@@ -21,6 +21,7 @@ from typing import Any
 
 from grapher_bench import sections
 from grapher_bench.cli import positive_int
+from grapher_core.cli.arguments import output_argument
 
 __all__ = ["register", "run_seeds"]
 
@@ -53,13 +54,16 @@ def register(subparsers: Any) -> None:
         help="first N queries per dataset (default: all)",
     )
     seeds.add_argument("--top-n", type=positive_int, default=200, help="candidates per query (200)")
-    seeds.add_argument(
+    output_argument(
+        seeds,
         "--out",
+        folder=True,
         type=Path,
         default=Path("bench_out/seeds"),
         help="folder for seeds.json and seeds.md",
     )
-    seeds.add_argument(
+    output_argument(
+        seeds,
         "--write-doc",
         type=Path,
         default=None,

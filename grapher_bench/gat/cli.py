@@ -14,7 +14,7 @@ from typing import Any
 
 from grapher_bench.cli import non_negative_int, positive_int
 from grapher_bench.timing import median_p95_ms
-from grapher_core.cli.arguments import alpha_argument
+from grapher_core.cli.arguments import alpha_argument, output_argument
 from grapher_core.errors import ConfigError
 from grapher_core.learned.gat.features import SEED_SCHEMES
 
@@ -104,7 +104,8 @@ def register(subparsers: Any) -> None:
         help="databases of each --val-data set drawn with --seed for validation: a count (20) "
         "or a share (0.2); a set without databases (passages) has one per question",
     )
-    train.add_argument(
+    output_argument(
+        train,
         "--out",
         type=Path,
         default=Path("checkpoints/gat"),
@@ -242,7 +243,8 @@ def _path_arguments(latency: Any) -> None:
         default=30.0,
         help="with --paths: fewer repeats (at least 5) when a case would take longer",
     )
-    latency.add_argument(
+    output_argument(
+        latency,
         "--write-doc",
         type=Path,
         default=None,

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from grapher_bench.cli import non_negative_int, positive_int
+from grapher_core.cli.arguments import output_argument
 
 __all__ = ["register"]
 
@@ -116,7 +117,7 @@ def _add_training_options(study: argparse.ArgumentParser) -> None:
 
 def _add_output_options(study: argparse.ArgumentParser) -> None:
     """The output folder, the docs written, the shipped checkpoint and re-rendering."""
-    study.add_argument("--out", type=Path, default=Path("bench_out/grag"))
+    output_argument(study, "--out", folder=True, type=Path, default=Path("bench_out/grag"))
     study.add_argument(
         "--docs",
         type=Path,

@@ -37,6 +37,7 @@ from grapher_bench import sections
 from grapher_bench.cli import positive_int
 from grapher_bench.timing import median_p95_ms
 from grapher_core.candidates import Candidate
+from grapher_core.cli.arguments import output_argument
 from grapher_core.edges.base import Proximity
 from grapher_core.edges.entities import EDGE_BUDGET_FLOOR, SharedEntities
 from grapher_core.edges.graph import build_graph
@@ -399,11 +400,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-reference", action="store_true", help="skip the plain numpy/scipy reference pipeline"
     )
-    parser.add_argument("--write", metavar="FILE", help="update this markdown file")
+    output_argument(parser, "--write", metavar="FILE", help="update this markdown file")
     parser.set_defaults(func=run)
     hub = subparsers.add_parser(
         "hub-memory", help="peak memory of reranking n candidates sharing one entity"
     )
     hub.add_argument("--n", type=positive_int, default=20_000)
-    hub.add_argument("--write", metavar="FILE", help="update this markdown file")
+    output_argument(hub, "--write", metavar="FILE", help="update this markdown file")
     hub.set_defaults(func=run_hub_memory)

@@ -28,6 +28,7 @@ from typing import Any
 
 from grapher_bench.cli import non_negative_int, positive_int
 from grapher_bench.sections import write_section
+from grapher_core.cli.arguments import output_argument
 
 __all__ = ["register", "run"]
 
@@ -58,7 +59,8 @@ def register(subparsers: Any) -> None:
         default=3,
         help="queries timed without stored vectors or cache (3)",
     )
-    parser.add_argument(
+    output_argument(
+        parser,
         "--write",
         type=Path,
         default=None,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from grapher_core.cli.arguments import output_argument
 from grapher_core.errors import InputError, InputFileNotFoundError
 
 __all__ = ["register"]
@@ -81,20 +81,6 @@ def _inside(path: Path, folder: Path) -> bool:
     """True when ``path`` is ``folder`` or lies under it (both resolved)."""
     path, folder = path.resolve(), folder.resolve()
     return path == folder or folder in path.parents
-
-
-def _writable_folder(path: Path, option: str) -> None:
-    """``path`` can be a folder we write into: not a file, its nearest existing parent a
-    writable folder (nothing is created here)."""
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{option} {path} is a file, expected a folder")
-    parent = path
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InputError(f"{option} {path} cannot be created: {parent} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path} cannot be written: {parent} is not writable")
 
 
 _AT_LEAST: tuple[tuple[str, str, int], ...] = (
@@ -168,7 +154,6 @@ def check_options(args: argparse.Namespace) -> tuple[list[str], dict[str, Any], 
         for name, value in _per_set(args.limit_for, "--limit-for", "SET=N", set_names)
     }
     _check_outside_data(_output_paths(args, set_names), folders)
-    _writable_folder(args.out, "--out")
     if args.write_doc is not None and args.write_doc.is_file():
         _check_doc_markers(args.write_doc)
     return set_names, per_set, limits
@@ -211,14 +196,11 @@ def _data_folders(data: list[str]) -> list[Path]:
 
 
 def _output_paths(args: argparse.Namespace, set_names: list[str]) -> list[tuple[str, Path]]:
-    """Every path the run writes, with the option that names it; the files (``--cache``,
-    ``--write-doc``) checked writable."""
-    from grapher_core.cli.enrich import check_writable
-
+    """Every path the run writes, with the option that names it (each was tried for writing
+    before the command started: ``output_argument``)."""
     outputs = [("--out", args.out), *((f"--out {args.out}", args.out / n) for n in set_names)]
     for option, path in (("--cache", args.cache), ("--write-doc", args.write_doc)):
         if path is not None:
-            check_writable(path, option)
             outputs.append((option, path))
     return outputs
 
@@ -376,16 +358,16 @@ def _add_request_options(qa: argparse.ArgumentParser) -> None:
 
 def _add_output_options(qa: argparse.ArgumentParser) -> None:
     """The reply cache, the output folder, the doc section and progress."""
-    qa.add_argument(
+    output_argument(
+        qa,
         "--cache",
-        type=Path,
         default=None,
         help="SQLite reply cache (default <grapher cache>/qa-eval.sqlite)",
     )
-    qa.add_argument("--out", type=Path, default=Path("qa_out"), help="output folder")
-    qa.add_argument(
+    output_argument(qa, "--out", folder=True, default=Path("qa_out"), help="output folder")
+    output_argument(
+        qa,
         "--write-doc",
-        type=Path,
         default=None,
         metavar="MD",
         help="rewrite the qa-eval section of this markdown file",

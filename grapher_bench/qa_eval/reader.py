@@ -43,6 +43,7 @@ from typing import Any
 
 from grapher_bench import processes
 from grapher_core.errors import ConfigError, InputError, InputFileNotFoundError, StateError
+from grapher_core.utils.small_files import read_json_file
 
 __all__ = [
     "MODEL_ALIAS",
@@ -264,8 +265,8 @@ def _port_taken(port: int) -> bool:
 
 
 def _state(folder: Path) -> dict[str, Any] | None:
-    with contextlib.suppress(OSError, ValueError):
-        data = json.loads((folder / STATE_FILE).read_text())
+    with contextlib.suppress(OSError, ValueError):  # the reader's GraphERErrors are ValueErrors
+        data = read_json_file(folder / STATE_FILE, limit=processes.MAX_PID_FILE_BYTES)
         return data if isinstance(data, dict) else None
     return None
 

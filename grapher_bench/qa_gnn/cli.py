@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from grapher_bench.cli import int_argument, non_negative_int, positive_int
+from grapher_core.cli.arguments import output_argument
 from grapher_core.errors import ConfigError
 
 __all__ = ["register"]
@@ -47,7 +48,7 @@ def register(subparsers: Any) -> None:
         description="Train ranker='qa-gnn' on benchmark folders of chunked documents.",
     )
     train.add_argument("--data", action="append", required=True, metavar="DIR")
-    train.add_argument("--out", type=Path, required=True, help="checkpoint stem")
+    output_argument(train, "--out", type=Path, required=True, help="checkpoint stem")
     _common(train)
     train.set_defaults(func=run_train)
     evaluate = subparsers.add_parser(
@@ -72,14 +73,14 @@ def register(subparsers: Any) -> None:
         default="full,mean,no-stage1,e2e,no-centre",
         help="ablation variants to run (results are merged into ablations.json)",
     )
-    evaluate.add_argument("--out", type=Path, default=Path("bench_out/qagnn"))
+    output_argument(evaluate, "--out", folder=True, type=Path, default=Path("bench_out/qagnn"))
     evaluate.add_argument(
         "--checkpoint",
         type=Path,
         default=None,
         help="model for squad/latency (default: train on both sentence sets)",
     )
-    evaluate.add_argument("--write-doc", type=Path, default=None, metavar="MD")
+    output_argument(evaluate, "--write-doc", type=Path, default=None, metavar="MD")
     evaluate.add_argument(
         "--from-results", action="store_true", help="only rebuild the doc section from --out/*.json"
     )

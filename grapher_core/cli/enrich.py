@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grapher_core.cli.arguments import output_argument
 from grapher_core.enrich.base import EntityExtractor
 from grapher_core.enrich.cache import CacheError, EntityCache
 from grapher_core.enrich.runner import run_extraction
@@ -65,7 +66,7 @@ def register(subparsers: Any) -> None:
 def _add_corpus_options(parser: argparse.ArgumentParser) -> None:
     """What is read and written: the files, the extractor, the key and the JSON fields."""
     parser.add_argument("--input", required=True, type=Path, help="corpus JSONL to read")
-    parser.add_argument("--output", required=True, type=Path, help="enriched JSONL to write")
+    output_argument(parser, "--output", required=True, help="enriched JSONL to write")
     parser.add_argument(
         "--extractor",
         choices=("spacy", "openai", "mentions", "concepts"),
@@ -94,8 +95,8 @@ def _add_corpus_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     """The cache that makes a run resumable, failures, limit and progress."""
-    parser.add_argument(
-        "--cache", type=Path, default=None, help=f"SQLite cache (default: {default_cache_path()})"
+    output_argument(
+        parser, "--cache", default=None, help=f"SQLite cache (default: {default_cache_path()})"
     )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write a cache")
     parser.add_argument(
@@ -103,7 +104,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="reuse cached failures instead of retrying them",
     )
-    parser.add_argument("--failed", type=Path, help="write the ids that failed here, one a line")
+    output_argument(parser, "--failed", help="write the ids that failed here, one a line")
     parser.add_argument("--limit", type=int, help="only the first N objects")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -265,20 +266,6 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
         raise
 
 
-def check_writable(path: Path, option: str) -> None:
-    """Fail before any extraction when ``path`` cannot be written (a parent is a file, the
-    folder is read-only, the path is a folder), naming the option and the path."""
-    if path.is_dir():
-        raise InputError(f"{option} {path} is a directory, expected a file path")
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InputError(f"{option} {path} cannot be created: {parent} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path} cannot be written: {parent} is not writable")
-
-
 #: Exit code of ``grapher enrich`` when the cache file cannot be used (see the module doc).
 EXIT_CACHE_UNUSABLE = 3
 
@@ -301,9 +288,6 @@ def _run(args: argparse.Namespace) -> int:
         check_api_key(args.api_key, "--api-key")
     if args.input.resolve() == args.output.resolve():
         raise InputError("--output must differ from --input (the input is never overwritten)")
-    check_writable(args.output, "--output")
-    if args.failed is not None:
-        check_writable(args.failed, "--failed")
     lines = read_corpus_lines(
         args.input, args.limit, id_field=args.id_field, text_field=args.text_field
     )

@@ -27,8 +27,9 @@ advice is to keep the retriever's order. PR@K by source names any source where i
 Exit codes:
   0  evaluated and printed
   2  bad command line or input (a questions line without a field, a gold id not in the
-     corpus, an empty gold list, a duplicate question id, ...): one line naming file, line,
-     field and value
+     corpus, an empty gold list, a duplicate question id, a --write-config that cannot be
+     written, ...): one line naming file, line, field and value; or every ranker of --rankers
+     was skipped (the line names the extra to install, or the reason)
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from grapher_core.candidates import Candidate, CorpusObject
+from grapher_core.cli.arguments import output_argument
 from grapher_core.cli.inputs import Question, clean_text, embed_texts, read_questions
 from grapher_core.cli.rerank import (
     add_embedding_arguments,
@@ -50,7 +52,7 @@ from grapher_core.cli.rerank import (
     load_objects,
     retrieve,
 )
-from grapher_core.errors import InputError
+from grapher_core.errors import InputError, MissingDependencyError
 from grapher_core.evaluation.choice import Choice, choose, config_for, unfit_configurations
 from grapher_core.evaluation.grid import Setting, build_grid, rankers_available
 from grapher_core.evaluation.measure import (
@@ -66,7 +68,7 @@ from grapher_core.evaluation.metrics import pct
 from grapher_core.evaluation.report import gain_text, render_table, report_json
 from grapher_core.evaluation.sources import SourceResult, by_source, losing, sources_of
 
-__all__ = ["add_question_arguments", "register", "run"]
+__all__ = ["add_question_arguments", "missing_extras", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -83,14 +85,14 @@ def register(subparsers: Any) -> None:
         default="gcs,ppr,gat",
         help="rankers of the grid, comma-separated registry names (default: %(default)s)",
     )
-    parser.add_argument(
+    output_argument(
+        parser,
         "--write-config",
-        type=Path,
         metavar="JSON",
         help="write the chosen configuration here (GraphReranker.from_config and the "
         "wrappers' from_config load it)",
     )
-    parser.add_argument("--json", type=Path, metavar="JSON", help="write the full report here")
+    output_argument(parser, "--json", metavar="JSON", help="write the full report here")
     add_embedding_arguments(parser)
     parser.set_defaults(func=run, limit=None)
 
@@ -171,13 +173,44 @@ def _check(args: argparse.Namespace) -> tuple[list[int], int, list[str]]:
             f"--rankers: unknown ranker {(unknown or [args.rankers])[0]!r}; choose from "
             f"{', '.join(known)}"
         )
-    for option in ("write_config", "json"):
-        path = getattr(args, option)
-        if path is not None and path.is_dir():
-            raise InputError(f"--{option.replace('_', '-')} {path} is a directory")
-        if path is not None and not path.resolve().parent.is_dir():
-            raise InputError(f"--{option.replace('_', '-')} {path}: no folder {path.parent}")
-    return ks, for_k, rankers
+    return ks, for_k, rankers  # --write-config and --json were tried first (output_argument)
+
+
+def missing_extras(rankers: Sequence[str]) -> dict[str, str]:
+    """Per requested ranker whose optional extra is not installed, the skip line naming the
+    extra; when that is every requested ranker, a :class:`MissingDependencyError` before any
+    input is read (a choice among no configuration is no choice)."""
+    from grapher_core.allowed import Lazy, resolve
+
+    extras: dict[str, str] = {}
+    for name in rankers:
+        target = resolve("ranker", name, load=False)
+        if isinstance(target, Lazy):
+            try:
+                target.load()
+            except MissingDependencyError:
+                extras[name] = target.extra
+    if extras and len(extras) == len(rankers):
+        raise MissingDependencyError(
+            f"--rankers {','.join(rankers)}: every requested ranker needs an extra that is not "
+            f"installed: pip install 'grapher-rerank[{','.join(sorted(set(extras.values())))}]'"
+            ", or add gcs or ppr (nothing to evaluate otherwise)"
+        )
+    return {
+        name: f"needs the {extra} extra: pip install 'grapher-rerank[{extra}]'"
+        for name, extra in extras.items()
+    }
+
+
+def _need_a_ranker(rankers: Sequence[str], skipped: dict[str, str | None]) -> None:
+    """Refuse an evaluation whose every requested ranker was skipped (exit code 2)."""
+    if any(skipped.get(name) is None for name in rankers):
+        return
+    reasons = "; ".join(f"{name}: {skipped[name]}" for name in rankers)
+    raise InputError(
+        f"--rankers {','.join(rankers)}: every requested ranker was skipped ({reasons}); "
+        "nothing to evaluate: fix the reason or add gcs or ppr"
+    )
 
 
 @dataclass(frozen=True)
@@ -198,13 +231,17 @@ def run(args: argparse.Namespace) -> int:
     from grapher_core.edges.detect import describe, detect_proximities
 
     ks, for_k, rankers = _check(args)
+    missing = missing_extras(rankers)
     objects = _read_objects(args)
     questions = read_questions(args.questions, {o.id for o in objects}, need_gold=True)
     objects = _prepare(args, objects)
     retrieval = _retrieve(args, objects, questions)
     detected = detect_proximities([Candidate(o.id, "", None, o.metadata) for o in objects])
     loaded: dict[str, tuple[str, ...]] = {}
-    skipped, built = rankers_available(rankers, retrieval.embedder, loaded)
+    usable = [name for name in rankers if name not in missing]
+    skipped, built = rankers_available(usable, retrieval.embedder, loaded)
+    skipped.update(missing)
+    _need_a_ranker(rankers, skipped)
     grid = build_grid(rankers, detected, skipped)
     _print_setup(args, len(objects), retrieval, detected, skipped, grid)
     measured = measure_grid(grid, built, retrieval.pools, progress=not args.no_progress)
@@ -223,6 +260,7 @@ def run(args: argparse.Namespace) -> int:
     if args.write_config is not None:
         from grapher_core.ranking.config import write_config
 
+        args.write_config.parent.mkdir(parents=True, exist_ok=True)  # tried at the start
         write_config(args.write_config, config)
         print(f"wrote {args.write_config}: load it with GraphReranker.from_config(path)")
     if args.json is not None:
@@ -431,6 +469,7 @@ def _print_sources(
 
 def _write_json(path: Path, report: dict[str, Any]) -> None:
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # tried at the start
         path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     except OSError as error:
         raise InputError(f"--json {path}: cannot write ({error.strerror or error})") from None

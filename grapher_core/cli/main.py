@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main", "run"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main", "run"]
 
 SUBCOMMANDS: tuple[str, ...] = (
     "grapher_core.cli.demo",
@@ -53,10 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 EXIT_USAGE = 2
 
 
+#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, what a shell reports).
+EXIT_INTERRUPTED = 130
+
+
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` and call the chosen subcommand; expected errors -- GraphER's own, bad
-    values, files that cannot be read, missing extras -- become one line on stderr and exit
-    code ``EXIT_USAGE`` (2), never a traceback."""
+    """Parse ``argv``, try every place the chosen subcommand writes to
+    (:func:`~grapher_core.cli.arguments.check_outputs`), then call it; expected errors --
+    GraphER's own, bad values, files that cannot be read, missing extras -- become one line on
+    stderr and exit code ``EXIT_USAGE`` (2), never a traceback. Ctrl-C is one line too (what
+    was kept, when the subcommand says: its ``interrupted`` default) and ``EXIT_INTERRUPTED``."""
+    from grapher_core.cli.arguments import check_outputs
     from grapher_core.errors import GraphERError
 
     args = parser.parse_args(argv)
@@ -64,11 +71,17 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
         parser.print_help()
         return EXIT_USAGE
     try:
+        check_outputs(args)
         return int(args.func(args) or 0)
     except (GraphERError, ValueError, OSError, ImportError) as error:
         message = " ".join(str(error).split("\n")).strip() or type(error).__name__
         print(f"{parser.prog} {args.command}: error: {message}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        said = getattr(args, "interrupted", None)
+        line = said(args) if callable(said) else "interrupted"
+        print(f"\n{parser.prog} {args.command}: {line}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject, RankedCandidate
-from grapher_core.cli.arguments import alpha_argument
+from grapher_core.cli.arguments import alpha_argument, output_argument
 from grapher_core.cli.inputs import (
     MAX_TEXT_CHARS,
     clean_text,
@@ -89,9 +89,9 @@ def register(subparsers: Any) -> None:
         metavar="JSONL",
         help='questions file, {"id", "text"} per line: one reranked list per question',
     )
-    parser.add_argument(
+    output_argument(
+        parser,
         "--out",
-        type=Path,
         metavar="JSONL",
         help="with --questions: write the lists here (one JSON object per question)",
     )
@@ -243,8 +243,6 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError("give a question or --questions FILE.jsonl (not both)")
     if args.out is not None and args.questions is None:
         raise InputError("--out writes the lists of --questions; give --questions FILE.jsonl")
-    if args.out is not None and args.out.is_dir():
-        raise InputError(f"--out {args.out} is a directory, expected a file name")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -368,6 +366,7 @@ def _run_questions(
 def _write_lists(path: Path, lists: Sequence[tuple[Any, Sequence[Candidate], Any]]) -> None:
     """One JSON object per question: its id and text, GraphER's list, the retriever's."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # tried at the start (output_argument)
         with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
             for question, before, ranked in lists:
                 record = {

@@ -25,10 +25,15 @@ finished folds (their results as JSON, their models as safetensors): a rerun ski
 On a CPU with one thread, a few hundred questions at ``--top-n 20`` take a few minutes (see
 docs/first_pipeline.md, "Train the GAT on your own questions").
 
+``--out`` and ``--work`` are tried for writing before anything is read (a place that cannot be
+written is refused at once, not after the folds). Ctrl-C prints one line saying what was kept.
+
 Exit codes:
-  0  trained and evaluated (whether or not the fine-tuned model was written)
-  2  bad command line or input (fewer than 30 questions, a missing file, a questions line
-     without a field, a --work folder of another run, ...), or the gat extra is not installed
+  0    trained and evaluated (whether or not the fine-tuned model was written)
+  2    bad command line or input (fewer than 30 questions, a missing file, a questions line
+       without a field, a --work folder of another run, an --out that cannot be written, ...),
+       or the gat extra is not installed
+  130  interrupted (Ctrl-C): the folds finished so far stay in --work
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from grapher_core.cli.arguments import output_argument
 from grapher_core.cli.eval import (
     _parse_for,
     _parse_ks,
@@ -52,7 +58,7 @@ from grapher_core.cli.inputs import Question, read_questions
 from grapher_core.cli.rerank import add_embedding_arguments, add_source_arguments
 from grapher_core.errors import InputError, MissingDependencyError
 
-__all__ = ["FOLDER_FILES", "MIN_QUESTIONS", "register", "run"]
+__all__ = ["FOLDER_FILES", "MIN_QUESTIONS", "interrupted_line", "register", "run"]
 
 MIN_QUESTIONS = 30
 """Fewer labelled questions than this cannot show a significant win on held-out folds."""
@@ -77,15 +83,20 @@ def register(subparsers: Any) -> None:
         help="fold by question (default) or by source: database / document",
     )
     _add_recipe_arguments(parser)
-    parser.add_argument(
+    output_argument(
+        parser,
         "--out",
-        type=Path,
+        folder=True,
         default=Path("grapher_train"),
         metavar="DIR",
         help="where a winning model and its config go (default: grapher_train)",
     )
-    parser.add_argument(
-        "--work", type=Path, metavar="DIR", help="keep finished folds here; a rerun skips them"
+    output_argument(
+        parser,
+        "--work",
+        folder=True,
+        metavar="DIR",
+        help="keep finished folds here; a rerun skips them",
     )
     parser.add_argument(
         "--device",
@@ -104,7 +115,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_embedding_arguments(parser)
-    parser.set_defaults(func=run, limit=None)
+    parser.set_defaults(func=run, limit=None, interrupted=interrupted_line)
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves: the finished folds when ``--work`` keeps them."""
+    if args.work is None:
+        return "interrupted; nothing kept (give --work DIR to keep finished folds for a rerun)"
+    return f"interrupted; finished folds are kept in --work {args.work}"
 
 
 def _add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
@@ -154,10 +172,6 @@ def _check(args: argparse.Namespace) -> tuple[list[int], int]:
         raise InputError(f"--min-p must be in (0, 1], got {args.min_p}")
     if args.max_chars < 1:
         raise InputError("--max-chars must be >= 1")
-    if args.out.exists() and not args.out.is_dir():
-        raise InputError(f"--out {args.out} is a file; give a folder")
-    if args.work is not None and args.work.exists() and not args.work.is_dir():
-        raise InputError(f"--work {args.work} is a file; give a folder")
     if args.device == "cuda":
         import torch
 

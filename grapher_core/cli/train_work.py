@@ -20,6 +20,7 @@ from typing import Any
 
 from grapher_core.errors import InputError
 from grapher_core.evaluation.metrics import GoldRanks
+from grapher_core.utils.small_files import read_json_file
 
 __all__ = ["RANKERS", "FoldResult", "WorkDir"]
 
@@ -55,14 +56,8 @@ class FoldResult:
 
 
 def _read_json(path: Path) -> Any:
-    """The JSON of ``path``, its size checked first."""
-    size = path.stat().st_size
-    if size > MAX_WORK_JSON_BYTES:
-        raise InputError(f"{path}: {size:,} bytes, more than a work file may hold; not read")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(f"{path}: not a grapher train work file ({error})") from None
+    """The JSON of ``path``: a regular file, its size checked first, no key twice."""
+    return read_json_file(path, limit=MAX_WORK_JSON_BYTES, what="grapher train work file")
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:

@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grapher_core.errors import ConfigError, GraphERError, InputError, InputFileNotFoundError
+from grapher_core.errors import ConfigError, GraphERError, InputError
 from grapher_core.ranking.seeds import SEED_TRANSFORMS
+from grapher_core.utils.small_files import read_json_file
 
 if TYPE_CHECKING:
     pass
@@ -103,24 +104,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
     Raises :class:`InputFileNotFoundError` when the file is missing and :class:`ConfigError`,
     naming the file and the key, for anything else that is wrong."""
     path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a directory, expected a GraphER config (JSON)")
-    if not path.is_file():
-        raise InputFileNotFoundError(f"GraphER config {path} does not exist")
-    size = path.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(
-            f"{path}: {size:,} bytes, more than a GraphER config may hold "
-            f"({MAX_CONFIG_BYTES:,}); is this the right file?"
-        )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text, expected a GraphER config (JSON)") from None
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not valid JSON ({error.msg}, line {error.lineno})") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deep to be a GraphER config") from None
+    data = read_json_file(path, limit=MAX_CONFIG_BYTES, what="GraphER config", error=ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return check_config(data, str(path), folder=path.parent)
