@@ -406,10 +406,9 @@ def run_paths(args: argparse.Namespace) -> int:
     for device in missing:
         rows += paths.unmeasured_rows(kinds, sizes, device, threads)
     note = (
-        f"{', '.join(missing)} rows: {paths.NOT_MEASURED}. On CUDA `inference_path` picks the "
-        "plan's scatter kernel, measured elsewhere to win there on an H100 (plan vs forward "
-        "2.1 vs 2.8 ms and 3.0 vs 4.4 ms), replayed as a CUDA graph (`plan-graph`) for graphs "
-        "that fit a size bucket; the CUDA-graph replay itself is not measured yet."
+        f"{', '.join(missing)} rows: {paths.NOT_MEASURED}. On CUDA a ranker's first call of "
+        "each size class times the paths on that call (`InferencePlan.choose`) and keeps the "
+        "fastest one equal to forward; `chosen` shows the path before that measurement."
         if missing
         else None
     )

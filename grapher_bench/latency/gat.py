@@ -83,6 +83,14 @@ class Row:
     timings: dict[str, PathTiming]
     max_diff: float
     chosen: str
+    why: str = ""
+
+    @property
+    def fastest(self) -> str:
+        """The path with the lowest wall median in this run ("-" when nothing was timed)."""
+        if not self.timings:
+            return "-"
+        return min(self.timings, key=lambda path: self.timings[path].median_ms)
 
 
 def _edges_per_node(n: int) -> float:
@@ -181,7 +189,6 @@ def measure_case(
     """Time the three paths on one synthetic graph; ``plan`` is an ``InferencePlan``."""
     import torch
 
-    from grapher_core.learned.gat.model import inference_path
     from grapher_core.utils.threads import torch_threads
 
     arrays = graph_inputs(kind, n)
@@ -200,11 +207,13 @@ def measure_case(
         outputs = {path: call() for path, call in calls.items()}
         rounds = _repeats_for(calls, repeats, budget_s)
         timings = _time_interleaved(calls, rounds, sync)
+        choice = plan.choose(*args)  # what a ranker runs here: measured on CUDA, a rule on CPU
     reference = outputs["forward"]
     max_diff = max(float((output - reference).abs().max()) for output in outputs.values())
     edges = int(arrays["edge_index"].shape[1])
-    chosen = inference_path(device, n, edges)
-    return Row(kind, n, edges, device, threads, rounds, timings, max_diff, chosen)
+    return Row(
+        kind, n, edges, device, threads, rounds, timings, max_diff, choice.path, choice.reason
+    )
 
 
 def measure(
@@ -240,14 +249,16 @@ def unmeasured_rows(
 ) -> list[Row]:
     """Rows for a device this machine lacks: sizes and the path the ranker would take there,
     no timings (the table says so instead of leaving the device out)."""
-    from grapher_core.learned.gat.model import inference_path
+    from grapher_core.learned.gat.model import path_choice
 
     rows = []
     for kind in kinds:
         for n in sizes:
             edges = int(graph_inputs(kind, n)["edge_index"].shape[1])
-            chosen = inference_path(device, n, edges)
-            rows.append(Row(kind, n, edges, device, threads, 0, {}, float("nan"), chosen))
+            choice = path_choice(device, n, edges)
+            rows.append(
+                Row(kind, n, edges, device, threads, 0, {}, float("nan"), choice.path, choice.reason)
+            )
     return rows
 
 
@@ -264,8 +275,13 @@ def _row_line(row: Row) -> str:
     diff = f"{row.max_diff:.1e}" if row.timings else "-"
     return (
         f"| {row.kind} | {row.n} | {row.edges} | {row.device} | {row.threads} | "
-        f"{repeats} | {cells} | {diff} | {row.chosen} |"
+        f"{repeats} | {cells} | {diff} | {row.fastest} | {row.chosen} |"
     )
+
+
+def why_lines(rows: Sequence[Row]) -> list[str]:
+    """One line per row: why its path was chosen (a measurement's timings or the rule)."""
+    return [f"- {row.kind} {row.n} on {row.device}: {row.chosen}, {row.why}" for row in rows]
 
 
 def machine_line() -> str:
@@ -300,11 +316,18 @@ def render_section(
         f"`{command}`, on {machine}. Times in ms: wall-clock median / p95 over interleaved "
         "repeats, and in parentheses the median CPU time of the call (on this shared box, what "
         "it costs without waiting for a core). `max |diff|`: the largest difference of any "
-        "path's scores from `forward`. `chosen`: what `inference_path` picks.",
+        "path's scores from `forward`. `fastest here`: the lowest wall median of this run. "
+        "`chosen`: what a ranker runs (`InferencePlan.choose`: measured on the call's size "
+        "class on CUDA, the shipped rule on CPU), with why below the table.",
         "",
-        f"| graph | n | edges | device | threads | repeats | {header} | max \\|diff\\| | chosen |",
-        "|---|---:|---:|---|---:|---:|" + "---:|" * (len(PATHS) + 1) + "---|",
+        f"| graph | n | edges | device | threads | repeats | {header} | max \\|diff\\| "
+        "| fastest here | chosen |",
+        "|---|---:|---:|---|---:|---:|" + "---:|" * (len(PATHS) + 1) + "---|---|",
         *(_row_line(row) for row in rows),
+        "",
+        "Why each path was chosen:",
+        "",
+        *why_lines(rows),
     ]
     if cuda_note:
         lines += ["", cuda_note]

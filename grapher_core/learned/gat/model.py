@@ -25,13 +25,22 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 from torch import nn
 
 from grapher_core.errors import ConfigError, InputError, InputTypeError, StateError
-from grapher_core.learned.graphed import GraphedKernel, Tensors, check_edge_index, size_bucket
+from grapher_core.learned.graphed import (
+    GraphedKernel,
+    PathChoice,
+    PathChooser,
+    Run,
+    Tensors,
+    calibration_bucket,
+    check_edge_index,
+    size_bucket,
+)
 
 __all__ = [
     "ARCHITECTURES",
@@ -41,6 +50,7 @@ __all__ = [
     "InferencePlan",
     "ModelSpec",
     "inference_path",
+    "path_choice",
 ]
 
 ARCHITECTURES: tuple[str, ...] = ("gat", "mlp")
@@ -169,25 +179,81 @@ rows (1 MiB) stay in a core's cache and come back from the allocator warm, where
 1024 and 4096 at 4k and 87k edges)."""
 
 
-def inference_path(device: str | torch.device, n_nodes: int, n_edges: int) -> InferencePath:
-    """How a ranker runs the network on ``device`` for a graph of this size, chosen here only.
+CPU_RULE = (
+    "shipped rule for CPU: plan, the CSR-segment kernel, measured fastest at every size and "
+    "density tried (table and entity graphs of 200 and 2,000 nodes: 2-24x faster than "
+    "forward, 2-23x than plan-scatter; docs/speed.md); not re-measured per process, since "
+    "timing forward costs up to a second per call at 2,000 entity nodes"
+)
+OTHER_RULE = (
+    "shipped rule for devices without a CSR kernel: forward (segment_reduce, the plan's "
+    "softmax, has CPU and CUDA kernels only)"
+)
+CUDA_UNMEASURED = (
+    "not measured yet on this device and size: plan-scatter, the unpadded kernel, until the "
+    "first call measures the paths"
+)
 
-    Measured (docs/speed.md, "GAT inference: plan vs forward"): on CPU the plan with sorted
-    CSR segments is faster than ``GraphERNet.forward`` at every measured size and density
-    (200 and 2,000 nodes, table-like and entity-like graphs). On CUDA the plan's scatter
-    kernel is the one measured to win (H100: 2.1 vs 2.8 ms at 200 nodes), and a call there is
-    launch-bound, so graphs that fit a size bucket replay it as a CUDA graph (``plan-graph``,
-    :mod:`~grapher_core.learned.graphed`); larger ones run it unpadded. Other devices get
-    ``forward``, torch-geometric's general path (``segment_reduce``, the CSR kernel's softmax,
-    has CPU and CUDA kernels only).
+
+def _cuda_candidates(n_nodes: int, n_edges: int) -> tuple[InferencePath, ...]:
+    graph: tuple[InferencePath, ...] = (
+        ("plan-graph",) if size_bucket(n_nodes, n_edges) is not None else ()
+    )
+    return (*graph, "plan-scatter", "plan", "forward")
+
+
+def path_choice(
+    device: str | torch.device,
+    n_nodes: int,
+    n_edges: int,
+    chooser: PathChooser | None = None,
+    run: Run | None = None,
+) -> PathChoice:
+    """How a ranker runs the network on ``device`` for a graph of this size, and why; the
+    one place that chooses.
+
+    On CUDA the choice is measured (:class:`~grapher_core.learned.graphed.PathChooser`): on
+    the first call of a device and size class (:func:`calibration_bucket`) with ``run``, the
+    paths that may win there (``plan-graph`` for graphs that fit a CUDA-graph bucket,
+    ``plan-scatter``, ``plan``, ``forward``) run on that call's inputs, the ones unequal to
+    forward are left out and the fastest of the rest is kept by ``chooser`` for the process
+    (the CUDA-graph replay lost to the unpadded kernel at 87k edges on an H200, so no rule
+    about it held). Without a measurement yet: ``plan-scatter``. On CPU a shipped rule:
+    ``plan`` (measured fastest everywhere, :data:`CPU_RULE`); other devices: ``forward``.
     """
-    bucket = size_bucket(n_nodes, n_edges)  # refuses negative sizes, on every device
-    kind = torch.device(device).type
-    if kind == "cpu":
-        return "plan"
-    if kind == "cuda":
-        return "plan-graph" if bucket is not None else "plan-scatter"
-    return "forward"
+    calibration_bucket(n_nodes, n_edges)  # refuses negative sizes, on every device
+    target = torch.device(device)
+    if target.type == "cpu":
+        return PathChoice("plan", CPU_RULE)
+    if target.type != "cuda":
+        return PathChoice("forward", OTHER_RULE)
+    fallback = PathChoice("plan-scatter", CUDA_UNMEASURED)
+    if chooser is None:
+        return fallback
+    if target.index is None:
+        target = torch.device("cuda", torch.cuda.current_device())
+    key = (str(target), calibration_bucket(n_nodes, n_edges))
+    return chooser.choose(
+        key,
+        _cuda_candidates(n_nodes, n_edges),
+        run,
+        fallback,
+        sync=lambda: torch.cuda.synchronize(target),
+    )
+
+
+def inference_path(
+    device: str | torch.device,
+    n_nodes: int,
+    n_edges: int,
+    chooser: PathChooser | None = None,
+    run: Run | None = None,
+) -> InferencePath:
+    """The path of :func:`path_choice` (its reason left out)."""
+    path = path_choice(device, n_nodes, n_edges, chooser, run).path
+    if path not in INFERENCE_PATHS:  # pragma: no cover - a chooser only picks candidates
+        raise StateError(f"path choice gave {path!r}, not one of {INFERENCE_PATHS}")
+    return cast(InferencePath, path)
 
 
 @dataclass(frozen=True)
@@ -281,6 +347,43 @@ class InferencePlan:
             torch.cat([layer.edge_weight for layer in self.layers], dim=1) if self.layers else None
         )
         self.graphed = GraphedKernel(self._graph_kernel, name=model.spec.architecture)
+        self.chooser = PathChooser()
+
+    def choose(
+        self,
+        scalars: torch.Tensor,
+        objects: torch.Tensor,
+        query: torch.Tensor,
+        edge_index: torch.Tensor | None,
+        edge_attr: torch.Tensor | None,
+    ) -> PathChoice:
+        """The path for this call's device and size (:func:`path_choice`), measured on these
+        inputs when this plan has not measured the size class yet; a CUDA-graph bucket whose
+        replay lost keeps no buffers."""
+        n = objects.shape[0]
+        n_edges = 0 if edge_index is None else int(edge_index.shape[1])
+
+        def run(path: str) -> torch.Tensor:
+            return self(scalars, objects, query, edge_index, edge_attr, path=cast(Any, path))
+
+        known = len(self.chooser.choices)
+        choice = path_choice(objects.device, n, n_edges, self.chooser, run)
+        bucket = size_bucket(n, n_edges)
+        if len(self.chooser.choices) > known and choice.path != "plan-graph" and bucket:
+            self.graphed.release(bucket)
+        return choice
+
+    def run(
+        self,
+        scalars: torch.Tensor,
+        objects: torch.Tensor,
+        query: torch.Tensor,
+        edge_index: torch.Tensor | None,
+        edge_attr: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """``(n,)`` logits by the path :meth:`choose` gives."""
+        choice = self.choose(scalars, objects, query, edge_index, edge_attr)
+        return self(scalars, objects, query, edge_index, edge_attr, path=cast(Any, choice.path))
 
     @staticmethod
     def _pack(conv: Any) -> _Layer:  # GATv2Conv: torch-geometric is untyped
