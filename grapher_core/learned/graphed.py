@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from grapher_core.errors import GraphERError, InputError
@@ -55,6 +56,7 @@ __all__ = [
     "Timer",
     "calibration_bucket",
     "check_edge_index",
+    "check_host_edges",
     "size_bucket",
 ]
 
@@ -113,6 +115,12 @@ def check_edge_index(edge_index: torch.Tensor, n: int) -> None:
         low, high = torch.stack(torch.aminmax(edge_index)).tolist()
         if low < 0 or high >= n:
             raise InputError(f"edge_index holds a node outside [0, {n})")
+
+
+def check_host_edges(edge_index: np.ndarray, n: int) -> None:
+    """:func:`check_edge_index` on a numpy edge list, before it goes to a device (no sync)."""
+    if edge_index.size and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
+        raise InputError(f"edge_index holds a node outside [0, {n})")
 
 
 @dataclass
@@ -174,15 +182,22 @@ class GraphedKernel:
         return tuple(self._slots)
 
     def __call__(
-        self, nodes: Tensors, shared: Tensors, edge_index: torch.Tensor, edges: Tensors
+        self,
+        nodes: Tensors,
+        shared: Tensors,
+        edge_index: torch.Tensor,
+        edges: Tensors,
+        edges_checked: bool = False,
     ) -> torch.Tensor:
         """The kernel's output for the call's ``n`` nodes: a tensor of its own, not a view of
-        the buffers."""
+        the buffers. ``edges_checked``: the caller made the edges within the graph, so the
+        check (a device sync) is skipped."""
         n, n_edges = nodes[0].shape[0], edge_index.shape[1]
         size = size_bucket(n, n_edges)
         if size is None or self.capture_failed:
             return self.kernel(nodes, shared, edge_index, edges)
-        check_edge_index(edge_index, n)
+        if not edges_checked:
+            check_edge_index(edge_index, n)
         with self._lock:
             slot = self._slot(size, nodes, shared, edges)
             for buffer, given in zip(slot.nodes, nodes, strict=True):

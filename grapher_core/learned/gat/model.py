@@ -300,8 +300,7 @@ class _Edges:
 
 
 def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, heads: int) -> _Edges:
-    """Checked and sorted edges: an index outside the graph is refused here, by name."""
-    check_edge_index(edge_index, n)
+    """Edges sorted by target (checked to lie within the graph by the caller)."""
     target, order = torch.sort(edge_index[1], stable=True)
     source = edge_index[0].index_select(0, order)
     device, n_edges = source.device, source.numel()
@@ -370,6 +369,7 @@ class InferencePlan:
         query: torch.Tensor,
         edge_index: torch.Tensor | None,
         edge_attr: torch.Tensor | None,
+        edges_checked: bool = False,
     ) -> PathChoice:
         """The path for this call's device and size (:func:`path_choice`), measured on these
         inputs when this plan has not measured the size class yet; a CUDA-graph bucket whose
@@ -378,7 +378,9 @@ class InferencePlan:
         n_edges = 0 if edge_index is None else int(edge_index.shape[1])
 
         def run(path: str) -> torch.Tensor:
-            return self(scalars, objects, query, edge_index, edge_attr, path=cast(Any, path))
+            return self(
+                scalars, objects, query, edge_index, edge_attr, cast(Any, path), edges_checked
+            )
 
         known = len(self.chooser.choices)
         choice = path_choice(objects.device, n, n_edges, self.chooser, run)
@@ -394,10 +396,13 @@ class InferencePlan:
         query: torch.Tensor,
         edge_index: torch.Tensor | None,
         edge_attr: torch.Tensor | None,
+        edges_checked: bool = False,
     ) -> torch.Tensor:
-        """``(n,)`` logits by the path :meth:`choose` gives."""
-        choice = self.choose(scalars, objects, query, edge_index, edge_attr)
-        return self(scalars, objects, query, edge_index, edge_attr, path=cast(Any, choice.path))
+        """``(n,)`` logits by the path :meth:`choose` gives (``edges_checked``: as in
+        ``__call__``)."""
+        choice = self.choose(scalars, objects, query, edge_index, edge_attr, edges_checked)
+        path = cast(Any, choice.path)
+        return self(scalars, objects, query, edge_index, edge_attr, path, edges_checked)
 
     @staticmethod
     def _pack(conv: Any) -> _Layer:  # GATv2Conv: torch-geometric is untyped
@@ -428,8 +433,11 @@ class InferencePlan:
         edge_index: torch.Tensor | None,
         edge_attr: torch.Tensor | None,
         path: InferencePath = "plan",
+        edges_checked: bool = False,
     ) -> torch.Tensor:
-        """``(n,)`` logits; ``query`` is one ``(d,)`` vector, the rest as in ``forward``."""
+        """``(n,)`` logits; ``query`` is one ``(d,)`` vector, the rest as in ``forward``.
+        ``edges_checked``: the caller made the edges within the graph (the ranker builds them
+        from its csr graph), so the plan skips its check, a device sync on a GPU."""
         model = self.model
         d = model.spec.embedding_dim
         if objects.dim() != 2 or objects.shape[1] != d or query.numel() != d:
@@ -448,11 +456,12 @@ class InferencePlan:
         if self.message_passing and edges is None:
             raise InputError("the GAT needs edge_index and edge_attr (self-loops included)")
         if edges is not None and path == "plan-graph":
-            return self.graphed((scalars, objects), (query.reshape(-1),), edges[0], (edges[1],))
+            nodes, shared = (scalars, objects), (query.reshape(-1),)
+            return self.graphed(nodes, shared, edges[0], (edges[1],), edges_checked)
         if edges is not None and path == "plan":
             h = self._encode(scalars, objects, query.reshape(1, d))
             if self.message_passing:
-                h = self._segments(h, *edges)
+                h = self._segments(h, *edges, edges_checked)
             return self._head(scalars, h)
         return self._scatter_call(scalars, objects, query, edges)
 
@@ -503,11 +512,17 @@ class InferencePlan:
         return torch.nn.functional.elu(h)
 
     def _segments(
-        self, h: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor
+        self,
+        h: torch.Tensor,
+        edge_index: torch.Tensor,
+        edge_attr: torch.Tensor,
+        edges_checked: bool = False,
     ) -> torch.Tensor:
         """Message passing over sorted CSR segments; the CPU kernel (see :class:`_Edges`)."""
         n, heads, hidden = h.shape[0], self.heads, self.hidden
         width = heads * hidden
+        if not edges_checked:
+            check_edge_index(edge_index, n)
         edges = _sorted_edges(edge_index, edge_attr, n, heads)
         table = h.new_empty(2 * n + edge_attr.shape[1], width)
         for layer in self.layers:

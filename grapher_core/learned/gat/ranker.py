@@ -23,6 +23,7 @@ from grapher_core.errors import ConfigError
 from grapher_core.learned.caveats import GAT_OFF_TABLES, MLP_ABLATION
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
+from grapher_core.learned.graphed import check_host_edges
 from grapher_core.learned.gat.model import GraphERNet, InferencePlan
 from grapher_core.learned.ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.ranking.base import RankContext
@@ -77,15 +78,13 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         query = self.query_vector(context)
         objects = self.object_vectors(context.candidates)
         arrays = graph_arrays(graph, seeds, self.alpha)
+        check_host_edges(arrays.edge_index, len(objects))  # on the host: no device sync
 
-        def run(tensor: OnDevice) -> object:
-            return self._plan.run(
-                tensor(arrays.scalars),
-                tensor(objects),
-                tensor(query),
-                tensor(arrays.edge_index),
-                tensor(arrays.edge_attr),
+        def run(_: OnDevice) -> object:
+            inputs = self.arrays_on_device(
+                arrays.scalars, objects, query, arrays.edge_index, arrays.edge_attr
             )
+            return self._plan.run(*inputs, edges_checked=True)
 
         return self.infer(run)
 

@@ -168,8 +168,9 @@ def test_the_ranker_scores_through_the_chosen_path(monkeypatch: pytest.MonkeyPat
     ranker = gat_ranker.GATRanker()
     asked: list[tuple[str, int, int]] = []
 
-    def choose(*args: torch.Tensor) -> PathChoice:
-        scalars, objects, query, edge_index, edge_attr = args
+    def choose(*args: torch.Tensor, edges_checked: bool = False) -> PathChoice:
+        scalars, objects, query, edge_index, edge_attr, *checked = args
+        assert checked == [True] or edges_checked  # made from the graph: no device sync
         asked.append((objects.device.type, objects.shape[0], edge_index.shape[1]))
         return PathChoice(path, "test")
 
