@@ -229,6 +229,12 @@ def _path_arguments(latency: Any) -> None:
         action="store_true",
         help="time the GAT's inference paths against each other instead of the rankers",
     )
+    latency.add_argument(
+        "--end-to-end",
+        action="store_true",
+        help="the GAT reranker's whole call vs its network alone vs the GCS reranker, per "
+        "--kinds / --sizes / --devices pool (docs/speed.md)",
+    )
     latency.add_argument("--kinds", default="table,entity", help="with --paths: table, entity")
     latency.add_argument("--sizes", default="200,2000", help="with --paths: candidates per graph")
     latency.add_argument(
@@ -389,16 +395,7 @@ def run_paths(args: argparse.Namespace) -> int:
 
     from grapher_bench.latency import gat as paths
 
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    if unknown := sorted(set(kinds) - set(paths.GRAPH_KINDS)):
-        raise ConfigError(f"--kinds: unknown {unknown}; choose from {paths.GRAPH_KINDS}")
-    try:
-        sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
-    except ValueError:
-        raise ConfigError(f"--sizes: comma list of integers, got {args.sizes!r}") from None
-    if not sizes or min(sizes) < 1:
-        raise ConfigError(f"--sizes: positive integers, got {args.sizes!r}")
-    devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+    kinds, sizes, devices = _pools(args)
     missing = [d for d in devices if d.startswith("cuda") and not torch.cuda.is_available()]
     threads = args.threads or 1
     present = [d for d in devices if d not in missing]
@@ -427,7 +424,59 @@ def run_paths(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pools(args: argparse.Namespace) -> tuple[list[str], list[int], list[str]]:
+    """``--kinds``, ``--sizes`` and ``--devices`` checked."""
+    from grapher_bench.latency import gat as paths
+
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if unknown := sorted(set(kinds) - set(paths.GRAPH_KINDS)):
+        raise ConfigError(f"--kinds: unknown {unknown}; choose from {paths.GRAPH_KINDS}")
+    try:
+        sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"--sizes: comma list of integers, got {args.sizes!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise ConfigError(f"--sizes: positive integers, got {args.sizes!r}")
+    devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+    return kinds, sizes, devices
+
+
+def run_end_to_end(args: argparse.Namespace) -> int:
+    """``gat-latency --end-to-end``: docs/speed.md's "GAT end to end" table."""
+    import torch
+
+    from grapher_bench.latency import gat as paths
+
+    kinds, sizes, devices = _pools(args)
+    threads = args.threads or 1
+    rows = []
+    for device in devices:
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            _log(f"{device}: {paths.NOT_MEASURED}")
+            continue
+        for kind in kinds:
+            for n in sizes:
+                row = paths.measure_end_to_end(kind, n, device, threads, args.repeats)
+                _log(paths.end_to_end_line(row))
+                rows.append(row)
+    command = "grapher-bench gat-latency --end-to-end " + " ".join(
+        f"--{flag} {value}"
+        for flag, value in (
+            ("kinds", args.kinds), ("sizes", args.sizes), ("devices", args.devices),
+            ("threads", threads), ("repeats", args.repeats),
+        )
+    )  # fmt: skip
+    section = paths.render_end_to_end(rows, command, paths.machine_line())
+    print(section)
+    if args.write_doc is not None:
+        paths.write_section(args.write_doc, section, paths.END_TO_END_SECTION)
+        _log(f"wrote the section to {args.write_doc}")
+    return 0
+
+
 def run_latency(args: argparse.Namespace) -> int:
+    if args.end_to_end:
+        return run_end_to_end(args)
     if args.paths:
         return run_paths(args)
     import torch

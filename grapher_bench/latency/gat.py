@@ -37,15 +37,20 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "END_TO_END_SECTION",
     "GRAPH_KINDS",
     "NOT_MEASURED",
     "PATHS",
     "SECTION",
     "PathTiming",
+    "EndToEndRow",
     "Row",
+    "end_to_end_line",
     "graph_inputs",
     "machine_line",
     "measure",
+    "measure_end_to_end",
+    "render_end_to_end",
     "render_section",
     "unmeasured_rows",
     "write_section",
@@ -336,14 +341,122 @@ def render_section(
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
+def write_section(path: Path, section: str, heading: str = SECTION) -> None:
     """Put ``section`` at the end of ``path``: the file is re-read right before writing (other
     sections may have been appended meanwhile) and only this section's own old text, from its
-    heading to the next ``## `` heading, is replaced."""
+    ``heading`` to the next ``## `` heading, is replaced."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    start = text.find("\n" + SECTION + "\n")
+    start = text.find("\n" + heading + "\n")
     if start >= 0:
         end = text.find("\n## ", start + 1)
         text = text[:start] + ("" if end < 0 else text[end:])
     text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text, encoding="utf-8")
+
+
+END_TO_END_SECTION = "## GAT end to end vs its kernel vs GCS"
+
+
+@dataclass(frozen=True)
+class EndToEndRow:
+    """One pool: the GAT reranker's whole call, its network alone and the default GCS
+    reranker on the same pool, each as wall median / p95 and CPU median (ms)."""
+
+    kind: str
+    n: int
+    edges: int
+    device: str
+    threads: int
+    repeats: int
+    gat: PathTiming
+    kernel: PathTiming
+    gcs: PathTiming
+    path: str
+
+    def over(self, other: PathTiming) -> str:
+        """``gat / other`` on wall medians, and on CPU medians in parentheses (on a loaded
+        machine the wall clock also counts waits for a core, which a torch call meets more
+        often than a short numpy one)."""
+        wall = self.gat.median_ms / other.median_ms
+        cpu = self.gat.cpu_median_ms / max(other.cpu_median_ms, 1e-9)
+        return f"{wall:.2f}x ({cpu:.2f}x)"
+
+
+def measure_end_to_end(
+    kind: str, n: int, device: str, threads: int, repeats: int
+) -> EndToEndRow:
+    """``GraphReranker(..., ranker=GATRanker(device=...)).run(n candidates, vectors given,
+    top_n=10)``, the ranker's own plan on the same inputs already on the device (its chosen
+    path, synchronised: the kernel) and ``GraphReranker(...)`` with the default GCS, timed
+    interleaved in one loop."""
+    import torch
+
+    from grapher_core.learned.gat.ranker import GATRanker
+    from grapher_core.rerank import GraphReranker
+    from grapher_core.utils.threads import torch_threads
+
+    candidates, proximities, query = _candidates(kind, n, seed=0)
+    ranker = GATRanker(device=device, threads=threads)
+    gat, gcs = GraphReranker(proximities, ranker=ranker), GraphReranker(proximities)
+    arrays = graph_inputs(kind, n)
+    keys = ("scalars", "objects", "query", "edge_index", "edge_attr")
+    inputs = [torch.from_numpy(arrays[k]).to(device) for k in keys]
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    def kernel() -> None:
+        with torch_threads(threads, device), torch.inference_mode():
+            ranker._plan.run(*inputs, edges_checked=True)
+
+    calls: dict[str, Callable[[], Any]] = {
+        "gat": lambda: gat.run(candidates, query_embedding=query, top_n=10),
+        "kernel": kernel,
+        "gcs": lambda: gcs.run(candidates, query_embedding=query, top_n=10),
+    }
+    for call in calls.values():  # warm-up; the GAT's path is measured here on CUDA
+        call()
+    sync()
+    timings = _time_interleaved(calls, repeats, sync)
+    with torch.inference_mode():
+        path = ranker._plan.choose(*inputs, edges_checked=True).path
+    edges = int(arrays["edge_index"].shape[1])
+    return EndToEndRow(
+        kind, n, edges, device, threads, repeats, timings["gat"], timings["kernel"],
+        timings["gcs"], path,
+    )  # fmt: skip
+
+
+def _timing_cell(timing: PathTiming) -> str:
+    return f"{timing.median_ms:.3f} / {timing.p95_ms:.3f} ({timing.cpu_median_ms:.3f})"
+
+
+def end_to_end_line(row: EndToEndRow) -> str:
+    return (
+        f"| {row.kind} | {row.n} | {row.edges} | {row.device} | {row.threads} | {row.repeats} "
+        f"| {_timing_cell(row.gat)} | {_timing_cell(row.kernel)} | {_timing_cell(row.gcs)} "
+        f"| {row.over(row.kernel)} | {row.over(row.gcs)} | {row.path} |"
+    )
+
+
+def render_end_to_end(rows: Sequence[EndToEndRow], command: str, machine: str) -> str:
+    """The markdown section of ``gat-latency --end-to-end``."""
+    return "\n".join(
+        [
+            END_TO_END_SECTION,
+            "",
+            f"`{command}`, on {machine}. Times in ms, wall median / p95 (CPU median), "
+            "interleaved in one loop: *GAT* = `GraphReranker([...], ranker=GATRanker("
+            "device=...)).run(candidates, query_embedding=..., top_n=10)` with the candidates' "
+            "vectors given; *kernel* = the same ranker's network alone on the same inputs "
+            "already on the device (its chosen path, synchronised); *GCS* = the default "
+            "`GraphReranker([...]).run(...)` on the same pool. Targets: GAT <= 1.5x kernel "
+            "on CUDA at 200 candidates, GAT <= 4x GCS on one CPU thread.",
+            "",
+            "| graph | n | edges | device | threads | repeats | GAT | kernel | GCS "
+            "| GAT / kernel wall (CPU) | GAT / GCS wall (CPU) | path |",
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+            *(end_to_end_line(row) for row in rows),
+        ]
+    ) + "\n"
