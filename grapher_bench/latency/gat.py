@@ -42,8 +42,8 @@ __all__ = [
     "NOT_MEASURED",
     "PATHS",
     "SECTION",
-    "PathTiming",
     "EndToEndRow",
+    "PathTiming",
     "Row",
     "end_to_end_line",
     "graph_inputs",
@@ -262,7 +262,9 @@ def unmeasured_rows(
             edges = int(graph_inputs(kind, n)["edge_index"].shape[1])
             choice = path_choice(device, n, edges)
             rows.append(
-                Row(kind, n, edges, device, threads, 0, {}, float("nan"), choice.path, choice.reason)
+                Row(
+                    kind, n, edges, device, threads, 0, {}, float("nan"), choice.path, choice.reason
+                )
             )
     return rows
 
@@ -382,9 +384,7 @@ class EndToEndRow:
         return f"{wall:.2f}x ({cpu:.2f}x)"
 
 
-def measure_end_to_end(
-    kind: str, n: int, device: str, threads: int, repeats: int
-) -> EndToEndRow:
+def measure_end_to_end(kind: str, n: int, device: str, threads: int, repeats: int) -> EndToEndRow:
     """``GraphReranker(..., ranker=GATRanker(device=...)).run(n candidates, vectors given,
     top_n=10)``, the ranker's own plan on the same inputs already on the device (its chosen
     path, synchronised: the kernel) and ``GraphReranker(...)`` with the default GCS, timed
@@ -400,7 +400,10 @@ def measure_end_to_end(
     gat, gcs = GraphReranker(proximities, ranker=ranker), GraphReranker(proximities)
     arrays = graph_inputs(kind, n)
     keys = ("scalars", "objects", "query", "edge_index", "edge_attr")
-    inputs = [torch.from_numpy(arrays[k]).to(device) for k in keys]
+    scalars, objects, query_vector, edge_index, edge_attr = (
+        torch.from_numpy(arrays[k]).to(device) for k in keys
+    )
+    inputs = (scalars, objects, query_vector, edge_index, edge_attr)
 
     def sync() -> None:
         if device.startswith("cuda"):
@@ -408,7 +411,7 @@ def measure_end_to_end(
 
     def kernel() -> None:
         with torch_threads(threads, device), torch.inference_mode():
-            ranker._plan.run(*inputs, edges_checked=True)
+            ranker._plan.run(*inputs, True)
 
     calls: dict[str, Callable[[], Any]] = {
         "gat": lambda: gat.run(candidates, query_embedding=query, top_n=10),
@@ -420,7 +423,7 @@ def measure_end_to_end(
     sync()
     timings = _time_interleaved(calls, repeats, sync)
     with torch.inference_mode():
-        path = ranker._plan.choose(*inputs, edges_checked=True).path
+        path = ranker._plan.choose(*inputs, True).path
     edges = int(arrays["edge_index"].shape[1])
     return EndToEndRow(
         kind, n, edges, device, threads, repeats, timings["gat"], timings["kernel"],
@@ -442,21 +445,24 @@ def end_to_end_line(row: EndToEndRow) -> str:
 
 def render_end_to_end(rows: Sequence[EndToEndRow], command: str, machine: str) -> str:
     """The markdown section of ``gat-latency --end-to-end``."""
-    return "\n".join(
-        [
-            END_TO_END_SECTION,
-            "",
-            f"`{command}`, on {machine}. Times in ms, wall median / p95 (CPU median), "
-            "interleaved in one loop: *GAT* = `GraphReranker([...], ranker=GATRanker("
-            "device=...)).run(candidates, query_embedding=..., top_n=10)` with the candidates' "
-            "vectors given; *kernel* = the same ranker's network alone on the same inputs "
-            "already on the device (its chosen path, synchronised); *GCS* = the default "
-            "`GraphReranker([...]).run(...)` on the same pool. Targets: GAT <= 1.5x kernel "
-            "on CUDA at 200 candidates, GAT <= 4x GCS on one CPU thread.",
-            "",
-            "| graph | n | edges | device | threads | repeats | GAT | kernel | GCS "
-            "| GAT / kernel wall (CPU) | GAT / GCS wall (CPU) | path |",
-            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
-            *(end_to_end_line(row) for row in rows),
-        ]
-    ) + "\n"
+    return (
+        "\n".join(
+            [
+                END_TO_END_SECTION,
+                "",
+                f"`{command}`, on {machine}. Times in ms, wall median / p95 (CPU median), "
+                "interleaved in one loop: *GAT* = `GraphReranker([...], ranker=GATRanker("
+                "device=...)).run(candidates, query_embedding=..., top_n=10)` with the candidates' "
+                "vectors given; *kernel* = the same ranker's network alone on the same inputs "
+                "already on the device (its chosen path, synchronised); *GCS* = the default "
+                "`GraphReranker([...]).run(...)` on the same pool. Targets: GAT <= 1.5x kernel "
+                "on CUDA at 200 candidates, GAT <= 4x GCS on one CPU thread.",
+                "",
+                "| graph | n | edges | device | threads | repeats | GAT | kernel | GCS "
+                "| GAT / kernel wall (CPU) | GAT / GCS wall (CPU) | path |",
+                "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+                *(end_to_end_line(row) for row in rows),
+            ]
+        )
+        + "\n"
+    )

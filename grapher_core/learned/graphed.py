@@ -393,7 +393,7 @@ class PathChooser:
             reference = run("forward")
         except GraphERError:
             raise
-        except Exception as error:  # noqa: BLE001 - any failure of the reference: fall back
+        except Exception as error:
             return replace(
                 fallback, reason=f"calibration failed (forward raised {error!r}); {fallback.reason}"
             )
@@ -407,7 +407,7 @@ class PathChooser:
                 continue
             try:
                 difference = _max_difference(run(path), reference)  # also its warm-up
-            except Exception as error:  # noqa: BLE001 - a path that fails is left out
+            except Exception as error:
                 excluded.append((path, f"raised {type(error).__name__}: {error}"))
                 continue
             if difference <= bound:
@@ -426,9 +426,7 @@ class PathChooser:
             reason += "; left out: " + "; ".join(f"{p} {why}" for p, why in excluded)
         return PathChoice(winner, reason, True, tuple(ranked), tuple(excluded))
 
-    def _timed(
-        self, paths: Sequence[str], run: Run, sync: Callable[[], None]
-    ) -> dict[str, float]:
+    def _timed(self, paths: Sequence[str], run: Run, sync: Callable[[], None]) -> dict[str, float]:
         """Median ms per path over ``repeats`` interleaved rounds (rotated order)."""
         timer = self.timer or _wall_timer(sync)
         samples: dict[str, list[float]] = {path: [] for path in paths}

@@ -460,9 +460,7 @@ def _solve_fixed_point(a: sp.csr_matrix, data: np.ndarray, base: np.ndarray) -> 
     return p
 
 
-def _checked_degrees_of(
-    a: sp.csr_matrix, exponent: float, degrees_of: Any
-) -> sp.csr_matrix | None:
+def _checked_degrees_of(a: sp.csr_matrix, exponent: float, degrees_of: Any) -> sp.csr_matrix | None:
     """``degrees_of`` after checking it and the exponent (taken as it is when already a float
     csr matrix: the ranker passes its graph's adjacency)."""
     if not 0.5 <= exponent <= 1.0:
@@ -579,7 +577,6 @@ def _scalings(
         return np.divide(1.0 - alpha, sums, out=np.zeros_like(sums), where=sums > 0), None
     degrees = _checked_degrees_of(a, exponent, degrees_of)
     return _degree_scalings(a, exponent, 1.0 - alpha, degrees, factor)
-
 
 
 def ppr_scores(

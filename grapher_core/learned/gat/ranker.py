@@ -23,8 +23,8 @@ from grapher_core.errors import ConfigError
 from grapher_core.learned.caveats import GAT_OFF_TABLES, MLP_ABLATION
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
-from grapher_core.learned.graphed import check_host_edges
 from grapher_core.learned.gat.model import GraphERNet, InferencePlan
+from grapher_core.learned.graphed import check_host_edges
 from grapher_core.learned.ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.ranking.base import RankContext
 from grapher_core.utils.callsite import warn_once
@@ -81,10 +81,10 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         check_host_edges(arrays.edge_index, len(objects))  # on the host: no device sync
 
         def run(_: OnDevice) -> object:
-            inputs = self.arrays_on_device(
+            scalars, nodes, shared, edge_index, edge_attr = self.arrays_on_device(
                 arrays.scalars, objects, query, arrays.edge_index, arrays.edge_attr
             )
-            return self._plan.run(*inputs, edges_checked=True)
+            return self._plan.run(scalars, nodes, shared, edge_index, edge_attr, edges_checked=True)
 
         return self.infer(run)
 

@@ -37,7 +37,11 @@ def _random_pool(n: int, seed: int, vocabulary: int, draws: int) -> list[Candida
             f"c{i}",
             "",
             float(rng.random()),
-            {"entities": [f"e{int(e)}" for e in rng.integers(0, vocabulary, rng.integers(0, draws))]},
+            {
+                "entities": [
+                    f"e{int(e)}" for e in rng.integers(0, vocabulary, rng.integers(0, draws))
+                ]
+            },
         )
         for i in range(n)
     ]

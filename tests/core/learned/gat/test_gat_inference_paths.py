@@ -169,7 +169,7 @@ def test_the_ranker_scores_through_the_chosen_path(monkeypatch: pytest.MonkeyPat
     asked: list[tuple[str, int, int]] = []
 
     def choose(*args: torch.Tensor, edges_checked: bool = False) -> PathChoice:
-        scalars, objects, query, edge_index, edge_attr, *checked = args
+        _, objects, _, edge_index, _, *checked = args
         assert checked == [True] or edges_checked  # made from the graph: no device sync
         asked.append((objects.device.type, objects.shape[0], edge_index.shape[1]))
         return PathChoice(path, "test")
