@@ -449,10 +449,11 @@ def run_end_to_end(args: argparse.Namespace) -> int:
 
     kinds, sizes, devices = _pools(args)
     threads = args.threads or 1
-    rows = []
+    rows, missing = [], []
     for device in devices:
         if device.startswith("cuda") and not torch.cuda.is_available():
             _log(f"{device}: {paths.NOT_MEASURED}")
+            missing.append(device)
             continue
         for kind in kinds:
             for n in sizes:
@@ -466,7 +467,8 @@ def run_end_to_end(args: argparse.Namespace) -> int:
             ("threads", threads), ("repeats", args.repeats),
         )
     )  # fmt: skip
-    section = paths.render_end_to_end(rows, command, paths.machine_line())
+    note = f"{', '.join(missing)} rows: {paths.NOT_MEASURED}." if missing else ""
+    section = paths.render_end_to_end(rows, command, paths.machine_line(), note)
     print(section)
     if args.write_doc is not None:
         paths.write_section(args.write_doc, section, paths.END_TO_END_SECTION)

@@ -443,8 +443,10 @@ def end_to_end_line(row: EndToEndRow) -> str:
     )
 
 
-def render_end_to_end(rows: Sequence[EndToEndRow], command: str, machine: str) -> str:
-    """The markdown section of ``gat-latency --end-to-end``."""
+def render_end_to_end(
+    rows: Sequence[EndToEndRow], command: str, machine: str, note: str = ""
+) -> str:
+    """The markdown section of ``gat-latency --end-to-end`` (``note``: devices not measured)."""
     return (
         "\n".join(
             [
@@ -462,6 +464,7 @@ def render_end_to_end(rows: Sequence[EndToEndRow], command: str, machine: str) -
                 "| GAT / kernel wall (CPU) | GAT / GCS wall (CPU) | path |",
                 "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
                 *(end_to_end_line(row) for row in rows),
+                *(["", note] if note else []),
             ]
         )
         + "\n"

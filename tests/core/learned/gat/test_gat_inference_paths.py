@@ -209,3 +209,23 @@ def test_the_latency_table_goes_at_the_end_and_replaces_only_itself(tmp_path: Pa
     assert all(line.rstrip(" |").endswith("| plan") for line in cpu_rows)  # the CPU rule
     assert all(line.count("CUDA only") == 1 for line in cpu_rows)  # plan-graph, not timed
     assert "Why each path was chosen" in text and "shipped rule for CPU" in text
+
+
+def test_the_end_to_end_table_has_a_row_per_pool_and_says_what_was_not_measured(
+    tmp_path: Path,
+) -> None:
+    """``gat-latency --end-to-end --write-doc``: the GAT call, its kernel and GCS per pool,
+    with both ratios; a device this machine lacks is named, not left out silently."""
+    from grapher_bench.cli import main
+    from grapher_bench.latency.gat import END_TO_END_SECTION, NOT_MEASURED
+
+    doc = tmp_path / "speed.md"
+    argv = ["gat-latency", "--end-to-end", "--sizes", "12", "--repeats", "2"]
+    assert main([*argv, "--devices", "cpu,cuda", "--write-doc", str(doc)]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert text.count(END_TO_END_SECTION) == 1
+    rows = [line for line in text.splitlines() if line.startswith(("| table", "| entity"))]
+    assert len(rows) == (4 if torch.cuda.is_available() else 2)
+    assert all(line.count("x (") == 2 and line.rstrip(" |").endswith("plan") for line in rows[:2])
+    if not torch.cuda.is_available():
+        assert f"cuda rows: {NOT_MEASURED}" in text
