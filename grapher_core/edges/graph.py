@@ -26,7 +26,7 @@ class CandidateGraph:
     ids: tuple[str, ...]
     adjacency: sp.csr_matrix
     by_kind: Mapping[str, sp.csr_matrix] = field(default_factory=dict)
-    adjacency_factor: ProductFactor | None = None
+    adjacency_factor: ProductFactor | None = field(default=None, compare=False, repr=False)
     """``adjacency`` as the product it was counted by, when one proximity made all of it
     (:class:`~grapher_core.edges.entities.ProductFactor`); ``None`` otherwise. Rankers may
     iterate through it instead of the csr matrix: same values, fewer operations."""

@@ -204,6 +204,11 @@ CUDA_UNMEASURED = (
 )
 
 
+_CPU_CHOICE = PathChoice("plan", CPU_RULE)
+_OTHER_CHOICE = PathChoice("forward", OTHER_RULE)
+_CUDA_UNMEASURED_CHOICE = PathChoice("plan-scatter", CUDA_UNMEASURED)
+
+
 def _cuda_candidates(n_nodes: int, n_edges: int) -> tuple[InferencePath, ...]:
     graph: tuple[InferencePath, ...] = (
         ("plan-graph",) if size_bucket(n_nodes, n_edges) is not None else ()
@@ -233,10 +238,10 @@ def path_choice(
     calibration_bucket(n_nodes, n_edges)  # refuses negative sizes, on every device
     target = torch.device(device)
     if target.type == "cpu":
-        return PathChoice("plan", CPU_RULE)
+        return _CPU_CHOICE
     if target.type != "cuda":
-        return PathChoice("forward", OTHER_RULE)
-    fallback = PathChoice("plan-scatter", CUDA_UNMEASURED)
+        return _OTHER_CHOICE
+    fallback = _CUDA_UNMEASURED_CHOICE
     if chooser is None:
         return fallback
     if target.index is None:
@@ -382,11 +387,10 @@ class InferencePlan:
                 scalars, objects, query, edge_index, edge_attr, cast(Any, path), edges_checked
             )
 
-        known = len(self.chooser.choices)
         choice = path_choice(objects.device, n, n_edges, self.chooser, run)
         bucket = size_bucket(n, n_edges)
-        if len(self.chooser.choices) > known and choice.path != "plan-graph" and bucket:
-            self.graphed.release(bucket)
+        if choice.measured and choice.path != "plan-graph" and bucket is not None:
+            self.graphed.release(bucket)  # no-op once released
         return choice
 
     def run(
