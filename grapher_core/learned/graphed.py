@@ -297,8 +297,9 @@ class GraphedKernel:
 
 CALIBRATION_REPEATS = 10
 """Timed runs of each path in a calibration, interleaved (the median counts): on a GPU a
-200-candidate call is about a millisecond, so four paths cost tens of milliseconds once per
-bucket and process."""
+200-candidate call is about a millisecond, so four paths (one check and ten timed runs each)
+cost tens of milliseconds once per size class and process, a 2,000-candidate one a few
+hundred at most."""
 CALIBRATION_TOLERANCE = 1e-4
 """A path is equal to forward when no score differs by more than this, absolute plus
 relative to the largest score (the paths measured agree to 2e-6)."""
