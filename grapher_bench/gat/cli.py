@@ -230,6 +230,12 @@ def _path_arguments(latency: Any) -> None:
         action="store_true",
         help="time the GAT's inference paths against each other instead of the rankers",
     )
+    latency.add_argument(
+        "--end-to-end",
+        action="store_true",
+        help="the GAT reranker's whole call vs its network alone vs the GCS reranker, per "
+        "--kinds / --sizes / --devices pool (docs/speed.md)",
+    )
     latency.add_argument("--kinds", default="table,entity", help="with --paths: table, entity")
     latency.add_argument("--sizes", default="200,2000", help="with --paths: candidates per graph")
     latency.add_argument(
@@ -391,16 +397,7 @@ def run_paths(args: argparse.Namespace) -> int:
 
     from grapher_bench.latency import gat as paths
 
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    if unknown := sorted(set(kinds) - set(paths.GRAPH_KINDS)):
-        raise ConfigError(f"--kinds: unknown {unknown}; choose from {paths.GRAPH_KINDS}")
-    try:
-        sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
-    except ValueError:
-        raise ConfigError(f"--sizes: comma list of integers, got {args.sizes!r}") from None
-    if not sizes or min(sizes) < 1:
-        raise ConfigError(f"--sizes: positive integers, got {args.sizes!r}")
-    devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+    kinds, sizes, devices = _pools(args)
     missing = [d for d in devices if d.startswith("cuda") and not torch.cuda.is_available()]
     threads = args.threads or 1
     present = [d for d in devices if d not in missing]
@@ -408,10 +405,9 @@ def run_paths(args: argparse.Namespace) -> int:
     for device in missing:
         rows += paths.unmeasured_rows(kinds, sizes, device, threads)
     note = (
-        f"{', '.join(missing)} rows: {paths.NOT_MEASURED}. On CUDA `inference_path` picks the "
-        "plan's scatter kernel, measured elsewhere to win there on an H100 (plan vs forward "
-        "2.1 vs 2.8 ms and 3.0 vs 4.4 ms), replayed as a CUDA graph (`plan-graph`) for graphs "
-        "that fit a size bucket; the CUDA-graph replay itself is not measured yet."
+        f"{', '.join(missing)} rows: {paths.NOT_MEASURED}. On CUDA a ranker's first call of "
+        "each size class times the paths on that call (`InferencePlan.choose`) and keeps the "
+        "fastest one equal to forward; `chosen` shows the path before that measurement."
         if missing
         else None
     )
@@ -430,7 +426,61 @@ def run_paths(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pools(args: argparse.Namespace) -> tuple[list[str], list[int], list[str]]:
+    """``--kinds``, ``--sizes`` and ``--devices`` checked."""
+    from grapher_bench.latency import gat as paths
+
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if unknown := sorted(set(kinds) - set(paths.GRAPH_KINDS)):
+        raise ConfigError(f"--kinds: unknown {unknown}; choose from {paths.GRAPH_KINDS}")
+    try:
+        sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"--sizes: comma list of integers, got {args.sizes!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise ConfigError(f"--sizes: positive integers, got {args.sizes!r}")
+    devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+    return kinds, sizes, devices
+
+
+def run_end_to_end(args: argparse.Namespace) -> int:
+    """``gat-latency --end-to-end``: docs/speed.md's "GAT end to end" table."""
+    import torch
+
+    from grapher_bench.latency import gat as paths
+
+    kinds, sizes, devices = _pools(args)
+    threads = args.threads or 1
+    rows, missing = [], []
+    for device in devices:
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            _log(f"{device}: {paths.NOT_MEASURED}")
+            missing.append(device)
+            continue
+        for kind in kinds:
+            for n in sizes:
+                row = paths.measure_end_to_end(kind, n, device, threads, args.repeats)
+                _log(paths.end_to_end_line(row))
+                rows.append(row)
+    command = "grapher-bench gat-latency --end-to-end " + " ".join(
+        f"--{flag} {value}"
+        for flag, value in (
+            ("kinds", args.kinds), ("sizes", args.sizes), ("devices", args.devices),
+            ("threads", threads), ("repeats", args.repeats),
+        )
+    )  # fmt: skip
+    note = f"{', '.join(missing)} rows: {paths.NOT_MEASURED}." if missing else ""
+    section = paths.render_end_to_end(rows, command, paths.machine_line(), note)
+    print(section)
+    if args.write_doc is not None:
+        paths.write_section(args.write_doc, section, paths.END_TO_END_SECTION)
+        _log(f"wrote the section to {args.write_doc}")
+    return 0
+
+
 def run_latency(args: argparse.Namespace) -> int:
+    if args.end_to_end:
+        return run_end_to_end(args)
     if args.paths:
         return run_paths(args)
     import torch

@@ -37,15 +37,20 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "END_TO_END_SECTION",
     "GRAPH_KINDS",
     "NOT_MEASURED",
     "PATHS",
     "SECTION",
+    "EndToEndRow",
     "PathTiming",
     "Row",
+    "end_to_end_line",
     "graph_inputs",
     "machine_line",
     "measure",
+    "measure_end_to_end",
+    "render_end_to_end",
     "render_section",
     "unmeasured_rows",
     "write_section",
@@ -83,6 +88,14 @@ class Row:
     timings: dict[str, PathTiming]
     max_diff: float
     chosen: str
+    why: str = ""
+
+    @property
+    def fastest(self) -> str:
+        """The path with the lowest wall median in this run ("-" when nothing was timed)."""
+        if not self.timings:
+            return "-"
+        return min(self.timings, key=lambda path: self.timings[path].median_ms)
 
 
 def _edges_per_node(n: int) -> float:
@@ -181,7 +194,6 @@ def measure_case(
     """Time the three paths on one synthetic graph; ``plan`` is an ``InferencePlan``."""
     import torch
 
-    from grapher_core.learned.gat.model import inference_path
     from grapher_core.utils.threads import torch_threads
 
     arrays = graph_inputs(kind, n)
@@ -200,11 +212,13 @@ def measure_case(
         outputs = {path: call() for path, call in calls.items()}
         rounds = _repeats_for(calls, repeats, budget_s)
         timings = _time_interleaved(calls, rounds, sync)
+        choice = plan.choose(*args)  # what a ranker runs here: measured on CUDA, a rule on CPU
     reference = outputs["forward"]
     max_diff = max(float((output - reference).abs().max()) for output in outputs.values())
     edges = int(arrays["edge_index"].shape[1])
-    chosen = inference_path(device, n, edges)
-    return Row(kind, n, edges, device, threads, rounds, timings, max_diff, chosen)
+    return Row(
+        kind, n, edges, device, threads, rounds, timings, max_diff, choice.path, choice.reason
+    )
 
 
 def measure(
@@ -240,14 +254,18 @@ def unmeasured_rows(
 ) -> list[Row]:
     """Rows for a device this machine lacks: sizes and the path the ranker would take there,
     no timings (the table says so instead of leaving the device out)."""
-    from grapher_core.learned.gat.model import inference_path
+    from grapher_core.learned.gat.model import path_choice
 
     rows = []
     for kind in kinds:
         for n in sizes:
             edges = int(graph_inputs(kind, n)["edge_index"].shape[1])
-            chosen = inference_path(device, n, edges)
-            rows.append(Row(kind, n, edges, device, threads, 0, {}, float("nan"), chosen))
+            choice = path_choice(device, n, edges)
+            rows.append(
+                Row(
+                    kind, n, edges, device, threads, 0, {}, float("nan"), choice.path, choice.reason
+                )
+            )
     return rows
 
 
@@ -264,8 +282,13 @@ def _row_line(row: Row) -> str:
     diff = f"{row.max_diff:.1e}" if row.timings else "-"
     return (
         f"| {row.kind} | {row.n} | {row.edges} | {row.device} | {row.threads} | "
-        f"{repeats} | {cells} | {diff} | {row.chosen} |"
+        f"{repeats} | {cells} | {diff} | {row.fastest} | {row.chosen} |"
     )
+
+
+def why_lines(rows: Sequence[Row]) -> list[str]:
+    """One line per row: why its path was chosen (a measurement's timings or the rule)."""
+    return [f"- {row.kind} {row.n} on {row.device}: {row.chosen}, {row.why}" for row in rows]
 
 
 def machine_line() -> str:
@@ -300,11 +323,18 @@ def render_section(
         f"`{command}`, on {machine}. Times in ms: wall-clock median / p95 over interleaved "
         "repeats, and in parentheses the median CPU time of the call (on this shared box, what "
         "it costs without waiting for a core). `max |diff|`: the largest difference of any "
-        "path's scores from `forward`. `chosen`: what `inference_path` picks.",
+        "path's scores from `forward`. `fastest here`: the lowest wall median of this run. "
+        "`chosen`: what a ranker runs (`InferencePlan.choose`: measured on the call's size "
+        "class on CUDA, the shipped rule on CPU), with why below the table.",
         "",
-        f"| graph | n | edges | device | threads | repeats | {header} | max \\|diff\\| | chosen |",
-        "|---|---:|---:|---|---:|---:|" + "---:|" * (len(PATHS) + 1) + "---|",
+        f"| graph | n | edges | device | threads | repeats | {header} | max \\|diff\\| "
+        "| fastest here | chosen |",
+        "|---|---:|---:|---|---:|---:|" + "---:|" * (len(PATHS) + 1) + "---|---|",
         *(_row_line(row) for row in rows),
+        "",
+        "Why each path was chosen:",
+        "",
+        *why_lines(rows),
     ]
     if cuda_note:
         lines += ["", cuda_note]
@@ -313,14 +343,129 @@ def render_section(
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
+def write_section(path: Path, section: str, heading: str = SECTION) -> None:
     """Put ``section`` at the end of ``path``: the file is re-read right before writing (other
     sections may have been appended meanwhile) and only this section's own old text, from its
-    heading to the next ``## `` heading, is replaced."""
+    ``heading`` to the next ``## `` heading, is replaced."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    start = text.find("\n" + SECTION + "\n")
+    start = text.find("\n" + heading + "\n")
     if start >= 0:
         end = text.find("\n## ", start + 1)
         text = text[:start] + ("" if end < 0 else text[end:])
     text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text, encoding="utf-8")
+
+
+END_TO_END_SECTION = "## GAT end to end vs its kernel vs GCS"
+
+
+@dataclass(frozen=True)
+class EndToEndRow:
+    """One pool: the GAT reranker's whole call, its network alone and the default GCS
+    reranker on the same pool, each as wall median / p95 and CPU median (ms)."""
+
+    kind: str
+    n: int
+    edges: int
+    device: str
+    threads: int
+    repeats: int
+    gat: PathTiming
+    kernel: PathTiming
+    gcs: PathTiming
+    path: str
+
+    def over(self, other: PathTiming) -> str:
+        """``gat / other`` on wall medians, and on CPU medians in parentheses (on a loaded
+        machine the wall clock also counts waits for a core, which a torch call meets more
+        often than a short numpy one)."""
+        wall = self.gat.median_ms / other.median_ms
+        cpu = self.gat.cpu_median_ms / max(other.cpu_median_ms, 1e-9)
+        return f"{wall:.2f}x ({cpu:.2f}x)"
+
+
+def measure_end_to_end(kind: str, n: int, device: str, threads: int, repeats: int) -> EndToEndRow:
+    """``GraphReranker(..., ranker=GATRanker(device=...)).run(n candidates, vectors given,
+    top_n=10)``, the ranker's own plan on the same inputs already on the device (its chosen
+    path, synchronised: the kernel) and ``GraphReranker(...)`` with the default GCS, timed
+    interleaved in one loop."""
+    import torch
+
+    from grapher_core.learned.gat.ranker import GATRanker
+    from grapher_core.rerank import GraphReranker
+    from grapher_core.utils.threads import torch_threads
+
+    candidates, proximities, query = _candidates(kind, n, seed=0)
+    ranker = GATRanker(device=device, threads=threads)
+    gat, gcs = GraphReranker(proximities, ranker=ranker), GraphReranker(proximities)
+    arrays = graph_inputs(kind, n)
+    keys = ("scalars", "objects", "query", "edge_index", "edge_attr")
+    scalars, objects, query_vector, edge_index, edge_attr = (
+        torch.from_numpy(arrays[k]).to(device) for k in keys
+    )
+    inputs = (scalars, objects, query_vector, edge_index, edge_attr)
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    def kernel() -> None:
+        with torch_threads(threads, device), torch.inference_mode():
+            ranker._plan.run(*inputs, True)
+
+    calls: dict[str, Callable[[], Any]] = {
+        "gat": lambda: gat.run(candidates, query_embedding=query, top_n=10),
+        "kernel": kernel,
+        "gcs": lambda: gcs.run(candidates, query_embedding=query, top_n=10),
+    }
+    for call in calls.values():  # warm-up; the GAT's path is measured here on CUDA
+        call()
+    sync()
+    timings = _time_interleaved(calls, repeats, sync)
+    with torch.inference_mode():
+        path = ranker._plan.choose(*inputs, True).path
+    edges = int(arrays["edge_index"].shape[1])
+    return EndToEndRow(
+        kind, n, edges, device, threads, repeats, timings["gat"], timings["kernel"],
+        timings["gcs"], path,
+    )  # fmt: skip
+
+
+def _timing_cell(timing: PathTiming) -> str:
+    return f"{timing.median_ms:.3f} / {timing.p95_ms:.3f} ({timing.cpu_median_ms:.3f})"
+
+
+def end_to_end_line(row: EndToEndRow) -> str:
+    return (
+        f"| {row.kind} | {row.n} | {row.edges} | {row.device} | {row.threads} | {row.repeats} "
+        f"| {_timing_cell(row.gat)} | {_timing_cell(row.kernel)} | {_timing_cell(row.gcs)} "
+        f"| {row.over(row.kernel)} | {row.over(row.gcs)} | {row.path} |"
+    )
+
+
+def render_end_to_end(
+    rows: Sequence[EndToEndRow], command: str, machine: str, note: str = ""
+) -> str:
+    """The markdown section of ``gat-latency --end-to-end`` (``note``: devices not measured)."""
+    return (
+        "\n".join(
+            [
+                END_TO_END_SECTION,
+                "",
+                f"`{command}`, on {machine}. Times in ms, wall median / p95 (CPU median), "
+                "interleaved in one loop: *GAT* = `GraphReranker([...], ranker=GATRanker("
+                "device=...)).run(candidates, query_embedding=..., top_n=10)` with the candidates' "
+                "vectors given; *kernel* = the same ranker's network alone on the same inputs "
+                "already on the device (its chosen path, synchronised); *GCS* = the default "
+                "`GraphReranker([...]).run(...)` on the same pool. Targets: GAT <= 1.5x kernel "
+                "on CUDA at 200 candidates, GAT <= 4x GCS on one CPU thread.",
+                "",
+                "| graph | n | edges | device | threads | repeats | GAT | kernel | GCS "
+                "| GAT / kernel wall (CPU) | GAT / GCS wall (CPU) | path |",
+                "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+                *(end_to_end_line(row) for row in rows),
+                *(["", note] if note else []),
+            ]
+        )
+        + "\n"
+    )

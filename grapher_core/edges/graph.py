@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import Proximity
+from grapher_core.edges.entities import ProductFactor, SharedEntities
 from grapher_core.errors import InputError
 
 
@@ -25,6 +26,10 @@ class CandidateGraph:
     ids: tuple[str, ...]
     adjacency: sp.csr_matrix
     by_kind: Mapping[str, sp.csr_matrix] = field(default_factory=dict)
+    adjacency_factor: ProductFactor | None = field(default=None, compare=False, repr=False)
+    """``adjacency`` as the product it was counted by, when one proximity made all of it
+    (:class:`~grapher_core.edges.entities.ProductFactor`); ``None`` otherwise. Rankers may
+    iterate through it instead of the csr matrix: same values, fewer operations."""
 
     @property
     def n(self) -> int:
@@ -50,17 +55,33 @@ def build_graph(
     n = len(candidates)
     ids = tuple(c.id for c in candidates)
     by_kind: dict[str, sp.csr_matrix] = {}
+    factor: ProductFactor | None = None
     for proximity in proximities:
-        matrix = _checked(proximity, proximity.adjacency(candidates), n)
+        made, factor = _adjacency(proximity, candidates)
+        matrix = _checked(proximity, made, n)
+        if matrix is not made:  # checks changed it: the factor no longer describes it
+            factor = None
         if proximity.weight != 1.0:
             matrix = matrix * float(proximity.weight)
+            factor = None if factor is None else factor.scaled(float(proximity.weight))
         previous = by_kind.get(proximity.kind)
         by_kind[proximity.kind] = matrix if previous is None else (previous + matrix).tocsr()
     if not by_kind:
         return CandidateGraph(ids, sp.csr_matrix((n, n)), {})
     kinds = list(by_kind.values())
+    if len(kinds) == 1 and len(proximities) == 1:  # one proximity made the whole graph
+        return CandidateGraph(ids, kinds[0], by_kind, factor)
     combined = kinds[0] if len(kinds) == 1 else sum(kinds[1:], kinds[0]).tocsr()
     return CandidateGraph(ids, combined, by_kind)
+
+
+def _adjacency(
+    proximity: Proximity, candidates: Sequence[Candidate]
+) -> tuple[sp.spmatrix | sp.sparray, ProductFactor | None]:
+    """The proximity's matrix, and its product factor where it has one (shared entities)."""
+    if isinstance(proximity, SharedEntities):
+        return proximity.factored(candidates)
+    return proximity.adjacency(candidates), None
 
 
 def _checked(proximity: Proximity, matrix: sp.spmatrix | sp.sparray, n: int) -> sp.csr_matrix:

@@ -17,29 +17,46 @@ rewritten past the call's edges on every call.
 On any other device the same padded buffers run eagerly, with no graph: that path exists so
 that the padding and buffer reuse are tested on machines without a GPU, and no ranker picks it
 there.
+
+Whether the replay pays is measured, not assumed (:class:`PathChooser`): padding a 87k-edge
+graph to 131,072 edges measured slower on an H200 than the unpadded kernel it saves launches
+of, so a ranker times its paths on the first call of each device and size bucket, checks each
+against the model's own forward, and keeps the fastest equal one for the process.
 """
 
 from __future__ import annotations
 
+import functools
+import statistics
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import torch
 
-from grapher_core.errors import InputError
+from grapher_core.errors import GraphERError, InputError
 from grapher_core.utils.callsite import warn_once
 
 __all__ = [
+    "CALIBRATION_REPEATS",
+    "CALIBRATION_TOLERANCE",
     "EDGE_BUCKETS",
     "MAX_GRAPHS",
     "NODE_BUCKETS",
     "GraphedKernel",
     "Kernel",
+    "PathChoice",
+    "PathChooser",
+    "Run",
     "Tensors",
+    "Timer",
+    "calibration_bucket",
     "check_edge_index",
+    "check_host_edges",
     "size_bucket",
 ]
 
@@ -81,6 +98,16 @@ def size_bucket(n_nodes: int, n_edges: int) -> tuple[int, int] | None:
     return nodes, edges
 
 
+def calibration_bucket(n_nodes: int, n_edges: int) -> tuple[int, int]:
+    """The size class a path choice is measured and cached for: nodes (plus the padding node)
+    and edges rounded up to powers of two, like :func:`size_bucket` but without its upper
+    limits (graphs past them get a choice too, among the unpadded paths)."""
+    if n_nodes < 0 or n_edges < 0:
+        raise InputError(f"sizes must be >= 0, got {n_nodes} nodes and {n_edges} edges")
+    nodes = _power_of_two_at_least(max(n_nodes + 1, NODE_BUCKETS[0]))
+    return nodes, _power_of_two_at_least(max(n_edges, EDGE_BUCKETS[0]))
+
+
 def check_edge_index(edge_index: torch.Tensor, n: int) -> None:
     """Refuse, by name, an edge whose end is not one of the ``n`` nodes (one device sync): on a
     GPU it would fault, and in padded buffers it would read a padding row."""
@@ -88,6 +115,12 @@ def check_edge_index(edge_index: torch.Tensor, n: int) -> None:
         low, high = torch.stack(torch.aminmax(edge_index)).tolist()
         if low < 0 or high >= n:
             raise InputError(f"edge_index holds a node outside [0, {n})")
+
+
+def check_host_edges(edge_index: np.ndarray, n: int) -> None:
+    """:func:`check_edge_index` on a numpy edge list, before it goes to a device (no sync)."""
+    if edge_index.size and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
+        raise InputError(f"edge_index holds a node outside [0, {n})")
 
 
 @dataclass
@@ -137,21 +170,34 @@ class GraphedKernel:
         self._lock = threading.Lock()
         self._pool = None
 
+    def release(self, size: tuple[int, int]) -> None:
+        """Drop one bucket's buffers and graph (a bucket where the replay lost to an unpadded
+        path keeps no memory for it)."""
+        with self._lock:
+            self._slots.pop(size, None)
+
     @property
     def buckets(self) -> tuple[tuple[int, int], ...]:
         """The buckets holding buffers (and, on CUDA, a graph), least recently used first."""
         return tuple(self._slots)
 
     def __call__(
-        self, nodes: Tensors, shared: Tensors, edge_index: torch.Tensor, edges: Tensors
+        self,
+        nodes: Tensors,
+        shared: Tensors,
+        edge_index: torch.Tensor,
+        edges: Tensors,
+        edges_checked: bool = False,
     ) -> torch.Tensor:
         """The kernel's output for the call's ``n`` nodes: a tensor of its own, not a view of
-        the buffers."""
+        the buffers. ``edges_checked``: the caller made the edges within the graph, so the
+        check (a device sync) is skipped."""
         n, n_edges = nodes[0].shape[0], edge_index.shape[1]
         size = size_bucket(n, n_edges)
         if size is None or self.capture_failed:
             return self.kernel(nodes, shared, edge_index, edges)
-        check_edge_index(edge_index, n)
+        if not edges_checked:
+            check_edge_index(edge_index, n)
         with self._lock:
             slot = self._slot(size, nodes, shared, edges)
             for buffer, given in zip(slot.nodes, nodes, strict=True):
@@ -247,3 +293,158 @@ class GraphedKernel:
                 graph.replay()
 
         return output, replay
+
+
+CALIBRATION_REPEATS = 10
+"""Timed runs of each path in a calibration, interleaved (the median counts): on a GPU a
+200-candidate call is about a millisecond, so four paths (one check and ten timed runs each)
+cost tens of milliseconds once per size class and process, a 2,000-candidate one a few
+hundred at most."""
+CALIBRATION_TOLERANCE = 1e-4
+"""A path is equal to forward when no score differs by more than this, absolute plus
+relative to the largest score (the paths measured agree to 2e-6)."""
+
+Run = Callable[[str], torch.Tensor]
+"""``run(path)``: the call's scores by that path."""
+Timer = Callable[[str, Callable[[], object]], float]
+"""``timer(path, call)``: seconds one ``call()`` of ``path`` took (tests inject timings)."""
+
+
+@dataclass(frozen=True)
+class PathChoice:
+    """The path a device and size class run, and why: ``measured`` choices carry each path's
+    median time in ms (fastest first) and the paths left out with the reason."""
+
+    path: str
+    reason: str
+    measured: bool = False
+    timings_ms: tuple[tuple[str, float], ...] = ()
+    excluded: tuple[tuple[str, str], ...] = field(default=())
+
+
+def _max_difference(got: torch.Tensor, reference: torch.Tensor) -> float:
+    if got.shape != reference.shape:
+        return float("inf")
+    difference = (got.detach().float() - reference.detach().float()).abs().max()
+    value = float(difference) if got.numel() else 0.0
+    return value if value == value else float("inf")  # NaN: unequal
+
+
+class PathChooser:
+    """Which path runs a call, by measurement: on the first call of a ``key`` (device and size
+    class) every candidate path runs on that call's inputs, those unequal to ``"forward"``
+    (the model itself, the reference) are left out, the rest are timed ``repeats`` times,
+    interleaved, and the fastest median wins; the choice is kept for the process (per
+    chooser). A path that fails is left out; when the reference itself fails with anything
+    but a :class:`GraphERError` (which names a bad input and is raised), the ``fallback``
+    choice is kept, saying so. ``timer`` defaults to the wall clock around ``call`` and
+    ``sync`` (a device synchronisation); tests pass timings."""
+
+    def __init__(
+        self,
+        repeats: int = CALIBRATION_REPEATS,
+        tolerance: float = CALIBRATION_TOLERANCE,
+        timer: Timer | None = None,
+    ) -> None:
+        self.repeats = repeats
+        self.tolerance = tolerance
+        self.timer = timer
+        self._choices: dict[Any, PathChoice] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its choices (measured on this machine) or lock."""
+        state = self.__dict__.copy()
+        del state["_choices"], state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._choices = {}
+        self._lock = threading.Lock()
+
+    @property
+    def choices(self) -> dict[Any, PathChoice]:
+        """The choices made so far, by key (a copy)."""
+        with self._lock:
+            return dict(self._choices)
+
+    def choose(
+        self,
+        key: Any,
+        candidates: Sequence[str],
+        run: Run | None,
+        fallback: PathChoice,
+        sync: Callable[[], None] = lambda: None,
+    ) -> PathChoice:
+        """The kept choice for ``key``; else, with ``run``, a measured one (kept); without
+        ``run``, ``fallback`` (not kept: nothing was measured)."""
+        with self._lock:
+            known = self._choices.get(key)
+            if known is not None or run is None:
+                return fallback if known is None else known
+            choice = self._measure(candidates, run, fallback, sync)
+            self._choices[key] = choice
+            return choice
+
+    def _measure(
+        self, candidates: Sequence[str], run: Run, fallback: PathChoice, sync: Callable[[], None]
+    ) -> PathChoice:
+        try:
+            reference = run("forward")
+        except GraphERError:
+            raise
+        except Exception as error:
+            return replace(
+                fallback, reason=f"calibration failed (forward raised {error!r}); {fallback.reason}"
+            )
+        excluded: list[tuple[str, str]] = []
+        equal: list[str] = []
+        largest = float(reference.detach().abs().max()) if reference.numel() else 0.0
+        bound = self.tolerance * (1.0 + largest)
+        for path in candidates:
+            if path == "forward":
+                equal.append(path)
+                continue
+            try:
+                difference = _max_difference(run(path), reference)  # also its warm-up
+            except Exception as error:
+                excluded.append((path, f"raised {type(error).__name__}: {error}"))
+                continue
+            if difference <= bound:
+                equal.append(path)
+            else:
+                excluded.append((path, f"unequal to forward (max |diff| {difference:.1e})"))
+        medians = self._timed(equal, run, sync)
+        ranked = sorted(medians.items(), key=lambda item: item[1])
+        winner = ranked[0][0]
+        timings = ", ".join(f"{path} {ms:.3g} ms" for path, ms in ranked)
+        reason = (
+            f"fastest measured here (median of {self.repeats}): {timings}; "
+            f"scores within {self.tolerance:g} of forward"
+        )
+        if excluded:
+            reason += "; left out: " + "; ".join(f"{p} {why}" for p, why in excluded)
+        return PathChoice(winner, reason, True, tuple(ranked), tuple(excluded))
+
+    def _timed(self, paths: Sequence[str], run: Run, sync: Callable[[], None]) -> dict[str, float]:
+        """Median ms per path over ``repeats`` interleaved rounds (rotated order)."""
+        timer = self.timer or _wall_timer(sync)
+        samples: dict[str, list[float]] = {path: [] for path in paths}
+        order = list(paths)
+        for repeat in range(self.repeats):
+            shift = repeat % len(order)
+            for path in order[shift:] + order[:shift]:
+                samples[path].append(timer(path, functools.partial(run, path)))
+        return {path: 1e3 * statistics.median(values) for path, values in samples.items()}
+
+
+def _wall_timer(sync: Callable[[], None]) -> Timer:
+    def timer(_path: str, call: Callable[[], object]) -> float:
+        sync()
+        started = time.perf_counter()
+        call()
+        sync()
+        return time.perf_counter() - started
+
+    return timer

@@ -9,12 +9,15 @@ passes its own dimension check, so errors name its checkpoint. Every vector is c
 refused with a :class:`~grapher_core.errors.GraphERError` naming the object and both
 dimensions, never a numpy error from deep inside a network. Texts sent to an embedder have
 their lone surrogates replaced by U+FFFD (tokenizers refuse them), said once. Arrays reach the
-network's device through :func:`to_device` only, in training and in ranking alike.
+network's device through :func:`to_device` only, in training and in ranking alike, or, for
+a ranking call's several arrays on a GPU, through :func:`arrays_to_device` (one packed copy).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DeviceTables",
+    "PackedArrays",
+    "arrays_to_device",
     "as_matrix",
     "as_vector",
     "check_rank_inputs",
@@ -46,6 +51,91 @@ def to_device(array: np.ndarray, device: str) -> Any:
     import torch
 
     return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+
+_WORD = np.dtype(np.float32)
+
+
+@dataclass(frozen=True)
+class PackedArrays:
+    """Several float32 / integer arrays laid out in one float32 buffer (integers as int32
+    words, checked to fit), so that they cross to a GPU in one copy: ``layout`` holds each
+    array's start, shape and dtype."""
+
+    buffer: np.ndarray
+    layout: tuple[tuple[int, tuple[int, ...], str], ...]
+
+    @staticmethod
+    def pack(arrays: Sequence[np.ndarray], out: np.ndarray | None = None) -> PackedArrays:
+        """Lay ``arrays`` out in ``out`` (a float32 buffer at least as long, reused between
+        calls) or a new buffer."""
+        sizes = [int(np.asarray(a).size) for a in arrays]
+        total = sum(sizes)
+        buffer = np.empty(total, dtype=_WORD) if out is None else out[:total]
+        layout = []
+        start = 0
+        for array, size in zip(arrays, sizes, strict=True):
+            array = np.asarray(array)
+            kind = array.dtype.kind
+            if kind == "f":
+                buffer[start : start + size] = array.reshape(-1)
+            elif kind in "iu":
+                if size and (array.min() < -(2**31) or array.max() >= 2**31):
+                    raise InputError(f"an index array holds values past int32: {array.dtype}")
+                buffer[start : start + size].view(np.int32)[:] = array.reshape(-1)
+            else:
+                raise InputError(f"cannot pack an array of dtype {array.dtype}")
+            layout.append((start, tuple(array.shape), array.dtype.str))
+            start += size
+        return PackedArrays(buffer, tuple(layout))
+
+    def unpack(self, words: Any) -> list[Any]:
+        """The arrays again, as views of ``words`` (this buffer as a torch tensor, on any
+        device); integer arrays come back as int64 tensors (one cast each, on the device)."""
+        import torch
+
+        out = []
+        for start, shape, dtype in self.layout:
+            size = int(np.prod(shape, dtype=np.int64))
+            part = words[start : start + size]
+            if np.dtype(dtype).kind == "f":
+                out.append(part.view(shape))
+            else:
+                out.append(part.view(torch.int32).view(shape).to(torch.int64))
+        return out
+
+
+class _Staging(threading.local):
+    """A pinned host buffer per thread, grown as needed, and the event that marks its last
+    copy done: the next call waits on it (already passed after a call's result came back)
+    before writing the buffer again."""
+
+    buffer: Any = None
+    copied: Any = None
+
+
+_staging = _Staging()
+
+
+def arrays_to_device(arrays: Sequence[np.ndarray], device: str) -> list[Any]:
+    """``arrays`` as tensors on ``device``. On CUDA in one host-to-device copy: packed into a
+    reused pinned buffer (:class:`PackedArrays`) and copied without blocking the host, then
+    viewed apart on the device; elsewhere as :func:`to_device` (on CPU, no copy at all)."""
+    import torch
+
+    target = torch.device(device)
+    if target.type != "cuda":
+        return [to_device(a, device) for a in arrays]
+    total = sum(int(np.asarray(a).size) for a in arrays)
+    if _staging.copied is not None:
+        _staging.copied.synchronize()  # the buffer's last copy has left it
+    if _staging.buffer is None or _staging.buffer.numel() < total:
+        _staging.buffer = torch.empty(max(total, 1 << 16), dtype=torch.float32, pin_memory=True)
+    packed = PackedArrays.pack(arrays, _staging.buffer.numpy())
+    words = _staging.buffer[: packed.buffer.size].to(target, non_blocking=True)
+    _staging.copied = torch.cuda.Event()
+    _staging.copied.record(torch.cuda.current_stream(target))
+    return packed.unpack(words)
 
 
 class DeviceTables:

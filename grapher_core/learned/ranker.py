@@ -20,6 +20,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.errors import CheckpointError, ConfigError
 from grapher_core.learned.family import Family, FamilyConfig
 from grapher_core.learned.inputs import (
+    arrays_to_device,
     check_rank_inputs,
     default_embedder_checked,
     object_vectors,
@@ -155,6 +156,11 @@ class FamilyRanker(Generic[ModelT, ConfigT]):
     def on_device(self, array: np.ndarray) -> Any:
         """``array`` as a tensor on the ranker's device (:func:`to_device`, as in training)."""
         return to_device(array, self.device)
+
+    def arrays_on_device(self, *arrays: np.ndarray) -> list[Any]:
+        """``arrays`` as tensors on the ranker's device, in one copy on a GPU
+        (:func:`arrays_to_device`)."""
+        return arrays_to_device(arrays, self.device)
 
     def infer(self, run: Callable[[OnDevice], Any]) -> np.ndarray:
         """``run(on_device)`` in inference mode with the call's threads; its tensor of scores

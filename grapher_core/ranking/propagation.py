@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover
     _csr_scale_rows = None
 
 from grapher_core.candidates import Candidate
+from grapher_core.edges.entities import ProductFactor
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.ranking.base import RankContext, check_alpha
@@ -173,6 +174,30 @@ def _row_normalised_data(adjacency: sp.csr_matrix, scale: float = 1.0) -> np.nda
     return adjacency.data * np.repeat(factors, np.diff(adjacency.indptr))  # pragma: no cover
 
 
+def _degree_scalings(
+    adjacency: sp.csr_matrix,
+    exponent: float,
+    scale: float = 1.0,
+    degrees_of: sp.csr_matrix | None = None,
+    factor: ProductFactor | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(receive, send)`` with ``scale * D^-b A D^(b-1) = diag(receive) A diag(send)``, ``d``
+    the mean of in- and out-weight of ``degrees_of`` (default ``adjacency``, through its
+    product ``factor`` when given)."""
+    source = adjacency if degrees_of is None else degrees_of
+    if factor is not None and degrees_of is None:  # the same sums, through the incidence
+        rows, columns = factor.row_and_column_sums()
+    else:
+        columns = np.bincount(source.indices, weights=source.data, minlength=source.shape[1])
+        rows = _row_sums(source)
+    sums = 0.5 * (rows + columns)
+    safe = np.where(sums > 0, sums, 1.0)
+    receive = safe**-exponent
+    send = safe ** (exponent - 1.0)
+    receive *= scale
+    return receive, send
+
+
 def _degree_normalised_data(
     adjacency: sp.csr_matrix,
     exponent: float,
@@ -189,14 +214,8 @@ def _degree_normalised_data(
     It runs on every query, so it is two scaling passes of scipy's csr kernels over one copy
     of the data (row sums by a mat-vec, column sums by ``bincount``), not a chain of numpy
     temporaries of the size of the edge list."""
-    source = adjacency if degrees_of is None else degrees_of
     n_rows, n_cols = adjacency.shape
-    columns = np.bincount(source.indices, weights=source.data, minlength=source.shape[1])
-    sums = 0.5 * (_row_sums(source) + columns)
-    safe = np.where(sums > 0, sums, 1.0)
-    receive = safe**-exponent
-    send = safe ** (exponent - 1.0)
-    receive *= scale
+    receive, send = _degree_scalings(adjacency, exponent, scale, degrees_of)
     if _csr_scale_rows is None or _csr_scale_columns is None:  # pragma: no cover
         counts = np.diff(adjacency.indptr)
         return adjacency.data * np.repeat(receive, counts) * send[adjacency.indices]
@@ -204,6 +223,45 @@ def _degree_normalised_data(
     _csr_scale_rows(n_rows, n_cols, adjacency.indptr, adjacency.indices, data, receive)
     _csr_scale_columns(n_rows, n_cols, adjacency.indptr, adjacency.indices, data, send)
     return data
+
+
+def _factored_kernel(
+    factor: ProductFactor, receive: np.ndarray, send: np.ndarray | None
+) -> Callable[..., None]:
+    """``kernel(n, n, indptr, indices, data, x, y)``: ``y += diag(receive) A diag(send) x``
+    through ``A``'s product factor (the csr arguments are ignored): two compiled mat-vecs over
+    the incidence, ``receive`` folded into the left factor's values once per call."""
+    n, inner = factor.n, factor.inner
+    scale_in = factor.scale if send is None else factor.scale * send
+    left_data = np.repeat(receive, np.diff(factor.left_indptr))
+    z, w = np.empty(n), np.empty(inner)
+    multiply, matvec = np.multiply, _csr_matvec
+    right = (factor.right_indptr, factor.right_indices, factor.right_data)
+    left = (factor.left_indptr, factor.left_indices, left_data)
+
+    def kernel(*args: Any) -> None:
+        x, y = args[5], args[6]
+        multiply(x, scale_in, out=z)
+        w.fill(0.0)
+        matvec(inner, n, *right, z, w)
+        matvec(n, inner, *left, w, y)
+
+    return kernel
+
+
+FACTOR_SHARE = 0.5
+"""GCS iterates through a graph's product factor when its entries (both factors) are at most
+this share of the graph's edges: a factored mat-vec is two compiled calls and a scaling, so
+it pays only where the incidence is much smaller than the product (hub-dense pools)."""
+
+
+def _uses_factor(a: sp.csr_matrix, factor: ProductFactor | None) -> bool:
+    return (
+        factor is not None
+        and _csr_matvec is not None
+        and factor.n == a.shape[0]
+        and factor.left_indices.size + factor.right_indices.size <= FACTOR_SHARE * a.nnz
+    )
 
 
 def row_normalise(adjacency: sp.csr_matrix) -> sp.csr_matrix:
@@ -327,6 +385,7 @@ def _iterate_affine(
     name: str,
     damping: float = 0.0,
     extrapolate: bool = False,
+    kernel: Callable[..., Any] | None = None,
 ) -> np.ndarray:
     """``p <- transition @ p + base`` until ``||p_new - p||_1 < tol``, with no allocation.
 
@@ -340,14 +399,16 @@ def _iterate_affine(
     spider_dev top-200 at alpha 0.1), and no other mode grows (``|l + d| / (1 + d) <= 1``).
     ``extrapolate`` removes a slow mode that is left alone later (:class:`_DominantMode`).
     Convergence is tested every second step (the result is then at most one step further
-    along). This is the hot loop of GCS: it calls scipy's csr mat-vec kernel directly.
+    along). This is the hot loop of GCS: it calls scipy's csr mat-vec kernel directly, or
+    ``kernel`` (same signature, ``y += transition @ x``: a product factor's, for instance).
     """
     n = start.size
     if isinstance(transition, tuple):  # (indptr, indices, data) of a csr matrix
         indptr, indices, data = transition
     else:
         indptr, indices, data = transition.indptr, transition.indices, transition.data
-    kernel = _matvec(n, indptr, indices, data)
+    if kernel is None:
+        kernel = _matvec(n, indptr, indices, data)
     copyto, subtract, absolute, total = np.copyto, np.subtract, np.absolute, np.add.reduce
     p, nxt, step, scratch = start.copy(), np.empty(n), np.empty(n), np.empty(n)
     if damping:
@@ -399,9 +460,9 @@ def _solve_fixed_point(a: sp.csr_matrix, data: np.ndarray, base: np.ndarray) -> 
     return p
 
 
-def _degree_data(a: sp.csr_matrix, scale: float, exponent: float, degrees_of: Any) -> np.ndarray:
-    """:func:`_degree_normalised_data` after checking the exponent and ``degrees_of`` (taken
-    as it is when already a float csr matrix: the ranker passes its graph's adjacency)."""
+def _checked_degrees_of(a: sp.csr_matrix, exponent: float, degrees_of: Any) -> sp.csr_matrix | None:
+    """``degrees_of`` after checking it and the exponent (taken as it is when already a float
+    csr matrix: the ranker passes its graph's adjacency)."""
     if not 0.5 <= exponent <= 1.0:
         raise InputError(f"degree_exponent must be in [0.5, 1], got {exponent!r}")
     degrees = degrees_of
@@ -411,6 +472,12 @@ def _degree_data(a: sp.csr_matrix, scale: float, exponent: float, degrees_of: An
         degrees = sp.csr_matrix(degrees_of, dtype=np.float64)
     if degrees is not None and degrees.shape != a.shape:
         raise InputError(f"degrees_of has shape {degrees.shape}, adjacency {a.shape}")
+    return cast("sp.csr_matrix | None", degrees)
+
+
+def _degree_data(a: sp.csr_matrix, scale: float, exponent: float, degrees_of: Any) -> np.ndarray:
+    """:func:`_degree_normalised_data` after :func:`_checked_degrees_of`."""
+    degrees = _checked_degrees_of(a, exponent, degrees_of)
     return _degree_normalised_data(a, exponent, scale, degrees)
 
 
@@ -424,6 +491,7 @@ def gcs_scores(
     normalisation: str = "row",
     degree_exponent: float = DEFAULT_DEGREE_EXPONENT,
     degrees_of: Any = None,
+    factor: ProductFactor | None = None,
 ) -> np.ndarray:
     """Graph Cohesive Smoothing, Algorithm 1 of the paper (``normalisation="row"``, the
     default of this function, which the GAT's input features keep).
@@ -452,6 +520,11 @@ def gcs_scores(
     ``degrees_of`` (same shape) gives the degrees when they should not come from
     ``adjacency`` itself: :class:`GCSRanker` passes the unweighted graph beside the one whose
     kinds it weighted, so a kind weighted 0.5 transmits half its normalised share.
+
+    ``factor``: ``adjacency`` as the product it was counted by (a graph's
+    ``adjacency_factor``); the iteration then runs through it where that costs fewer
+    operations than the edges (:data:`FACTOR_SHARE`: hub-dense entity pools), with the same
+    result up to rounding (tested to 1e-9 against the csr iteration).
     """
     a, s = _check_inputs(adjacency, seeds, alpha)
     if method not in ("auto", "iterate", "solve"):  # "auto" = "iterate", kept for callers
@@ -460,25 +533,50 @@ def gcs_scores(
         raise InputError(f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
     if a.nnz == 0:
         return np.maximum(alpha * s, s)
-    if normalisation == "row":
-        data = _row_normalised_data(a, 1.0 - alpha)  # (1 - alpha) W on a's structure
-    else:
-        data = _degree_data(a, 1.0 - alpha, degree_exponent, degrees_of)
     base = alpha * s
-    if method == "solve":
-        p = _solve_fixed_point(a, data, base)
+    if method != "solve" and _uses_factor(a, factor):
+        assert factor is not None  # _uses_factor checked it
+        scalings = _scalings(a, factor, normalisation, alpha, degree_exponent, degrees_of)
+        kernel = _factored_kernel(factor, *scalings)
+        transition: tuple[np.ndarray, np.ndarray, np.ndarray] = (a.indptr, a.indices, a.data)
     else:
-        p = _iterate_affine(
-            (a.indptr, a.indices, data),
-            base,
-            s,
-            tol,
-            max_iter,
-            "gcs_scores",
-            1.0 - alpha,
-            extrapolate=normalisation == "degree",  # row: Algorithm 1's literal steps
-        )
+        kernel = None
+        if normalisation == "row":
+            data = _row_normalised_data(a, 1.0 - alpha)  # (1 - alpha) W on a's structure
+        else:
+            data = _degree_data(a, 1.0 - alpha, degree_exponent, degrees_of)
+        if method == "solve":
+            return np.maximum(_solve_fixed_point(a, data, base), s)
+        transition = (a.indptr, a.indices, data)
+    p = _iterate_affine(
+        transition,
+        base,
+        s,
+        tol,
+        max_iter,
+        "gcs_scores",
+        1.0 - alpha,
+        extrapolate=normalisation == "degree",  # row: Algorithm 1's literal steps
+        kernel=kernel,
+    )
     return np.maximum(p, s)
+
+
+def _scalings(
+    a: sp.csr_matrix,
+    factor: ProductFactor,
+    normalisation: str,
+    alpha: float,
+    exponent: float,
+    degrees_of: Any,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(receive, send)``: GCS's ``(1 - alpha) W = diag(receive) A diag(send)`` (row form:
+    no ``send``), the same factors the csr path applies to the data."""
+    if normalisation == "row":
+        sums = factor.row_and_column_sums()[0]
+        return np.divide(1.0 - alpha, sums, out=np.zeros_like(sums), where=sums > 0), None
+    degrees = _checked_degrees_of(a, exponent, degrees_of)
+    return _degree_scalings(a, exponent, 1.0 - alpha, degrees, factor)
 
 
 def ppr_scores(
@@ -572,6 +670,7 @@ class GCSRanker:
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         weighted = self._weighted(graph, context.candidates)
+        unweighted = weighted is graph.adjacency
         return gcs_scores(
             weighted,
             seeds,
@@ -581,7 +680,8 @@ class GCSRanker:
             self.method,
             self.normalisation,
             self.degree_exponent,
-            None if weighted is graph.adjacency else graph.adjacency,
+            None if unweighted else graph.adjacency,
+            graph.adjacency_factor if unweighted else None,
         )
 
     def alone_weights_for(self, candidates: Sequence[Candidate]) -> tuple[tuple[str, float], ...]:

@@ -53,7 +53,7 @@ __all__ = [
 def scalar_features(graph: CandidateGraph, seeds: np.ndarray, alpha: float) -> np.ndarray:
     """``(n, 2)`` float32: min-max scaled GCS score and seed score per node."""
     seeds = np.asarray(seeds, dtype=np.float64)
-    gcs = gcs_scores(graph.adjacency, seeds, alpha)
+    gcs = gcs_scores(graph.adjacency, seeds, alpha, factor=graph.adjacency_factor)
     return np.stack([minmax(gcs), minmax(seeds)], axis=1).astype(np.float32)
 
 

@@ -25,13 +25,22 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 from torch import nn
 
 from grapher_core.errors import ConfigError, InputError, InputTypeError, StateError
-from grapher_core.learned.graphed import GraphedKernel, Tensors, check_edge_index, size_bucket
+from grapher_core.learned.graphed import (
+    GraphedKernel,
+    PathChoice,
+    PathChooser,
+    Run,
+    Tensors,
+    calibration_bucket,
+    check_edge_index,
+    size_bucket,
+)
 
 __all__ = [
     "ARCHITECTURES",
@@ -41,6 +50,7 @@ __all__ = [
     "InferencePlan",
     "ModelSpec",
     "inference_path",
+    "path_choice",
 ]
 
 ARCHITECTURES: tuple[str, ...] = ("gat", "mlp")
@@ -162,32 +172,102 @@ class GraphERNet(nn.Module):
 
 InferencePath = Literal["plan", "plan-scatter", "plan-graph", "forward"]
 INFERENCE_PATHS: tuple[InferencePath, ...] = ("plan", "plan-scatter", "plan-graph", "forward")
-EDGE_CHUNK = 2048
+EDGE_CHUNK = 4096
 """Edges per step of the plan's CPU attention logits: a step's (EDGE_CHUNK, heads * hidden)
-rows (1 MiB) stay in a core's cache and come back from the allocator warm, where one step over
-87k edges allocated 44 MiB tensors that page-faulted on every op (2048 measured faster than
-1024 and 4096 at 4k and 87k edges)."""
+rows (2 MiB) stay in cache and come back from the allocator warm, where one step over 87k
+edges allocated 44 MiB tensors that page-faulted on every op. 4096 measured level with 2048 at
+87k edges (89 vs 91 ms CPU at load 10, interleaved) and one step instead of two at 4k edges
+(a 200-candidate entity pool: 6.4 vs 6.8 ms)."""
 
 
-def inference_path(device: str | torch.device, n_nodes: int, n_edges: int) -> InferencePath:
-    """How a ranker runs the network on ``device`` for a graph of this size, chosen here only.
+def _bag_sum(
+    table: torch.Tensor, rows: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
+    """``embedding_bag(mode="sum")`` called as the ATen op: the functional wrapper's checks
+    and reshapes cost more than the bag itself on a 200-node graph (15 bags per call)."""
+    return torch.embedding_bag(table, rows, offsets, False, 0, False, weights, False, None)[0]
 
-    Measured (docs/speed.md, "GAT inference: plan vs forward"): on CPU the plan with sorted
-    CSR segments is faster than ``GraphERNet.forward`` at every measured size and density
-    (200 and 2,000 nodes, table-like and entity-like graphs). On CUDA the plan's scatter
-    kernel is the one measured to win (H100: 2.1 vs 2.8 ms at 200 nodes), and a call there is
-    launch-bound, so graphs that fit a size bucket replay it as a CUDA graph (``plan-graph``,
-    :mod:`~grapher_core.learned.graphed`); larger ones run it unpadded. Other devices get
-    ``forward``, torch-geometric's general path (``segment_reduce``, the CSR kernel's softmax,
-    has CPU and CUDA kernels only).
+
+CPU_RULE = (
+    "shipped rule for CPU: plan, the CSR-segment kernel, measured fastest at every size and "
+    "density tried (table and entity graphs of 200 and 2,000 nodes: 2-24x faster than "
+    "forward, 2-23x than plan-scatter; docs/speed.md); not re-measured per process, since "
+    "timing forward costs up to a second per call at 2,000 entity nodes"
+)
+OTHER_RULE = (
+    "shipped rule for devices without a CSR kernel: forward (segment_reduce, the plan's "
+    "softmax, has CPU and CUDA kernels only)"
+)
+CUDA_UNMEASURED = (
+    "not measured yet on this device and size: plan-scatter, the unpadded kernel, until the "
+    "first call measures the paths"
+)
+
+
+_CPU_CHOICE = PathChoice("plan", CPU_RULE)
+_OTHER_CHOICE = PathChoice("forward", OTHER_RULE)
+_CUDA_UNMEASURED_CHOICE = PathChoice("plan-scatter", CUDA_UNMEASURED)
+
+
+def _cuda_candidates(n_nodes: int, n_edges: int) -> tuple[InferencePath, ...]:
+    graph: tuple[InferencePath, ...] = (
+        ("plan-graph",) if size_bucket(n_nodes, n_edges) is not None else ()
+    )
+    return (*graph, "plan-scatter", "plan", "forward")
+
+
+def path_choice(
+    device: str | torch.device,
+    n_nodes: int,
+    n_edges: int,
+    chooser: PathChooser | None = None,
+    run: Run | None = None,
+) -> PathChoice:
+    """How a ranker runs the network on ``device`` for a graph of this size, and why; the
+    one place that chooses.
+
+    On CUDA the choice is measured (:class:`~grapher_core.learned.graphed.PathChooser`): on
+    the first call of a device and size class (:func:`calibration_bucket`) with ``run``, the
+    paths that may win there (``plan-graph`` for graphs that fit a CUDA-graph bucket,
+    ``plan-scatter``, ``plan``, ``forward``) run on that call's inputs, the ones unequal to
+    forward are left out and the fastest of the rest is kept by ``chooser`` for the process
+    (the CUDA-graph replay lost to the unpadded kernel at 87k edges on an H200, so no rule
+    about it held). Without a measurement yet: ``plan-scatter``. On CPU a shipped rule:
+    ``plan`` (measured fastest everywhere, :data:`CPU_RULE`); other devices: ``forward``.
     """
-    bucket = size_bucket(n_nodes, n_edges)  # refuses negative sizes, on every device
-    kind = torch.device(device).type
-    if kind == "cpu":
-        return "plan"
-    if kind == "cuda":
-        return "plan-graph" if bucket is not None else "plan-scatter"
-    return "forward"
+    calibration_bucket(n_nodes, n_edges)  # refuses negative sizes, on every device
+    target = torch.device(device)
+    if target.type == "cpu":
+        return _CPU_CHOICE
+    if target.type != "cuda":
+        return _OTHER_CHOICE
+    fallback = _CUDA_UNMEASURED_CHOICE
+    if chooser is None:
+        return fallback
+    if target.index is None:
+        target = torch.device("cuda", torch.cuda.current_device())
+    key = (str(target), calibration_bucket(n_nodes, n_edges))
+    return chooser.choose(
+        key,
+        _cuda_candidates(n_nodes, n_edges),
+        run,
+        fallback,
+        sync=lambda: torch.cuda.synchronize(target),
+    )
+
+
+def inference_path(
+    device: str | torch.device,
+    n_nodes: int,
+    n_edges: int,
+    chooser: PathChooser | None = None,
+    run: Run | None = None,
+) -> InferencePath:
+    """The path of :func:`path_choice` (its reason left out)."""
+    path = path_choice(device, n_nodes, n_edges, chooser, run).path
+    if path not in INFERENCE_PATHS:  # pragma: no cover - a chooser only picks candidates
+        raise StateError(f"path choice gave {path!r}, not one of {INFERENCE_PATHS}")
+    return cast(InferencePath, path)
 
 
 @dataclass(frozen=True)
@@ -216,16 +296,16 @@ class _Edges:
     without a sparse tensor."""
 
     target: torch.Tensor
-    bag_rows: torch.Tensor  # (E, 2 + features used): table rows summed per edge
-    bag_weights: torch.Tensor  # (E, 2 + features used): 1, 1, then the edge's features
+    bag_rows: torch.Tensor  # (E * k,): k = 2 + features used table rows summed per edge
+    bag_weights: torch.Tensor  # (E * k,): 1, 1, then the edge's features
+    bag_starts: torch.Tensor  # (EDGE_CHUNK,): 0, k, 2k, ...: a step's bag offsets
     offsets: torch.Tensor  # (n + 1,) segment starts per target
     crow: torch.Tensor  # (n,) bag starts of the aggregation: offsets[:-1] * heads
     columns: torch.Tensor  # (E * heads,) rows of x_l, per target, edge after edge
 
 
 def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, heads: int) -> _Edges:
-    """Checked and sorted edges: an index outside the graph is refused here, by name."""
-    check_edge_index(edge_index, n)
+    """Edges sorted by target (checked to lie within the graph by the caller)."""
     target, order = torch.sort(edge_index[1], stable=True)
     source = edge_index[0].index_select(0, order)
     device, n_edges = source.device, source.numel()
@@ -244,7 +324,11 @@ def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, hea
     )
     features = edge_attr.index_select(1, used).index_select(0, order)
     weights = torch.cat([edge_attr.new_ones(n_edges, 2), features], 1)
-    return _Edges(target, rows, weights, offsets, offsets[:-1] * heads, columns)
+    k = rows.shape[1]
+    starts = torch.arange(0, min(n_edges, EDGE_CHUNK) * k, k, device=device)
+    return _Edges(
+        target, rows.view(-1), weights.view(-1), starts, offsets, offsets[:-1] * heads, columns
+    )
 
 
 class InferencePlan:
@@ -281,6 +365,48 @@ class InferencePlan:
             torch.cat([layer.edge_weight for layer in self.layers], dim=1) if self.layers else None
         )
         self.graphed = GraphedKernel(self._graph_kernel, name=model.spec.architecture)
+        self.chooser = PathChooser()
+
+    def choose(
+        self,
+        scalars: torch.Tensor,
+        objects: torch.Tensor,
+        query: torch.Tensor,
+        edge_index: torch.Tensor | None,
+        edge_attr: torch.Tensor | None,
+        edges_checked: bool = False,
+    ) -> PathChoice:
+        """The path for this call's device and size (:func:`path_choice`), measured on these
+        inputs when this plan has not measured the size class yet; a CUDA-graph bucket whose
+        replay lost keeps no buffers."""
+        n = objects.shape[0]
+        n_edges = 0 if edge_index is None else int(edge_index.shape[1])
+
+        def run(path: str) -> torch.Tensor:
+            return self(
+                scalars, objects, query, edge_index, edge_attr, cast(Any, path), edges_checked
+            )
+
+        choice = path_choice(objects.device, n, n_edges, self.chooser, run)
+        bucket = size_bucket(n, n_edges)
+        if choice.measured and choice.path != "plan-graph" and bucket is not None:
+            self.graphed.release(bucket)  # no-op once released
+        return choice
+
+    def run(
+        self,
+        scalars: torch.Tensor,
+        objects: torch.Tensor,
+        query: torch.Tensor,
+        edge_index: torch.Tensor | None,
+        edge_attr: torch.Tensor | None,
+        edges_checked: bool = False,
+    ) -> torch.Tensor:
+        """``(n,)`` logits by the path :meth:`choose` gives (``edges_checked``: as in
+        ``__call__``)."""
+        choice = self.choose(scalars, objects, query, edge_index, edge_attr, edges_checked)
+        path = cast(Any, choice.path)
+        return self(scalars, objects, query, edge_index, edge_attr, path, edges_checked)
 
     @staticmethod
     def _pack(conv: Any) -> _Layer:  # GATv2Conv: torch-geometric is untyped
@@ -311,8 +437,11 @@ class InferencePlan:
         edge_index: torch.Tensor | None,
         edge_attr: torch.Tensor | None,
         path: InferencePath = "plan",
+        edges_checked: bool = False,
     ) -> torch.Tensor:
-        """``(n,)`` logits; ``query`` is one ``(d,)`` vector, the rest as in ``forward``."""
+        """``(n,)`` logits; ``query`` is one ``(d,)`` vector, the rest as in ``forward``.
+        ``edges_checked``: the caller made the edges within the graph (the ranker builds them
+        from its csr graph), so the plan skips its check, a device sync on a GPU."""
         model = self.model
         d = model.spec.embedding_dim
         if objects.dim() != 2 or objects.shape[1] != d or query.numel() != d:
@@ -331,11 +460,12 @@ class InferencePlan:
         if self.message_passing and edges is None:
             raise InputError("the GAT needs edge_index and edge_attr (self-loops included)")
         if edges is not None and path == "plan-graph":
-            return self.graphed((scalars, objects), (query.reshape(-1),), edges[0], (edges[1],))
+            nodes, shared = (scalars, objects), (query.reshape(-1),)
+            return self.graphed(nodes, shared, edges[0], (edges[1],), edges_checked)
         if edges is not None and path == "plan":
             h = self._encode(scalars, objects, query.reshape(1, d))
             if self.message_passing:
-                h = self._segments(h, *edges)
+                h = self._segments(h, *edges, edges_checked)
             return self._head(scalars, h)
         return self._scatter_call(scalars, objects, query, edges)
 
@@ -386,11 +516,17 @@ class InferencePlan:
         return torch.nn.functional.elu(h)
 
     def _segments(
-        self, h: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor
+        self,
+        h: torch.Tensor,
+        edge_index: torch.Tensor,
+        edge_attr: torch.Tensor,
+        edges_checked: bool = False,
     ) -> torch.Tensor:
         """Message passing over sorted CSR segments; the CPU kernel (see :class:`_Edges`)."""
         n, heads, hidden = h.shape[0], self.heads, self.hidden
         width = heads * hidden
+        if not edges_checked:
+            check_edge_index(edge_index, n)
         edges = _sorted_edges(edge_index, edge_attr, n, heads)
         table = h.new_empty(2 * n + edge_attr.shape[1], width)
         for layer in self.layers:
@@ -401,28 +537,30 @@ class InferencePlan:
             weights = logits.sub_(top.index_select(0, edges.target)).exp_()
             total = torch.segment_reduce(weights, "sum", offsets=edges.offsets, axis=0)
             weights.div_(total.index_select(0, edges.target))
-            out = torch.nn.functional.embedding_bag(  # x_l summed over heads and neighbours
-                edges.columns, table[: 2 * n].view(2 * n * heads, hidden), edges.crow,
-                mode="sum", per_sample_weights=weights.view(-1),
+            out = _bag_sum(  # x_l summed over heads and neighbours
+                table[: 2 * n].view(2 * n * heads, hidden), edges.columns, edges.crow,
+                weights.view(-1),
             )  # fmt: skip
             h = h + torch.nn.functional.elu(out.mul_(1.0 / heads).add_(layer.out_bias))
         return h
 
     def _logits(self, table: torch.Tensor, edges: _Edges, layer: _Layer) -> torch.Tensor:
         """``(E, heads)`` attention logits ``att . leaky_relu(x_l[j] + x_r[i] + W_e e_ij)``,
-        EDGE_CHUNK edges at a time (edge-sized tensors of 44 MiB page-faulted on every op)."""
+        EDGE_CHUNK edges at a time (edge-sized tensors of 44 MiB page-faulted on every op);
+        the per-head dot products as one in-place product and one sum per step."""
         heads, hidden = self.heads, self.hidden
-        logits = table.new_empty(edges.target.numel(), heads)
-        att = layer.att.view(heads, hidden)
-        for first in range(0, edges.target.numel(), EDGE_CHUNK):
-            last = first + EDGE_CHUNK
-            z = torch.nn.functional.embedding_bag(
-                edges.bag_rows[first:last], table, mode="sum",
-                per_sample_weights=edges.bag_weights[first:last],
+        n_edges = edges.target.numel()
+        k = edges.bag_rows.numel() // max(n_edges, 1)
+        logits = table.new_empty(n_edges, heads)
+        att = layer.att.view(1, heads, hidden)
+        for first in range(0, n_edges, EDGE_CHUNK):
+            last = min(first + EDGE_CHUNK, n_edges)
+            z = _bag_sum(
+                table, edges.bag_rows[first * k : last * k], edges.bag_starts[: last - first],
+                edges.bag_weights[first * k : last * k],
             )  # fmt: skip
             torch.nn.functional.leaky_relu_(z, self.negative_slope)
-            for k in range(heads):
-                torch.mv(z[:, k * hidden : (k + 1) * hidden], att[k], out=logits[first:last, k])
+            torch.sum(z.view(-1, heads, hidden).mul_(att), -1, out=logits[first:last])
         return logits
 
     def _scatter(

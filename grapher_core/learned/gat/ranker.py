@@ -23,7 +23,8 @@ from grapher_core.errors import ConfigError
 from grapher_core.learned.caveats import GAT_OFF_TABLES, MLP_ABLATION
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
-from grapher_core.learned.gat.model import GraphERNet, InferencePlan, inference_path
+from grapher_core.learned.gat.model import GraphERNet, InferencePlan
+from grapher_core.learned.graphed import check_host_edges
 from grapher_core.learned.ranker import FamilyRanker, OnDevice, check_option
 from grapher_core.ranking.base import RankContext
 from grapher_core.utils.callsite import warn_once
@@ -77,17 +78,13 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         query = self.query_vector(context)
         objects = self.object_vectors(context.candidates)
         arrays = graph_arrays(graph, seeds, self.alpha)
-        path = inference_path(self.device, len(objects), arrays.edge_index.shape[1])
+        check_host_edges(arrays.edge_index, len(objects))  # on the host: no device sync
 
-        def run(tensor: OnDevice) -> object:
-            return self._plan(
-                tensor(arrays.scalars),
-                tensor(objects),
-                tensor(query),
-                tensor(arrays.edge_index),
-                tensor(arrays.edge_attr),
-                path=path,
+        def run(_: OnDevice) -> object:
+            scalars, nodes, shared, edge_index, edge_attr = self.arrays_on_device(
+                arrays.scalars, objects, query, arrays.edge_index, arrays.edge_attr
             )
+            return self._plan.run(scalars, nodes, shared, edge_index, edge_attr, edges_checked=True)
 
         return self.infer(run)
 

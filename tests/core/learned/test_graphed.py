@@ -173,16 +173,22 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"
 
 @cuda
 def test_cuda_captures_one_graph_per_bucket_and_replays_it() -> None:
+    """Two graphs of one bucket share one capture; a graph of another bucket gets its own.
+    The buckets are asserted first: node counts alone do not fix the edge bucket (entity
+    graphs of 60 and 40 nodes have 1,132 and 760 edges, buckets 2,048 and 1,024)."""
     plan = InferencePlan(_plan().model.to("cuda"))
-    larger, smaller = (
-        _args("entity", 60, seed=1, device="cuda"),
-        _args("entity", 40, seed=2, device="cuda"),
-    )
+    larger = _args("entity", 50, seed=50, device="cuda")
+    smaller = _args("entity", 30, seed=30, device="cuda")
+    other = _args("table", 300, seed=3, device="cuda")
+    bucket = size_bucket(50, larger[3].shape[1])
+    assert bucket == size_bucket(30, smaller[3].shape[1]) == (64, 1_024)
+    assert size_bucket(300, other[3].shape[1]) not in (bucket, None)
     first = _check(plan, larger)
     _check(plan, smaller)
     torch.testing.assert_close(_check(plan, larger), first)
     assert plan.graphed.captures == 1 and not plan.graphed.capture_failed
-    _check(plan, _args("table", 300, seed=3, device="cuda"))
+    assert plan.graphed.buckets == (bucket,)
+    _check(plan, other)
     assert plan.graphed.captures == 2
 
 

@@ -25,7 +25,9 @@ from grapher_core.learned.gat.model import (
     INFERENCE_PATHS,
     InferencePlan,
     inference_path,
+    path_choice,
 )
+from grapher_core.learned.graphed import PathChoice, PathChooser
 
 ARGS = ("scalars", "objects", "query", "edge_index", "edge_attr")
 
@@ -109,21 +111,51 @@ def test_bad_edges_and_paths_are_refused(shipped_plan: InferencePlan) -> None:
         shipped_plan(*args, path="fastest")  # type: ignore[arg-type]
 
 
-def test_inference_path_keeps_the_measured_winner_per_device() -> None:
+def test_cpu_and_other_devices_follow_the_shipped_rule_and_cuda_waits_for_a_measurement() -> None:
+    """CPU: plan (measured fastest everywhere; timing forward per process would cost up to a
+    second); devices without the CSR kernel: forward; CUDA before any measurement: the
+    unpadded scatter kernel, said as unmeasured."""
     for n, edges in [(1, 1), (200, 4_046), (2_000, 87_768), (20_000, 2_000_000)]:
-        assert inference_path("cpu", n, edges) == "plan"  # the CSR kernel, measured on CPU
+        assert inference_path("cpu", n, edges) == "plan"
         assert inference_path(torch.device("cpu"), n, edges) == "plan"
-        on_gpu = "plan-graph" if n <= 2_000 else "plan-scatter"  # graphs up to the buckets
-        assert inference_path("cuda", n, edges) == on_gpu
-        assert inference_path("cuda:1", n, edges) == on_gpu
+        assert "shipped rule for CPU" in path_choice("cpu", n, edges).reason
         assert inference_path("mps", n, edges) == "forward"
         assert inference_path("meta", n, edges) == "forward"
+        unmeasured = path_choice("cuda:1", n, edges)
+        assert unmeasured.path == "plan-scatter" and not unmeasured.measured
+        assert "not measured" in unmeasured.reason
     with pytest.raises(InputError):
         inference_path("cpu", -1, 0)
 
 
+def test_cuda_measures_the_paths_that_fit_the_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a run, a CUDA size class is measured once: plan-graph is a candidate only where a
+    CUDA-graph bucket holds the graph, and the fastest equal path is kept per size class."""
+    timings = {"plan-graph": 0.6, "plan-scatter": 1.8, "plan": 2.5, "forward": 3.1}
+    chooser = PathChooser(repeats=3, timer=lambda path, call: timings[path] * 1e-3)
+    asked: list[str] = []
+
+    def run(path: str) -> torch.Tensor:
+        asked.append(path)
+        return torch.ones(4)
+
+    small = path_choice("cuda:0", 200, 4_046, chooser, run)
+    assert small.path == "plan-graph" and small.measured
+    assert [p for p, _ in small.timings_ms] == ["plan-graph", "plan-scatter", "plan", "forward"]
+    asked.clear()
+    assert path_choice("cuda:0", 250, 3_000, chooser, run) == small  # same class: kept
+    assert asked == []
+    timings["plan-graph"] = 5.1  # padding 87k edges to 131k costs more than it saves
+    large = path_choice("cuda:0", 2_000, 87_768, chooser, run)
+    assert large.path == "plan-scatter"
+    huge = path_choice("cuda:0", 20_000, 2_000_000, chooser, run)
+    assert "plan-graph" not in dict(huge.timings_ms)  # past the buckets: not a candidate
+    assert path_choice("cuda:1", 200, 4_046, chooser) == path_choice("cuda:1", 200, 4_046)
+
+
 def test_the_ranker_scores_through_the_chosen_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """GATRanker asks inference_path and its scores equal those of the forward path."""
+    """GATRanker asks its plan for the path on every call and its scores equal forward's
+    whichever path is chosen."""
     from helpers_gat import graph_of, table_candidates
 
     from grapher_core.learned.gat import ranker as gat_ranker
@@ -136,15 +168,18 @@ def test_the_ranker_scores_through_the_chosen_path(monkeypatch: pytest.MonkeyPat
     ranker = gat_ranker.GATRanker()
     asked: list[tuple[str, int, int]] = []
 
-    def choose(device: str, n: int, edges: int) -> str:
-        asked.append((device, n, edges))
-        return path
+    def choose(*args: torch.Tensor, edges_checked: bool = False) -> PathChoice:
+        _, objects, _, edge_index, _, *checked = args
+        assert checked == [True] or edges_checked  # made from the graph: no device sync
+        asked.append((objects.device.type, objects.shape[0], edge_index.shape[1]))
+        return PathChoice(path, "test")
 
-    monkeypatch.setattr(gat_ranker, "inference_path", choose)
+    monkeypatch.setattr(ranker._plan, "choose", choose)
     scores = {}
     for path in INFERENCE_PATHS:
         scores[path] = ranker.rank(graph, seeds, context)
     assert asked[0][:2] == ("cpu", 25) and asked[0][2] > 25
+    assert len(asked) == len(INFERENCE_PATHS)
     for path in INFERENCE_PATHS:
         np.testing.assert_allclose(scores[path], scores["forward"], atol=1e-5, rtol=1e-5)
 
@@ -170,6 +205,27 @@ def test_the_latency_table_goes_at_the_end_and_replaces_only_itself(tmp_path: Pa
     assert [line.split(" | ")[3] for line in table if "| cpu |" in line] == ["cpu", "cpu"]
     if not torch.cuda.is_available():
         assert sum(NOT_MEASURED in line for line in table) == 2
-    assert all(line.rstrip(" |").endswith(("plan", "plan-graph")) for line in table)
     cpu_rows = [line for line in table if "| cpu |" in line]
+    assert all(line.rstrip(" |").endswith("| plan") for line in cpu_rows)  # the CPU rule
     assert all(line.count("CUDA only") == 1 for line in cpu_rows)  # plan-graph, not timed
+    assert "Why each path was chosen" in text and "shipped rule for CPU" in text
+
+
+def test_the_end_to_end_table_has_a_row_per_pool_and_says_what_was_not_measured(
+    tmp_path: Path,
+) -> None:
+    """``gat-latency --end-to-end --write-doc``: the GAT call, its kernel and GCS per pool,
+    with both ratios; a device this machine lacks is named, not left out silently."""
+    from grapher_bench.cli import main
+    from grapher_bench.latency.gat import END_TO_END_SECTION, NOT_MEASURED
+
+    doc = tmp_path / "speed.md"
+    argv = ["gat-latency", "--end-to-end", "--sizes", "12", "--repeats", "2"]
+    assert main([*argv, "--devices", "cpu,cuda", "--write-doc", str(doc)]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert text.count(END_TO_END_SECTION) == 1
+    rows = [line for line in text.splitlines() if line.startswith(("| table", "| entity"))]
+    assert len(rows) == (4 if torch.cuda.is_available() else 2)
+    assert all(line.count("x (") == 2 and line.rstrip(" |").endswith("plan") for line in rows[:2])
+    if not torch.cuda.is_available():
+        assert f"cuda rows: {NOT_MEASURED}" in text
