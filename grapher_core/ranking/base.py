@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -19,6 +19,8 @@ except ImportError:  # pragma: no cover
 from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError
+from grapher_core.ranking.options import RANKER_NAME
+from grapher_core.schema import Schema, check_fields
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,11 @@ def reads_scores(component: object) -> bool:
 class BaselineRanker:
     """The base retriever's order, unchanged: the comparison every graph ranker must beat."""
 
+    FIELDS: ClassVar[Schema] = {"name": RANKER_NAME}
     name: str = "baseline"
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         return np.array(seeds, dtype=np.float64)

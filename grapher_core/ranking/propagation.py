@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,6 +44,14 @@ from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.ranking.base import RankContext, check_alpha
+from grapher_core.ranking.options import (
+    ALPHA,
+    MAX_ITER_SPEC,
+    RANKER_NAME,
+    TOL,
+    kind_weights_spec,
+)
+from grapher_core.schema import Schema, Spec, check_fields
 from grapher_core.utils.callsite import warn, warn_once
 
 DEFAULT_GCS_ALPHA = 0.1
@@ -520,10 +528,10 @@ def ppr_scores(
 
 
 def _check_iteration(tol: object, max_iter: object) -> None:
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < float("inf"):
-        raise ConfigError(f"tol must be a positive number, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ConfigError(f"max_iter must be a positive integer, got {max_iter!r}")
+    """The iteration settings of :func:`gcs_scores` / :func:`ppr_scores`, bounded as a
+    ranker's are (:mod:`grapher_core.ranking.options`)."""
+    TOL.check("tol", tol)
+    MAX_ITER_SPEC.check("max_iter", max_iter)
 
 
 @dataclass(frozen=True)
@@ -532,6 +540,18 @@ class GCSRanker:
     exact Algorithm 1, ``"degree"`` (default) the degree-aware form that does not lift every
     spoke of a hub (see the module docstring)."""
 
+    FIELDS: ClassVar[Schema] = {
+        "alpha": ALPHA,
+        "tol": TOL,
+        "max_iter": MAX_ITER_SPEC,
+        "method": Spec("str", choices=("auto", "iterate", "solve")),
+        "normalisation": Spec("str", choices=NORMALISATIONS),
+        "degree_exponent": Spec("float", low=0.5, high=1.0),
+        "kind_weights": kind_weights_spec(),
+        "alone_weights": kind_weights_spec(allow_auto=True),
+        "beside_weights": kind_weights_spec(allow_auto=True),
+        "name": RANKER_NAME,
+    }
     alpha: float = DEFAULT_GCS_ALPHA
     tol: float = 1e-8
     max_iter: int = DEFAULT_MAX_ITER
@@ -546,13 +566,7 @@ class GCSRanker:
     def __post_init__(self) -> None:
         """Refuse a bad setting here, not at the first query."""
         object.__setattr__(self, "alpha", check_alpha(self.alpha))
-        _check_iteration(self.tol, self.max_iter)
-        if self.method not in ("auto", "iterate", "solve"):
-            raise ConfigError(f"method must be 'auto', 'iterate' or 'solve', got {self.method!r}")
-        if self.normalisation not in NORMALISATIONS:
-            raise ConfigError(
-                f"normalisation must be one of {NORMALISATIONS}, got {self.normalisation!r}"
-            )
+        check_fields(self)
         object.__setattr__(self, "kind_weights", _kind_weights("kind_weights", self.kind_weights))
         for name in ("alone_weights", "beside_weights"):
             value = getattr(self, name)
@@ -564,11 +578,6 @@ class GCSRanker:
                     )
             else:
                 object.__setattr__(self, name, _kind_weights(name, value))
-        exponent = self.degree_exponent
-        if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
-            raise ConfigError(f"degree_exponent must be a number in [0.5, 1], got {exponent!r}")
-        if not 0.5 <= float(exponent) <= 1.0:
-            raise ConfigError(f"degree_exponent must be in [0.5, 1], got {exponent!r}")
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         weighted = self._weighted(graph, context.candidates)
@@ -682,6 +691,12 @@ class PPRRanker:
     """Personalized PageRank (:func:`ppr_scores`); known to over-rank hubs, and below the
     retriever's order on chunk-adjacency sets: said once when one is built."""
 
+    FIELDS: ClassVar[Schema] = {
+        "alpha": ALPHA,
+        "tol": TOL,
+        "max_iter": MAX_ITER_SPEC,
+        "name": RANKER_NAME,
+    }
     alpha: float = DEFAULT_PPR_ALPHA
     tol: float = 1e-10
     max_iter: int = DEFAULT_MAX_ITER
@@ -690,7 +705,7 @@ class PPRRanker:
     def __post_init__(self) -> None:
         """Refuse a bad setting here, not at the first query."""
         object.__setattr__(self, "alpha", check_alpha(self.alpha))
-        _check_iteration(self.tol, self.max_iter)
+        check_fields(self)
         warn_once(PPR_CAN_LOSE)
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
