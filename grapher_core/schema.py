@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, Literal
 
-from grapher_core.errors import ConfigError, InputTypeError
+from grapher_core.errors import ConfigError, GraphERError, InputTypeError
 
 __all__ = [
     "FieldTypeError",
@@ -34,6 +34,7 @@ __all__ = [
     "check_fields",
     "check_values",
     "declared_schema",
+    "grapher_error_in",
     "shown",
 ]
 
@@ -195,13 +196,32 @@ def check_values(
                 check_field_names(owner or "it", [name], schema)
             except ConfigError as error:
                 raise ConfigError(
-                    f"{where}: key {prefix}{shown(name)}: {error}; a payload may set only "
-                    "these fields"
+                    f"{where}: key '{prefix}{str(name)[:80]}': {error}; a payload may set "
+                    "only these fields"
                 ) from None
     return {
         name: schema[name].check(f"{where}: key '{prefix}{name}'", value)
         for name, value in values.items()
     }
+
+
+def grapher_error_in(error: BaseException) -> GraphERError | None:
+    """The :class:`GraphERError` a framework's validation error wraps (pydantic turns a
+    ``ValueError`` raised by a validator into its own ``ValidationError``), or ``None``: the
+    wrappers re-raise it, so every door raises the library's error, naming the field."""
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return None
+    try:
+        details = errors()
+    except Exception:  # not pydantic's: nothing to unwrap
+        return None
+    for detail in details if isinstance(details, list) else []:
+        context = detail.get("ctx") if isinstance(detail, dict) else None
+        inner = context.get("error") if isinstance(context, dict) else None
+        if isinstance(inner, GraphERError):
+            return inner
+    return None
 
 
 def declared_schema(cls: type) -> Schema | None:

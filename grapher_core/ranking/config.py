@@ -203,7 +203,7 @@ def _ranking(
         "ranker": ranker,
         "alpha": alpha,
         "seed_transform": seed,
-        "ranker_options": _ranker_options(ranker, alpha, data, fail, folder),
+        "ranker_options": _ranker_options(ranker, alpha, data, fail, folder, where),
         "proximities": _proximities(data.get("proximities"), where),
     }
 
@@ -290,13 +290,22 @@ def _ranker_options(
     data: Mapping[str, Any],
     fail: Callable[[str, str], ConfigError],
     folder: Path | None = None,
+    where: str = "config",
 ) -> dict[str, Any]:
-    """The ``ranker_options`` object, checked by building the ranker with them once (a typo in
-    an option name fails here, naming the key, not at the first query); a relative
-    ``checkpoint`` is read from ``folder``."""
+    """The ``ranker_options`` object, checked against the ranker's declared ``FIELDS``
+    (:mod:`grapher_core.schema`: a typo, a wrong type or an unbounded iteration fails here,
+    naming the key) and by building the ranker with them once; a relative ``checkpoint`` is
+    read from ``folder``."""
     value = data.get("ranker_options") or {}
     if not isinstance(value, dict):
         raise fail("ranker_options", f"must be an object, got {type(value).__name__}")
+    from grapher_core.allowed import resolve
+    from grapher_core.schema import check_values, declared_schema
+
+    target = resolve("ranker", ranker.lower(), load=False)  # a Lazy backend checks its own
+    schema = declared_schema(target) if isinstance(target, type) else None
+    if schema is not None:
+        check_values(where, value, schema, key="ranker_options", owner=target.__name__)
     checkpoint = value.get("checkpoint")
     if (
         folder is not None
