@@ -18,10 +18,11 @@ field.
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import (
+    BaseModel,
     Field,
     field_serializer,
     field_validator,
@@ -52,7 +53,7 @@ from grapher_core.schema import (
 )
 from llama_index_grapher.embeddings import embed_model_payload, load_embed_model
 
-__all__ = ["LIVE_FIELDS", "PostprocessorFields", "built"]
+__all__ = ["LIVE_FIELDS", "KnownFields", "PostprocessorFields", "built"]
 
 LIVE_FIELDS: tuple[str, ...] = ("callback_manager", "neighbour_source", "ego_index", "vector_store")
 """Fields that hold live objects: never read from a payload, never written by ``to_dict``."""
@@ -81,7 +82,33 @@ def built(cls: type[Any], where: str, data: dict[str, Any]) -> Any:
         ) from None
 
 
-class PostprocessorFields(BaseNodePostprocessor):
+class KnownFields(BaseModel):
+    """What every GraphER LlamaIndex component does with its keywords: one it does not have
+    is refused naming the closest one it does (``feild`` -> ``field``; LlamaIndex's models
+    ignore unknown keywords, so a typo would run the default), and a refused value is the
+    library's error (a ``GraphERError`` naming the field), not pydantic's wrapper around it.
+    ``FORMER_NAMES``: deprecated keywords a subclass still accepts (and renames)."""
+
+    FORMER_NAMES: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValueError as error:
+            inner = None if isinstance(error, GraphERError) else grapher_error_in(error)
+            if inner is None:
+                raise
+            raise inner from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_field_names(cls.__name__, data, [*cls.model_fields, *cls.FORMER_NAMES])
+        return data
+
+
+class PostprocessorFields(KnownFields, BaseNodePostprocessor):
     """The fields of :class:`~llama_index_grapher.postprocessor.GraphERPostprocessor`
     (documented there) and their serialisation."""
 
@@ -215,26 +242,6 @@ class PostprocessorFields(BaseNodePostprocessor):
         description="Texts longer than this are cut before they are embedded or read by the "
         "ranker; output nodes keep their full text. None: no cut.",
     )
-
-    def __init__(self, **data: Any) -> None:
-        """Validate the fields; a refused value is the library's error (a ``GraphERError``
-        naming the field), not pydantic's wrapper around it."""
-        try:
-            super().__init__(**data)
-        except ValueError as error:
-            inner = None if isinstance(error, GraphERError) else grapher_error_in(error)
-            if inner is None:
-                raise
-            raise inner from None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields(cls, data: Any) -> Any:
-        """A field it does not have is refused naming the closest one (``top_k`` -> ``top_n``):
-        LlamaIndex's models ignore unknown keywords, so a typo would run the defaults."""
-        if isinstance(data, dict):
-            check_field_names(cls.__name__, data, cls.model_fields)
-        return data
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """The fields as a payload: live objects left out, the ranker by its registered name
