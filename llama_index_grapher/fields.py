@@ -275,10 +275,10 @@ class PostprocessorFields(KnownFields, BaseNodePostprocessor):
     def _from_payload(cls, data: Any, where: str, kwargs: dict[str, Any]) -> Self:
         """The payload checked field by field before anything is built (unknown keys, live
         objects, the classes it names and their fields), then ``kwargs`` (objects given in
-        code) added."""
+        code) added; a key given in ``kwargs`` is not read from the payload at all."""
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected an object, got {type(data).__name__}")
-        data = dict(data)
+        data = {k: v for k, v in data.items() if k not in kwargs}  # given in code: not read
         data.pop("class_name", None)
         try:
             check_field_names(cls.__name__, data, cls.model_fields)

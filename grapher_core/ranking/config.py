@@ -299,13 +299,12 @@ def _ranker_options(
     value = data.get("ranker_options") or {}
     if not isinstance(value, dict):
         raise fail("ranker_options", f"must be an object, got {type(value).__name__}")
-    from grapher_core.allowed import resolve
-    from grapher_core.schema import check_values, declared_schema
+    from grapher_core.ranking.registry import declared_options
+    from grapher_core.schema import check_values
 
-    target = resolve("ranker", ranker.lower(), load=False)  # a Lazy backend checks its own
-    schema = declared_schema(target) if isinstance(target, type) else None
+    schema = declared_options(ranker) if value else None
     if schema is not None:
-        check_values(where, value, schema, key="ranker_options", owner=target.__name__)
+        check_values(where, value, schema, key="ranker_options", owner=ranker)
     checkpoint = value.get("checkpoint")
     if (
         folder is not None

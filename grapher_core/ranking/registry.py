@@ -15,11 +15,12 @@ from grapher_core.allowed import Lazy, allowed_names, is_allowed, name_of, regis
 from grapher_core.errors import ConfigError, GraphERError, InputTypeError
 from grapher_core.ranking.base import BaselineRanker, Ranker
 from grapher_core.ranking.propagation import GCSRanker, PPRRanker
-from grapher_core.schema import check_values, declared_schema
+from grapher_core.schema import Schema, check_field_names, check_values, declared_schema
 
 __all__ = [
     "RANKER_CLASS_KEY",
     "available_rankers",
+    "declared_options",
     "make_ranker",
     "ranker_from_payload",
     "ranker_to_payload",
@@ -84,9 +85,23 @@ def make_ranker(ranker: str | Ranker, alpha: float | None = None, **options: Any
             f"unknown ranker {ranker!r}; choose one of {', '.join(available_rankers())}"
         )
     factory = resolve("ranker", name, key="ranker")
+    schema = declared_schema(factory) if isinstance(factory, type) else None
+    if schema is not None:  # a misspelt option names the closest one, not a bare TypeError
+        check_field_names(f"ranker {name!r} ({factory.__name__})", options, schema)
     if alpha is not None:
         options["alpha"] = alpha
     return factory(**options)
+
+
+def declared_options(name: str) -> Schema | None:
+    """The ``FIELDS`` the ranker registered as ``name`` declares (what ``ranker_options`` may
+    set), its backend imported as building it would; ``None`` when it declares none or its
+    backend is not installed (building it then says so)."""
+    try:
+        target = resolve("ranker", name.lower())
+    except GraphERError:
+        return None
+    return declared_schema(target) if isinstance(target, type) else None
 
 
 RANKER_CLASS_KEY = "class"
@@ -137,9 +152,9 @@ def ranker_from_payload(value: object, where: str = "payload", key: str = "ranke
             f"{type(value).__name__}; pass a Ranker in code: from_dict(data, ranker=...)"
         )
     name = value.get(RANKER_CLASS_KEY)
-    target = resolve("ranker", name, where=where, key=f"{key}.{RANKER_CLASS_KEY}", load=False)
+    resolve("ranker", name, where=where, key=f"{key}.{RANKER_CLASS_KEY}", load=False)
     options = {k: v for k, v in value.items() if k != RANKER_CLASS_KEY}
-    schema = declared_schema(target) if isinstance(target, type) else None
+    schema = declared_options(str(name))
     if schema is None:
         raise ConfigError(
             f"{where}: key {key!r}: ranker {name!r} declares no fields a payload may set; "
