@@ -9,7 +9,7 @@ in code, before loading the file. A name already registered (a built-in above al
 replaced unless the call says ``replace=True``: one import must not swap ``"ForeignKeys"`` or
 ``"gcs"`` for the whole process in silence.
 
-What a file may *set* on a class it names is declared per class (:mod:`grapher_core.schema`):
+What a file may *set* on a class it names is declared per class (:mod:`grapher_core.utils.schema`):
 proximities and rankers declare ``FIELDS`` on the class; an embedding class's payload fields
 are given when it is registered (``register_embedding(cls, fields=...)``) and read back with
 :func:`fields_of`.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from grapher_core.errors import ConfigError, InputTypeError, MissingDependencyError
-from grapher_core.schema import Schema
+from grapher_core.utils.schema import Schema
 
 __all__ = [
     "KINDS",
@@ -113,7 +113,7 @@ def register(
     ``target`` is a class or factory, or a :class:`Lazy` for an optional backend. Registering
     happens in code: this is how a user's own class becomes loadable from a config. A name
     registered with another target is refused unless ``replace=True``; ``fields``: what a
-    payload may set on it (:mod:`grapher_core.schema`)."""
+    payload may set on it (:mod:`grapher_core.utils.schema`)."""
     _check_kind(kind)
     if not isinstance(name, str) or not name or name != name.strip():
         raise InputTypeError(f"a registered {kind} name must be a non-blank string, got {name!r}")
@@ -151,9 +151,9 @@ def _refuse_replacing(kind: str, name: str, old: Target, new: Target, replace: b
 
 def register_proximity(cls: type, name: str | None = None, *, replace: bool = False) -> type:
     """Make a dataclass proximity loadable from configs and ``from_dict`` payloads, by
-    ``name`` (default: the class name); a taken name only with ``replace=True``. Its ``FIELDS``
-    (:mod:`grapher_core.schema`), when declared, say what a payload may set. Returns the class,
-    so it also works as a decorator."""
+    ``name`` (default: the class name); a taken name only with ``replace=True``. Its
+    ``FIELDS`` (:mod:`grapher_core.utils.schema`), when declared, say what a payload may set.
+    Returns the class, so it also works as a decorator."""
     if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
         raise InputTypeError(
             f"register_proximity expects a dataclass proximity class, got {cls!r} (a config "
@@ -173,7 +173,7 @@ def register_embedding(
     """Make an embedding class loadable from a ``to_dict`` payload (the LlamaIndex
     postprocessor's ``embed_model``), by ``name`` (default: its ``class_name()`` when it has
     one, else the class name); a taken name only with ``replace=True``. ``fields``: what a
-    payload may set on it (:mod:`grapher_core.schema`; without it the wrapper's common safe
+    payload may set on it (:mod:`grapher_core.utils.schema`; without it the wrapper's common safe
     fields). Returns the class, so it also works as a decorator."""
     if not isinstance(cls, type):
         raise InputTypeError(f"register_embedding expects a class, got {cls!r}")

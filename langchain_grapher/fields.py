@@ -13,6 +13,7 @@ from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from grapher_core.errors import GraphERError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
@@ -21,9 +22,8 @@ from grapher_core.expand import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_SEEDS,
 )
-from grapher_core.errors import GraphERError
 from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
-from grapher_core.schema import check_field_names, grapher_error_in
+from grapher_core.utils.schema import check_field_names, grapher_error_in
 
 __all__ = ["KnownFields", "RerankerFields"]
 
@@ -131,4 +131,3 @@ class RerankerFields(KnownFields, BaseDocumentCompressor):
     expand_max_per_key: int | None = Field(default=DEFAULT_MAX_PER_KEY, strict=True)
     """Expansion: a link key matching more documents than this in one fetch is a hub (a
     category page) and skipped, now and in later queries (default 50; ``None``: no cap)."""
-

@@ -20,8 +20,8 @@ from llama_index.core.embeddings.loading import RECOGNIZED_EMBEDDINGS
 from grapher_core.allowed import Lazy, fields_of, register, register_embedding, resolve
 from grapher_core.embeddings import Embedder, default_embedder
 from grapher_core.errors import ConfigError, GraphERError
-from grapher_core.schema import Spec, check_field_names, check_values, shown
 from grapher_core.utils.callsite import off_loop
+from grapher_core.utils.schema import Spec, check_field_names, check_values, shown
 
 __all__ = [
     "EMBEDDING_FIELDS",
@@ -95,8 +95,8 @@ class GraphERLlamaEmbedding(BaseEmbedding):
 
 
 # The embedding classes a ``to_dict`` payload may name (the allow-list of grapher_core.allowed)
-# and what it may set on each (grapher_core.schema): LlamaIndex's own recognised ones, ours, and
-# the common integration packages, imported only when a payload names them. Others:
+# and what it may set on each (grapher_core.utils.schema): LlamaIndex's own recognised ones,
+# ours, and the common integration packages, imported only when a payload names them. Others:
 # ``grapher_core.register_embedding(MyEmbedding, fields={...})``. A payload never sets what
 # makes a class run code or reach elsewhere (trust_remote_code, a local model folder, model or
 # client keyword arguments, an API base URL or key, a device): build such a model in code.
@@ -200,7 +200,7 @@ def check_embed_payload(data: Any, where: str = "payload") -> tuple[str, dict[st
     fields = {k: v for k, v in data.items() if k != "class_name"}
     try:
         checked = check_values(
-            where, fields, embed_model_fields(name), key="embed_model", owner=str(name)
+            where, fields, embed_model_fields(str(name)), key="embed_model", owner=str(name)
         )
     except ConfigError as error:
         raise ConfigError(f"{error}; {BUILD_IN_CODE}") from None

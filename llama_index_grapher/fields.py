@@ -44,7 +44,7 @@ from grapher_core.expand import (
 )
 from grapher_core.ranking.registry import ranker_from_payload, ranker_to_payload
 from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
-from grapher_core.schema import (
+from grapher_core.utils.schema import (
     Spec,
     check_field_names,
     check_values,
@@ -73,12 +73,11 @@ def built(cls: type[Any], where: str, data: dict[str, Any]) -> Any:
         inner = grapher_error_in(error)
         if inner is not None:
             raise inner from None
-        details = getattr(error, "errors", lambda: [])()
+        details: list[Any] = getattr(error, "errors", list)()
         first = details[0] if details else {}
         key = ".".join(str(part) for part in first.get("loc", ())) or "?"
         raise ConfigError(
-            f"{where}: key {key!r}: {first.get('msg', error)}, got "
-            f"{shown(first.get('input'))}"
+            f"{where}: key {key!r}: {first.get('msg', error)}, got {shown(first.get('input'))}"
         ) from None
 
 

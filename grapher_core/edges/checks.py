@@ -2,21 +2,22 @@
 field.
 
 Every proximity in :mod:`grapher_core.edges` declares its fields as ``FIELDS`` (a
-:data:`~grapher_core.schema.Schema`) built from the specs below, and calls :func:`check_proximity`
-from its ``__post_init__``: strings where strings go (a list as ``field`` would only fail at the
-first query, ``unhashable type``), real booleans (``symmetric="no"`` is not false), a known
-edge kind, finite numbers in range (a NaN weight scales every edge to nothing; a 401-digit
-integer is refused naming the key, not an ``OverflowError``). The error names the class and the
-option at the point of the mistake, and a config or payload runs the same declaration before
-anything is built (:func:`grapher_core.edges.serialise.proximity_from_dict`). A field with no
-declaration fails the first construction: a new field cannot skip its check.
+:data:`~grapher_core.utils.schema.Schema`) built from the specs below, and calls
+:func:`check_proximity` from its ``__post_init__``: strings where strings go (a list as
+``field`` would only fail at the first query, ``unhashable type``), real booleans
+(``symmetric="no"`` is not false), a known edge kind, finite numbers in range (a NaN weight
+scales every edge to nothing; a 401-digit integer is refused naming the key, not an
+``OverflowError``). The error names the class and the option at the point of the mistake, and a
+config or payload runs the same declaration before anything is built
+(:func:`grapher_core.edges.serialise.proximity_from_dict`). A field with no declaration fails
+the first construction: a new field cannot skip its check.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from grapher_core.schema import Spec, check_fields
+from grapher_core.utils.schema import Spec, check_fields
 
 __all__ = [
     "EDGE_KINDS",

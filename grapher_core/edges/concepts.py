@@ -28,7 +28,7 @@ from grapher_core.enrich.concepts import (
     read_graph,
     warn_once,
 )
-from grapher_core.schema import Schema, Spec
+from grapher_core.utils.schema import Schema, Spec
 
 __all__ = ["CONCEPT_KINDS", "SharedConcepts", "candidate_concepts", "shared_concepts"]
 

@@ -14,8 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from grapher_core.edges.checks import FIELD_NAME, KIND, WEIGHT, check_proximity
-from grapher_core.schema import Schema, Spec
 from grapher_core.utils.callsite import warn
+from grapher_core.utils.schema import Schema, Spec
 
 try:  # scipy's compiled sparse kernels, called without scipy's per-call dispatch and checks
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat

@@ -43,8 +43,8 @@ from grapher_core.edges.checks import (
     WEIGHT,
     check_proximity,
 )
-from grapher_core.schema import Schema, Spec
 from grapher_core.metadata import read_int, read_list
+from grapher_core.utils.schema import Schema, Spec
 
 __all__ = [
     "ANCHOR_FIELD",

@@ -20,7 +20,7 @@ from grapher_core.edges.checks import (
     check_proximity,
 )
 from grapher_core.errors import InputError
-from grapher_core.schema import Schema, Spec
+from grapher_core.utils.schema import Schema, Spec
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 MAX_COUNT = 1 << 31

@@ -4,7 +4,7 @@
 registered under in :mod:`grapher_core.allowed` (the built-ins by class name, a user's own after
 ``register_proximity(MyProximity)``). A name that is not registered is refused naming the file
 and the key; nothing a file names is imported. Every other key is checked against the class's
-declared ``FIELDS`` (:mod:`grapher_core.schema`) before the proximity is built; a class of
+declared ``FIELDS`` (:mod:`grapher_core.utils.schema`) before the proximity is built; a class of
 your own without ``FIELDS`` gets its dataclass fields' names checked, and its own
 ``__post_init__`` checks the values.
 """
@@ -20,7 +20,7 @@ from grapher_core.edges.keys import AdjacentChunks, ForeignKeys
 from grapher_core.edges.links import ChunkLinks
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.errors import ConfigError, GraphERError
-from grapher_core.schema import check_field_names, check_values, declared_schema
+from grapher_core.utils.schema import check_field_names, check_values, declared_schema
 
 __all__ = ["proximities_from_dicts", "proximity_from_dict", "proximity_to_dict"]
 

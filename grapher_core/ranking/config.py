@@ -293,14 +293,14 @@ def _ranker_options(
     where: str = "config",
 ) -> dict[str, Any]:
     """The ``ranker_options`` object, checked against the ranker's declared ``FIELDS``
-    (:mod:`grapher_core.schema`: a typo, a wrong type or an unbounded iteration fails here,
+    (:mod:`grapher_core.utils.schema`: a typo, a wrong type or an unbounded iteration fails here,
     naming the key) and by building the ranker with them once; a relative ``checkpoint`` is
     read from ``folder``."""
     value = data.get("ranker_options") or {}
     if not isinstance(value, dict):
         raise fail("ranker_options", f"must be an object, got {type(value).__name__}")
     from grapher_core.ranking.registry import declared_options
-    from grapher_core.schema import check_values
+    from grapher_core.utils.schema import check_values
 
     schema = declared_options(ranker) if value else None
     if schema is not None:

@@ -43,16 +43,17 @@ except ImportError:  # pragma: no cover
 from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError, InputError
-from grapher_core.ranking.base import RankContext, check_alpha
-from grapher_core.ranking.options import (
+from grapher_core.ranking.base import (
     ALPHA,
     MAX_ITER_SPEC,
     RANKER_NAME,
     TOL,
+    RankContext,
+    check_alpha,
     kind_weights_spec,
 )
-from grapher_core.schema import Schema, Spec, check_fields
 from grapher_core.utils.callsite import warn, warn_once
+from grapher_core.utils.schema import Schema, Spec, check_fields
 
 DEFAULT_GCS_ALPHA = 0.1
 
@@ -529,7 +530,7 @@ def ppr_scores(
 
 def _check_iteration(tol: object, max_iter: object) -> None:
     """The iteration settings of :func:`gcs_scores` / :func:`ppr_scores`, bounded as a
-    ranker's are (:mod:`grapher_core.ranking.options`)."""
+    ranker's are (``MAX_ITER_SPEC`` and ``TOL`` of :mod:`grapher_core.ranking.base`)."""
     TOL.check("tol", tol)
     MAX_ITER_SPEC.check("max_iter", max_iter)
 

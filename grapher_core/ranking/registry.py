@@ -15,7 +15,7 @@ from grapher_core.allowed import Lazy, allowed_names, is_allowed, name_of, regis
 from grapher_core.errors import ConfigError, GraphERError, InputTypeError
 from grapher_core.ranking.base import BaselineRanker, Ranker
 from grapher_core.ranking.propagation import GCSRanker, PPRRanker
-from grapher_core.schema import Schema, check_field_names, check_values, declared_schema
+from grapher_core.utils.schema import Schema, check_field_names, check_values, declared_schema
 
 __all__ = [
     "RANKER_CLASS_KEY",
@@ -143,7 +143,7 @@ def _plain(value: Any) -> Any:
 def ranker_from_payload(value: object, where: str = "payload", key: str = "ranker") -> Any:
     """The ranker a payload's ``ranker`` holds: a registered name (kept as the name), or a
     ``{"class": name, **fields}`` object whose fields are checked against the ranker's
-    declared ``FIELDS`` (:mod:`grapher_core.schema`) before it is built."""
+    declared ``FIELDS`` (:mod:`grapher_core.utils.schema`) before it is built."""
     if isinstance(value, str):
         return value
     if not isinstance(value, dict):

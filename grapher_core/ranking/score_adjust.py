@@ -24,10 +24,9 @@ import scipy.sparse as sp
 from grapher_core.edges.checks import FLAG, KIND
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import InputError
-from grapher_core.ranking.base import RankContext
-from grapher_core.ranking.options import RANKER_NAME
-from grapher_core.schema import Schema, Spec, check_fields
+from grapher_core.ranking.base import RANKER_NAME, RankContext
 from grapher_core.utils.callsite import warn, warn_once
+from grapher_core.utils.schema import Schema, Spec, check_fields
 
 __all__ = ["DEFAULT_ADJUST_ALPHA", "ScoreAdjustRanker", "semantic_support"]
 

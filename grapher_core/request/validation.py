@@ -17,7 +17,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.edges.base import Proximity
 from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.ranking.seeds import SEED_TRANSFORMS, _names, original_scores
-from grapher_core.schema import check_field_names
+from grapher_core.utils.schema import check_field_names
 
 __all__ = [
     "check_bound",

@@ -142,7 +142,9 @@ def test_a_users_proximity_loads_once_registered(tmp_path: Path) -> None:
 
 
 def test_unknown_fields_and_refused_values_name_the_key() -> None:
-    with pytest.raises(ConfigError, match=r"c\.json: key 'proximities\[0\]\.fild'.*did you mean 'field'"):
+    with pytest.raises(
+        ConfigError, match=r"c\.json: key 'proximities\[0\]\.fild'.*did you mean 'field'"
+    ):
         check_config(
             {"grapher_config": 1, "proximities": [{"class": "ForeignKeys", "fild": 1}]}, "c.json"
         )

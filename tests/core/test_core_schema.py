@@ -1,6 +1,6 @@
-"""The declared schema (grapher_core.schema): one field spec and one check for everything a file
-or payload may set. Every registered proximity and built-in ranker declares every field it has,
-and a field added without a declaration fails the first construction (a planted bypass)."""
+"""The declared schema (grapher_core.utils.schema): one field spec and one check for everything
+a file or payload may set. Every registered proximity and built-in ranker declares every field
+it has, and a field added without a declaration fails the first construction (a planted bypass)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from grapher_core.errors import ConfigError, GraphERError, InputTypeError
 from grapher_core.ranking.base import BaselineRanker
 from grapher_core.ranking.propagation import GCSRanker, PPRRanker
 from grapher_core.ranking.score_adjust import ScoreAdjustRanker
-from grapher_core.schema import (
+from grapher_core.utils.schema import (
     FieldTypeError,
     Spec,
     check_field_names,
@@ -106,7 +106,8 @@ def test_check_field_names_suggests_the_closest() -> None:
 # -- every class a file can name declares every field -------------------------------------------
 def _registered_proximities() -> list[type]:
     return sorted(
-        {resolve("proximity", name) for name in allowed_names("proximity")}, key=lambda c: c.__name__
+        {resolve("proximity", name) for name in allowed_names("proximity")},
+        key=lambda c: c.__name__,
     )
 
 

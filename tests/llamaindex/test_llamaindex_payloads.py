@@ -58,9 +58,13 @@ def test_a_planted_field_outside_the_schema_is_refused() -> None:
         def class_name(cls) -> str:
             return "PlantedEmbedding"
 
-    register_embedding(Planted, fields={"embed_dim": EMBEDDING_FIELDS["MockEmbedding"]["embed_dim"]})
+    register_embedding(
+        Planted, fields={"embed_dim": EMBEDDING_FIELDS["MockEmbedding"]["embed_dim"]}
+    )
     try:
-        assert isinstance(load_embed_model({"class_name": "PlantedEmbedding", "embed_dim": 2}), Planted)
+        assert isinstance(
+            load_embed_model({"class_name": "PlantedEmbedding", "embed_dim": 2}), Planted
+        )
         with pytest.raises(ConfigError, match=r"embed_model\.model_name"):
             load_embed_model({"class_name": "PlantedEmbedding", "embed_dim": 2, "model_name": "x"})
         model = Planted(embed_dim=2, model_name="not in the schema")

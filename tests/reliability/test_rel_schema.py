@@ -212,7 +212,11 @@ EMBED_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("hf-device", {"device": "cuda"}, "device"),
     ("hf-cache-folder", {"cache_folder": "/tmp"}, "cache_folder"),
     ("hf-batch-401-digits", {"embed_batch_size": 10**400}, "embed_batch_size"),
-    ("hf-embeddings-cache", {"embeddings_cache": {"class_name": "SimpleKVStore"}}, "embeddings_cache"),
+    (
+        "hf-embeddings-cache",
+        {"embeddings_cache": {"class_name": "SimpleKVStore"}},
+        "embeddings_cache",
+    ),
 ]
 
 
@@ -271,7 +275,9 @@ LIVE_CASES: list[tuple[str, str, Any]] = [
 
 @pytest.mark.parametrize("door", sorted(PAYLOAD_DOORS))
 @pytest.mark.parametrize(("case", "key", "value"), LIVE_CASES, ids=[c[0] for c in LIVE_CASES])
-def test_a_payload_cannot_hand_over_a_live_object(door: str, case: str, key: str, value: Any) -> None:
+def test_a_payload_cannot_hand_over_a_live_object(
+    door: str, case: str, key: str, value: Any
+) -> None:
     error = _refused(lambda: PAYLOAD_DOORS[door]({key: value}))
     assert f"'{key}'" in str(error) and "in code" in str(error), str(error)
 
@@ -310,7 +316,7 @@ def test_to_dict_refuses_what_it_could_not_read_back() -> None:
         def rank(self, graph: Any, seeds: Any, context: Any) -> Any:
             return seeds
 
-    with pytest.raises(ConfigError, match="key 'ranker'.*register"):
+    with pytest.raises(ConfigError, match=r"key 'ranker'.*register"):
         GraphERPostprocessor(ranker=Unnamed()).to_dict()
 
 

@@ -44,6 +44,7 @@ real number, never a bool); ``strs`` (a list or tuple of strings, a lone string 
 ``none`` (only ``None``: a field a payload may not set to anything else); ``rule`` (a value
 whose shape only its ``rule`` can judge, e.g. ``{kind: weight}`` pairs)."""
 
+
 class FieldTypeError(InputTypeError, ConfigError):
     """A field given a value of the wrong type: a type error in code, a config error in a file
     (``except TypeError`` and ``except ConfigError`` both catch it)."""
@@ -242,7 +243,7 @@ def check_fields(instance: Any) -> None:
         if spec is None:
             raise ConfigError(
                 f"{owner}.{field.name} has no declared check: add it to {owner}.FIELDS "
-                "(grapher_core.schema.Spec) so configs and payloads cannot set it unchecked"
+                "(grapher_core.utils.schema.Spec) so configs and payloads cannot set it unchecked"
             )
         value = getattr(instance, field.name)
         checked = spec.check(f"{owner}.{field.name}", value)
