@@ -28,7 +28,7 @@ from grapher_core.enrich.concepts import (
     read_graph,
     warn_once,
 )
-from grapher_core.utils.schema import Schema, Spec
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 __all__ = ["CONCEPT_KINDS", "SharedConcepts", "candidate_concepts", "shared_concepts"]
 
@@ -43,7 +43,7 @@ def candidate_concepts(
 
 
 @dataclass(frozen=True)
-class SharedConcepts:
+class SharedConcepts(DeclaredFields):
     """Edges weighted by common concepts (``count="nodes"``) or common concept pairs
     (``count="edges"``) between the candidates' stored concept graphs (raw counts; the ranker
     normalises them per query). ``fmt``: ``"concepts"`` (written by the concept enrichment) or

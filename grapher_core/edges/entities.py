@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from grapher_core.edges.checks import FIELD_NAME, KIND, WEIGHT, check_proximity
 from grapher_core.utils.callsite import warn
-from grapher_core.utils.schema import Schema, Spec
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 try:  # scipy's compiled sparse kernels, called without scipy's per-call dispatch and checks
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
@@ -254,7 +254,7 @@ def _share_rule(value: Any) -> str | None:
 
 
 @dataclass(frozen=True)
-class SharedEntities:
+class SharedEntities(DeclaredFields):
     """Conceptual proximity: objects that name the same entities.
 
     ``A[i, j] = |E_i ∩ E_j| / |E_j|`` (paper A.3: normalised by the *target's* entity count,

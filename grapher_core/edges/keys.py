@@ -21,11 +21,11 @@ from grapher_core.edges.checks import (
     check_proximity,
 )
 from grapher_core.metadata import read_int, read_list
-from grapher_core.utils.schema import Schema, Spec
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 
 @dataclass(frozen=True)
-class ForeignKeys:
+class ForeignKeys(DeclaredFields):
     """Structural proximity: ``metadata[field]`` lists the ids of the objects this one links to.
 
     Foreign keys between tables, hyperlinks between pages, title mentions, or any business rule
@@ -100,7 +100,7 @@ MAX_GAP = 1 << 30
 
 
 @dataclass(frozen=True)
-class AdjacentChunks:
+class AdjacentChunks(DeclaredFields):
     """Contextual proximity: consecutive chunks of the same document, weight 1.
 
     ``order="index"`` (default): ``index_field`` numbers the chunks, and chunk ``k`` is linked

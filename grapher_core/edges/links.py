@@ -44,7 +44,7 @@ from grapher_core.edges.checks import (
     check_proximity,
 )
 from grapher_core.metadata import read_int, read_list
-from grapher_core.utils.schema import Schema, Spec
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 __all__ = [
     "ANCHOR_FIELD",
@@ -141,7 +141,7 @@ def heading_keys(metadata: Mapping[str, Any], fields: Sequence[str] = HEADING_FI
 
 
 @dataclass(frozen=True)
-class ChunkLinks:
+class ChunkLinks(DeclaredFields):
     """Structural proximity for links between chunked pages: one edge per link, to one chunk.
 
     ``metadata[field]`` lists link targets: candidate ids, ``"<page>"`` or

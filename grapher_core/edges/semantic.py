@@ -20,7 +20,7 @@ from grapher_core.edges.checks import (
     check_proximity,
 )
 from grapher_core.errors import InputError
-from grapher_core.utils.schema import Schema, Spec
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 MAX_COUNT = 1 << 31
@@ -28,7 +28,7 @@ MAX_COUNT = 1 << 31
 
 
 @dataclass(frozen=True)
-class SemanticKNN:
+class SemanticKNN(DeclaredFields):
     """Semantic proximity: each candidate linked to its ``k`` most similar others (cosine >= τ).
 
     Defaults follow the query-aware GNN paper's k and τ (top-5, τ = 0.6) but keep the library's

@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover
 from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError
-from grapher_core.utils.schema import Schema, Spec, check_fields
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec, check_fields
 
 # What a config's ``ranker_options`` (or a constructor call) may set on the built-in rankers: the
 # field specs their ``FIELDS`` are made of. Iteration is bounded here, once: no file can make one
@@ -121,7 +121,7 @@ def reads_scores(component: object) -> bool:
 
 
 @dataclass(frozen=True)
-class BaselineRanker:
+class BaselineRanker(DeclaredFields):
     """The base retriever's order, unchanged: the comparison every graph ranker must beat."""
 
     FIELDS: ClassVar[Schema] = {"name": RANKER_NAME}

@@ -53,7 +53,7 @@ from grapher_core.ranking.base import (
     kind_weights_spec,
 )
 from grapher_core.utils.callsite import warn, warn_once
-from grapher_core.utils.schema import Schema, Spec, check_fields
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec, check_fields
 
 DEFAULT_GCS_ALPHA = 0.1
 
@@ -536,7 +536,7 @@ def _check_iteration(tol: object, max_iter: object) -> None:
 
 
 @dataclass(frozen=True)
-class GCSRanker:
+class GCSRanker(DeclaredFields):
     """Graph Cohesive Smoothing (:func:`gcs_scores`); ``normalisation="row"`` is the paper's
     exact Algorithm 1, ``"degree"`` (default) the degree-aware form that does not lift every
     spoke of a hub (see the module docstring)."""
@@ -688,7 +688,7 @@ PPR_CAN_LOSE = (
 
 
 @dataclass(frozen=True)
-class PPRRanker:
+class PPRRanker(DeclaredFields):
     """Personalized PageRank (:func:`ppr_scores`); known to over-rank hubs, and below the
     retriever's order on chunk-adjacency sets: said once when one is built."""
 

@@ -26,7 +26,7 @@ from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import InputError
 from grapher_core.ranking.base import RANKER_NAME, RankContext
 from grapher_core.utils.callsite import warn, warn_once
-from grapher_core.utils.schema import Schema, Spec, check_fields
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec, check_fields
 
 __all__ = ["DEFAULT_ADJUST_ALPHA", "ScoreAdjustRanker", "semantic_support"]
 
@@ -53,7 +53,7 @@ def semantic_support(matrix: sp.csr_matrix | None, n: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class ScoreAdjustRanker:
+class ScoreAdjustRanker(DeclaredFields):
     """``alpha * seed + (1 - alpha) * mean semantic edge weight`` (paper Algorithm 9).
 
     ``kind``: which edges count (default ``"semantic"``). A graph without edges of that kind

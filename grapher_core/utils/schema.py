@@ -27,6 +27,7 @@ from typing import Any, Literal
 from grapher_core.errors import ConfigError, GraphERError, InputTypeError
 
 __all__ = [
+    "DeclaredFields",
     "FieldTypeError",
     "Schema",
     "Spec",
@@ -182,6 +183,19 @@ def check_field_names(owner: str, given: Iterable[object], known: Iterable[str])
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
         hints.append(f"{shown(name)}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     raise ConfigError(f"{owner} has no field {', '.join(hints)}; its fields: {', '.join(known)}")
+
+
+class DeclaredFields:
+    """Base of the dataclasses whose fields files may set (proximities, rankers): a misspelt
+    keyword is refused naming the closest field (``ForeignKeys(feild="x")`` -> ``field``), a
+    ``ConfigError`` like every other refusal, not Python's bare ``TypeError``."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and dataclasses.is_dataclass(cls):
+            check_field_names(cls.__name__, kwargs, [f.name for f in dataclasses.fields(cls)])
+        return super().__new__(cls)
 
 
 def check_values(
