@@ -203,6 +203,7 @@ class GraphEREntityExtractor(_GraphERExtractor):
     _default_extractor: Any = PrivateAttr(default=None)
 
     FORMER_NAMES: ClassVar[tuple[str, ...]] = ("cache_path",)
+    PAYLOAD_LIVE: ClassVar[tuple[str, ...]] = ("extractor",)  # a payload names no code
 
     @model_validator(mode="before")
     @classmethod

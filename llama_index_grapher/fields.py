@@ -53,13 +53,19 @@ from grapher_core.utils.schema import (
 )
 from llama_index_grapher.embeddings import embed_model_payload, load_embed_model
 
-__all__ = ["LIVE_FIELDS", "KnownFields", "PostprocessorFields", "built"]
+__all__ = ["LIVE_FIELDS", "KnownFields", "PostprocessorFields", "built", "refuse_live"]
 
 LIVE_FIELDS: tuple[str, ...] = ("callback_manager", "neighbour_source", "ego_index", "vector_store")
 """Fields that hold live objects: never read from a payload, never written by ``to_dict``."""
-_LIVE = {
-    name: Spec("none", fix=f"pass it in code: from_dict(data, {name}=...)") for name in LIVE_FIELDS
-}
+
+
+def refuse_live(where: str, data: dict[str, Any], live: tuple[str, ...]) -> None:
+    """Refuse a payload that sets a field holding a live object (to anything but null), naming
+    the field and the fix: pass it in code."""
+    specs = {
+        name: Spec("none", fix=f"pass it in code: from_dict(data, {name}=...)") for name in live
+    }
+    check_values(where, {k: data[k] for k in live if k in data}, specs)
 
 
 def built(cls: type[Any], where: str, data: dict[str, Any]) -> Any:
@@ -86,9 +92,22 @@ class KnownFields(BaseModel):
     is refused naming the closest one it does (``feild`` -> ``field``; LlamaIndex's models
     ignore unknown keywords, so a typo would run the default), and a refused value is the
     library's error (a ``GraphERError`` naming the field), not pydantic's wrapper around it.
-    ``FORMER_NAMES``: deprecated keywords a subclass still accepts (and renames)."""
+    ``FORMER_NAMES``: deprecated keywords a subclass still accepts (and renames);
+    ``PAYLOAD_LIVE``: fields holding live objects, which a ``from_dict`` / ``from_json`` payload
+    may not set (they are passed in code)."""
 
     FORMER_NAMES: ClassVar[tuple[str, ...]] = ()
+    PAYLOAD_LIVE: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> Self:
+        """A payload's component: fields holding live objects are refused from it, the rest
+        validated as at construction."""
+        if isinstance(data, dict):
+            given = {k: v for k, v in data.items() if k not in kwargs}
+            refuse_live(f"{cls.__name__}.from_dict payload", given, cls.PAYLOAD_LIVE)
+        # the component base beside this mixin (BaseComponent) has from_dict
+        return cast(Self, super().from_dict(data, **kwargs))  # type: ignore[misc]
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -283,7 +302,7 @@ class PostprocessorFields(KnownFields, BaseNodePostprocessor):
             check_field_names(cls.__name__, data, cls.model_fields)
         except ConfigError as error:
             raise ConfigError(f"{where}: {error}") from None
-        check_values(where, {k: data[k] for k in LIVE_FIELDS if k in data}, _LIVE)
+        refuse_live(where, data, LIVE_FIELDS)
         if "ranker" in data:
             data["ranker"] = ranker_from_payload(data["ranker"], where)
         if "proximities" in data and data["proximities"] is not None:

@@ -116,3 +116,13 @@ def test_a_key_given_in_code_is_not_read_from_the_payload() -> None:
 def test_a_type_error_in_a_payload_names_the_payload_and_key() -> None:
     with pytest.raises(ConfigError, match=r"from_json payload: key 'top_n'"):
         GraphERPostprocessor.from_json('{"top_n": "5"}')
+
+
+@pytest.mark.parametrize("value", ["os:system", {"class_name": "SpacyEntityExtractor"}, 3])
+def test_an_extractor_payload_names_no_extractor_object(value: Any) -> None:
+    from llama_index_grapher import GraphEREntityExtractor
+
+    with pytest.raises(ConfigError, match=r"key 'extractor'.*from_dict\(data, extractor=\.\.\.\)"):
+        GraphEREntityExtractor.from_dict({"extractor": value})
+    again = GraphEREntityExtractor.from_dict(GraphEREntityExtractor(field="ents").to_dict())
+    assert again.field == "ents" and again.extractor is None

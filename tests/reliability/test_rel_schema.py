@@ -282,6 +282,20 @@ def test_a_payload_cannot_hand_over_a_live_object(
     assert f"'{key}'" in str(error) and "in code" in str(error), str(error)
 
 
+@pytest.mark.parametrize("value", ["os:system", {"class_name": "OpenAIEntityExtractor"}])
+def test_an_extractor_payload_cannot_name_an_extractor(value: Any) -> None:
+    needs("llamaindex")
+    from llama_index_grapher import GraphEREntityExtractor
+
+    payload = {"extractor": value}
+    for call in (
+        lambda: GraphEREntityExtractor.from_dict(payload),
+        lambda: GraphEREntityExtractor.from_json(json.dumps(payload)),
+    ):
+        error = _refused(call)
+        assert "'extractor'" in str(error) and "in code" in str(error), str(error)
+
+
 def test_to_dict_leaves_live_objects_out_and_reads_back_what_it_writes() -> None:
     needs("llamaindex")
     from llama_index.core.embeddings import MockEmbedding
