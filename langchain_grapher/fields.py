@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.embeddings import Embeddings
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from grapher_core.errors import GraphERError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
@@ -21,13 +22,40 @@ from grapher_core.expand import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_SEEDS,
 )
-from grapher_core.request.validation import check_field_names
 from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
+from grapher_core.utils.schema import check_field_names, grapher_error_in
 
-__all__ = ["RerankerFields"]
+__all__ = ["KnownFields", "RerankerFields"]
 
 
-class RerankerFields(BaseDocumentCompressor):
+class KnownFields(BaseModel):
+    """What every GraphER LangChain component does with its keywords: one it does not have
+    is refused naming the closest one it does (``top_k`` -> ``top_n``), and a refused value is
+    the library's error (a ``GraphERError`` naming the field), not pydantic's wrapper around
+    it. :meth:`accepted_names`: the keywords a class takes (its fields, by default)."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValueError as error:
+            inner = None if isinstance(error, GraphERError) else grapher_error_in(error)
+            if inner is None:
+                raise
+            raise inner from None
+
+    @classmethod
+    def accepted_names(cls) -> list[str]:
+        return list(cls.model_fields)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_field_names(cls.__name__, data, cls.accepted_names())
+        return data
+
+
+class RerankerFields(KnownFields, BaseDocumentCompressor):
     """The fields of :class:`~langchain_grapher.reranker.GraphERReranker` (documented there)."""
 
     model_config = ConfigDict(
@@ -103,11 +131,3 @@ class RerankerFields(BaseDocumentCompressor):
     expand_max_per_key: int | None = Field(default=DEFAULT_MAX_PER_KEY, strict=True)
     """Expansion: a link key matching more documents than this in one fetch is a hub (a
     category page) and skipped, now and in later queries (default 50; ``None``: no cap)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields(cls, data: Any) -> Any:
-        """A field it does not have is refused naming the closest one (``top_k`` -> ``top_n``)."""
-        if isinstance(data, dict):
-            check_field_names(cls.__name__, data, cls.model_fields)
-        return data

@@ -39,6 +39,7 @@ from grapher_core.conventions import EDGES_KEY, RETRIEVAL_SCORE_KEY, validated_c
 from grapher_core.errors import InputError
 from grapher_core.request.settings import SCORE_SEEDS, config_fields, door_config
 from grapher_core.utils.callsite import off_loop
+from langchain_grapher.fields import KnownFields
 from langchain_grapher.reranker import GraphERReranker
 from langchain_grapher.stores import ascored_search, scored_search, stored_vectors
 
@@ -49,7 +50,7 @@ RERANK_EVENT = "grapher_rerank"
 returned counts, returned ids, edges per kind)."""
 
 
-class GraphERRetriever(BaseRetriever):
+class GraphERRetriever(KnownFields, BaseRetriever):
     """A base retriever followed by GraphER reranking, as one ``BaseRetriever``.
 
     Output documents carry ``metadata["relevance_score"]`` (graph score) and, when the store
@@ -74,6 +75,11 @@ class GraphERRetriever(BaseRetriever):
     multi-table questions: see the seeds table in docs/benchmarks.md. The store's score is kept
     as ``retrieval_score`` either way. ``"score"`` with a reranker that leaves
     ``seed_transform`` to the core's rule (``None``) uses a copy of it with ``"auto"``."""
+
+    @classmethod
+    def accepted_names(cls) -> list[str]:
+        """Its own fields and the reranker's (which build its reranker)."""
+        return [*cls.model_fields, *GraphERReranker.model_fields]
 
     @model_validator(mode="before")
     @classmethod

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.documents import BaseDocumentTransformer, Document
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from grapher_core.conventions import ListFormat
 from grapher_core.edges.links import ANCHOR_FIELD, HEADING_FIELDS
@@ -32,6 +32,7 @@ from grapher_core.enrich.chunks import DEFAULT_DOC_KEYS, chunk_positions, docume
 from grapher_core.enrich.links import URL_KEYS, link_target, resolve_object_links
 from grapher_core.errors import InputError, InputTypeError, StateError
 from grapher_core.metadata import encode_list
+from langchain_grapher.fields import KnownFields
 
 __all__ = [
     "ChunkLinkTransformer",
@@ -67,7 +68,7 @@ def _check_documents(documents: Sequence[Document]) -> list[Document]:
     return items
 
 
-class EntityTransformer(BaseDocumentTransformer, BaseModel):
+class EntityTransformer(KnownFields, BaseDocumentTransformer):
     """Write each document's named entities to ``metadata[field]`` (default ``"entities"``).
 
     Backed by :mod:`grapher_core.enrich`: offline spaCy NER by default, or any core extractor
@@ -157,7 +158,7 @@ class ConceptGraphTransformer(EntityTransformer):
         return self.extractor
 
 
-class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
+class ChunkLinkTransformer(KnownFields, BaseDocumentTransformer):
     """Write ``doc_id`` and ``chunk_index`` (and ``n_chunks_in_doc``) for adjacent-chunk edges.
 
     With a ``text_splitter`` (any LangChain splitter) it takes whole documents, splits each and
@@ -240,7 +241,7 @@ class ChunkLinkTransformer(BaseDocumentTransformer, BaseModel):
         return out
 
 
-class LinkTransformer(BaseDocumentTransformer, BaseModel):
+class LinkTransformer(KnownFields, BaseDocumentTransformer):
     """Write where each document links to (``metadata[field]``, default ``"links"``).
 
     Links are read from the text (HTML ``<a href>`` and/or Markdown, ``fmt``) and resolved
@@ -310,7 +311,7 @@ class LinkTransformer(BaseDocumentTransformer, BaseModel):
         return out
 
 
-class MentionTransformer(BaseDocumentTransformer, BaseModel):
+class MentionTransformer(KnownFields, BaseDocumentTransformer):
     """Write the titles each document mentions to ``metadata[field]`` (default ``"mentions"``).
 
     A *corpus-level* transformer: give it the whole corpus (or each new batch with the

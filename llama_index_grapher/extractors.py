@@ -36,7 +36,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pydantic
 from llama_index.core.bridge.pydantic import (
@@ -55,6 +55,7 @@ from grapher_core.diagnostics import stacklevel_outside
 from grapher_core.enrich.links import URL_KEYS
 from grapher_core.errors import ConfigError, InputError
 from grapher_core.metadata import encode_list as core_encode_list
+from llama_index_grapher.fields import KnownFields
 
 __all__ = [
     "GraphERConceptExtractor",
@@ -132,7 +133,7 @@ def exclude_from_text(node: BaseNode, keys: Sequence[str]) -> None:
                 excluded.append(key)
 
 
-class _GraphERExtractor(BaseExtractor):
+class _GraphERExtractor(KnownFields, BaseExtractor):
     """Shared behaviour: one edge field, excluded from text, no template rewrite, copies."""
 
     # Our fields are strict and checked on assignment too (a string is not a boolean).
@@ -200,6 +201,9 @@ class GraphEREntityExtractor(_GraphERExtractor):
 
     _cache: Any = PrivateAttr(default=None)
     _default_extractor: Any = PrivateAttr(default=None)
+
+    FORMER_NAMES: ClassVar[tuple[str, ...]] = ("cache_path",)
+    PAYLOAD_LIVE: ClassVar[tuple[str, ...]] = ("extractor",)  # a payload names no code
 
     @model_validator(mode="before")
     @classmethod
@@ -324,6 +328,8 @@ class GraphERLinkExtractor(_GraphERExtractor):
         description="Metadata key of the anchors a node's text defines (written when absent, "
         "for links into chunked pages); None: not written.",
     )
+
+    FORMER_NAMES: ClassVar[tuple[str, ...]] = ("base_field",)
 
     @model_validator(mode="before")
     @classmethod

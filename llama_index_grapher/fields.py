@@ -5,15 +5,24 @@ They are validated as values here (types, strictly; every class a payload names 
 through the allow-list of :mod:`grapher_core.allowed`) and as a request in the core, which
 builds :class:`~grapher_core.request.settings.RerankSettings` from them in one place
 (:class:`~llama_index_grapher.postprocessor.GraphERPostprocessor` holds the behaviour).
+
+A payload (``from_dict`` / ``from_json``) is data, never live objects: the fields that hold
+one (:data:`LIVE_FIELDS`: stores, an ego-graph index, a callback manager) are refused from it
+and never written by ``to_dict``; they are passed in code (``from_dict(data, vector_store=...)``).
+A ranker object is written as its registered name and fields, an embedding model as the fields
+a payload may set on its class; ``to_dict`` checks what it writes as ``from_dict`` will read it,
+so a payload it writes is one it can read back, and what it cannot write is refused naming the
+field.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import (
+    BaseModel,
     Field,
     field_serializer,
     field_validator,
@@ -24,7 +33,7 @@ from typing_extensions import Self
 
 from grapher_core.conventions import EXPANDED_KEY, EXPLANATION_KEY
 from grapher_core.edges.serialise import proximities_from_dicts, proximity_to_dict
-from grapher_core.errors import ConfigError
+from grapher_core.errors import ConfigError, GraphERError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
@@ -33,14 +42,91 @@ from grapher_core.expand import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_SEEDS,
 )
-from grapher_core.request.validation import check_field_names
+from grapher_core.ranking.registry import ranker_from_payload, ranker_to_payload
 from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
-from llama_index_grapher.embeddings import load_embed_model
+from grapher_core.utils.schema import (
+    Spec,
+    check_field_names,
+    check_values,
+    grapher_error_in,
+    shown,
+)
+from llama_index_grapher.embeddings import embed_model_payload, load_embed_model
 
-__all__ = ["PostprocessorFields"]
+__all__ = ["LIVE_FIELDS", "KnownFields", "PostprocessorFields", "built", "refuse_live"]
+
+LIVE_FIELDS: tuple[str, ...] = ("callback_manager", "neighbour_source", "ego_index", "vector_store")
+"""Fields that hold live objects: never read from a payload, never written by ``to_dict``."""
 
 
-class PostprocessorFields(BaseNodePostprocessor):
+def refuse_live(where: str, data: dict[str, Any], live: tuple[str, ...]) -> None:
+    """Refuse a payload that sets a field holding a live object (to anything but null), naming
+    the field and the fix: pass it in code."""
+    specs = {
+        name: Spec("none", fix=f"pass it in code: from_dict(data, {name}=...)") for name in live
+    }
+    check_values(where, {k: data[k] for k in live if k in data}, specs)
+
+
+def built(cls: type[Any], where: str, data: dict[str, Any]) -> Any:
+    """``cls(**data)``, a pydantic ``ValidationError`` raised as the library's error: the
+    ``GraphERError`` a validator raised, or a ``ConfigError`` naming ``where`` and the field."""
+    try:
+        return cls(**data)
+    except ValueError as error:
+        if isinstance(error, GraphERError):
+            raise
+        inner = grapher_error_in(error)
+        if inner is not None:
+            raise inner from None
+        details: list[Any] = getattr(error, "errors", list)()
+        first = details[0] if details else {}
+        key = ".".join(str(part) for part in first.get("loc", ())) or "?"
+        raise ConfigError(
+            f"{where}: key {key!r}: {first.get('msg', error)}, got {shown(first.get('input'))}"
+        ) from None
+
+
+class KnownFields(BaseModel):
+    """What every GraphER LlamaIndex component does with its keywords: one it does not have
+    is refused naming the closest one it does (``feild`` -> ``field``; LlamaIndex's models
+    ignore unknown keywords, so a typo would run the default), and a refused value is the
+    library's error (a ``GraphERError`` naming the field), not pydantic's wrapper around it.
+    ``FORMER_NAMES``: deprecated keywords a subclass still accepts (and renames);
+    ``PAYLOAD_LIVE``: fields holding live objects, which a ``from_dict`` / ``from_json`` payload
+    may not set (they are passed in code)."""
+
+    FORMER_NAMES: ClassVar[tuple[str, ...]] = ()
+    PAYLOAD_LIVE: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> Self:
+        """A payload's component: fields holding live objects are refused from it, the rest
+        validated as at construction."""
+        if isinstance(data, dict):
+            given = {k: v for k, v in data.items() if k not in kwargs}
+            refuse_live(f"{cls.__name__}.from_dict payload", given, cls.PAYLOAD_LIVE)
+        # the component base beside this mixin (BaseComponent) has from_dict
+        return cast(Self, super().from_dict(data, **kwargs))  # type: ignore[misc]
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValueError as error:
+            inner = None if isinstance(error, GraphERError) else grapher_error_in(error)
+            if inner is None:
+                raise
+            raise inner from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_field_names(cls.__name__, data, [*cls.model_fields, *cls.FORMER_NAMES])
+        return data
+
+
+class PostprocessorFields(KnownFields, BaseNodePostprocessor):
     """The fields of :class:`~llama_index_grapher.postprocessor.GraphERPostprocessor`
     (documented there) and their serialisation."""
 
@@ -175,13 +261,17 @@ class PostprocessorFields(BaseNodePostprocessor):
         "ranker; output nodes keep their full text. None: no cut.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields(cls, data: Any) -> Any:
-        """A field it does not have is refused naming the closest one (``top_k`` -> ``top_n``):
-        LlamaIndex's models ignore unknown keywords, so a typo would run the defaults."""
-        if isinstance(data, dict):
-            check_field_names(cls.__name__, data, cls.model_fields)
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The fields as a payload: live objects left out, the ranker by its registered name
+        and fields, the embedding model as the fields a payload may set on it -- each checked
+        as :meth:`from_dict` reads it (what cannot be read back is refused, naming the field)."""
+        data = super().to_dict(**kwargs)
+        for name in LIVE_FIELDS:
+            data.pop(name, None)
+        where = f"{type(self).__name__}.to_dict"
+        data["ranker"] = ranker_to_payload(self.ranker, where)
+        model = self.embed_model
+        data["embed_model"] = None if model is None else embed_model_payload(model, where)
         return data
 
     @classmethod
@@ -201,15 +291,25 @@ class PostprocessorFields(BaseNodePostprocessor):
 
     @classmethod
     def _from_payload(cls, data: Any, where: str, kwargs: dict[str, Any]) -> Self:
+        """The payload checked field by field before anything is built (unknown keys, live
+        objects, the classes it names and their fields), then ``kwargs`` (objects given in
+        code) added; a key given in ``kwargs`` is not read from the payload at all."""
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected an object, got {type(data).__name__}")
-        data = {**data, **kwargs}
+        data = {k: v for k, v in data.items() if k not in kwargs}  # given in code: not read
         data.pop("class_name", None)
+        try:
+            check_field_names(cls.__name__, data, cls.model_fields)
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
+        refuse_live(where, data, LIVE_FIELDS)
+        if "ranker" in data:
+            data["ranker"] = ranker_from_payload(data["ranker"], where)
         if "proximities" in data and data["proximities"] is not None:
             data["proximities"] = proximities_from_dicts(data["proximities"], where)
-        if isinstance(data.get("embed_model"), dict):
+        if data.get("embed_model") is not None:
             data["embed_model"] = load_embed_model(data["embed_model"], where)
-        return cls(**data)
+        return cast(Self, built(cls, where, {**data, **kwargs}))
 
     @field_serializer("proximities")
     def _serialise_proximities(self, proximities: list[Any]) -> list[Any]:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
-from grapher_core.edges.checks import check_weight
+from grapher_core.edges.checks import FIELD_NAME, WEIGHT, check_proximity
 from grapher_core.enrich.concepts import (
     CONCEPT_FORMATS,
     DEFAULT_MAX_PAIRS,
@@ -27,7 +28,7 @@ from grapher_core.enrich.concepts import (
     read_graph,
     warn_once,
 )
-from grapher_core.errors import ConfigError
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 __all__ = ["CONCEPT_KINDS", "SharedConcepts", "candidate_concepts", "shared_concepts"]
 
@@ -42,7 +43,7 @@ def candidate_concepts(
 
 
 @dataclass(frozen=True)
-class SharedConcepts:
+class SharedConcepts(DeclaredFields):
     """Edges weighted by common concepts (``count="nodes"``) or common concept pairs
     (``count="edges"``) between the candidates' stored concept graphs (raw counts; the ranker
     normalises them per query). ``fmt``: ``"concepts"`` (written by the concept enrichment) or
@@ -50,6 +51,13 @@ class SharedConcepts:
     per shared concept) the graph may store, checked before they are allocated
     (:data:`~grapher_core.enrich.concepts.DEFAULT_MAX_PAIRS`; ``None``: no bound)."""
 
+    FIELDS: ClassVar[Schema] = {
+        "field": FIELD_NAME,
+        "count": Spec("str", choices=("nodes", "edges")),
+        "fmt": Spec("str", choices=tuple(CONCEPT_FORMATS)),
+        "weight": WEIGHT,
+        "max_pairs": Spec("int", optional=True, low=1),
+    }
     field: str = "concepts"
     count: str = "nodes"
     fmt: str = "concepts"
@@ -57,21 +65,7 @@ class SharedConcepts:
     max_pairs: int | None = DEFAULT_MAX_PAIRS
 
     def __post_init__(self) -> None:
-        check_weight("SharedConcepts", self.weight)
-        if self.max_pairs is not None and (
-            not isinstance(self.max_pairs, int)
-            or isinstance(self.max_pairs, bool)
-            or self.max_pairs < 1
-        ):
-            raise ConfigError(
-                f"max_pairs must be a positive integer or None, got {self.max_pairs!r}"
-            )
-        if self.count not in ("nodes", "edges"):
-            raise ConfigError(f"count must be 'nodes' or 'edges', got {self.count!r}")
-        if self.fmt not in CONCEPT_FORMATS:
-            raise ConfigError(
-                f"SharedConcepts.fmt must be one of {CONCEPT_FORMATS}, got {self.fmt!r}"
-            )
+        check_proximity(self)
 
     @property
     def kind(self) -> str:

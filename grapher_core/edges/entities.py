@@ -4,19 +4,18 @@
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from grapher_core.edges.checks import check_weight
-from grapher_core.errors import ConfigError, InputTypeError
+from grapher_core.edges.checks import FIELD_NAME, KIND, WEIGHT, check_proximity
 from grapher_core.utils.callsite import warn
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 try:  # scipy's compiled sparse kernels, called without scipy's per-call dispatch and checks
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
@@ -302,8 +301,19 @@ def _pairs_to_matrix_numpy(
     return sp.csr_matrix((data, cols, indptr), shape=(n, n))
 
 
+def _share_rule(value: Any) -> str | None:
+    """``max_share`` is a fraction; a count belongs in ``max_holders`` (said with the value)."""
+    if float(value) <= 1.0:
+        return None
+    holders = int(value) if float(value).is_integer() else "..."
+    return (
+        f"max_share is a fraction of the candidates in (0, 1]; for a number of candidates "
+        f"use max_holders={holders}"
+    )
+
+
 @dataclass(frozen=True)
-class SharedEntities:
+class SharedEntities(DeclaredFields):
     """Conceptual proximity: objects that name the same entities.
 
     ``A[i, j] = |E_i ∩ E_j| / |E_j|`` (paper A.3: normalised by the *target's* entity count,
@@ -328,6 +338,14 @@ class SharedEntities:
       candidates is then 400 M edges and gigabytes).
     """
 
+    FIELDS: ClassVar[Schema] = {
+        "field": FIELD_NAME,
+        "kind": KIND,
+        "weight": WEIGHT,
+        "max_share": Spec("float", optional=True, low=0.0, open_low=True, rule=_share_rule),
+        "max_holders": Spec("int", optional=True, low=1),
+        "edge_budget": Spec("float", optional=True, low=0.0, open_low=True),
+    }
     field: str = "entities"
     kind: str = "conceptual"
     weight: float = 1.0
@@ -336,34 +354,7 @@ class SharedEntities:
     edge_budget: float | None = 8.0
 
     def __post_init__(self) -> None:
-        check_weight("SharedEntities", self.weight)
-        for name in ("max_share", "edge_budget"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(
-                value, (int, float, np.integer, np.floating)
-            ):
-                raise InputTypeError(
-                    f"SharedEntities.{name} must be a number or None, got {value!r}"
-                )
-            if not math.isfinite(float(value)) or float(value) <= 0:
-                raise ConfigError(
-                    f"SharedEntities.{name} must be a positive finite number, got {value!r}"
-                )
-        if self.max_share is not None and float(self.max_share) > 1.0:
-            raise ConfigError(
-                f"SharedEntities.max_share is a fraction of the candidates in (0, 1], got "
-                f"{self.max_share!r}; for a number of candidates use max_holders="
-                f"{int(self.max_share) if float(self.max_share).is_integer() else '...'}"
-            )
-        holders = self.max_holders
-        if holders is not None and (
-            isinstance(holders, bool) or not isinstance(holders, (int, np.integer)) or holders < 1
-        ):
-            raise ConfigError(
-                f"SharedEntities.max_holders must be an integer >= 1 or None, got {holders!r}"
-            )
+        check_proximity(self)
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         return self.factored(candidates)[0]

@@ -6,18 +6,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import ClassVar
 
 import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import LinkKey, index_by, links_to_matrix
-from grapher_core.edges.checks import check_weight
-from grapher_core.errors import ConfigError, InputTypeError
+from grapher_core.edges.checks import (
+    FIELD_NAME,
+    FLAG,
+    KIND,
+    OPTIONAL_FIELD_NAME,
+    WEIGHT,
+    check_proximity,
+)
 from grapher_core.metadata import read_int, read_list
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 
 @dataclass(frozen=True)
-class ForeignKeys:
+class ForeignKeys(DeclaredFields):
     """Structural proximity: ``metadata[field]`` lists the ids of the objects this one links to.
 
     Foreign keys between tables, hyperlinks between pages, title mentions, or any business rule
@@ -27,6 +35,13 @@ class ForeignKeys:
     objects that are not among the candidates, and links to oneself, are ignored.
     """
 
+    FIELDS: ClassVar[Schema] = {
+        "field": FIELD_NAME,
+        "kind": KIND,
+        "weight": WEIGHT,
+        "symmetric": FLAG,
+        "target_field": OPTIONAL_FIELD_NAME,
+    }
     field: str = "foreign_keys"
     kind: str = "structural"
     weight: float = 1.0
@@ -34,7 +49,7 @@ class ForeignKeys:
     target_field: str | None = None
 
     def __post_init__(self) -> None:
-        check_weight("ForeignKeys", self.weight)
+        check_proximity(self)
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         n = len(candidates)
@@ -80,10 +95,12 @@ class ForeignKeys:
 
 ORDERS: tuple[str, ...] = ("index", "offset")
 """How :class:`AdjacentChunks` reads its order field."""
+MAX_GAP = 1 << 30
+"""The largest ``max_gap`` (characters): anything larger links every chunk to the next."""
 
 
 @dataclass(frozen=True)
-class AdjacentChunks:
+class AdjacentChunks(DeclaredFields):
     """Contextual proximity: consecutive chunks of the same document, weight 1.
 
     ``order="index"`` (default): ``index_field`` numbers the chunks, and chunk ``k`` is linked
@@ -104,6 +121,14 @@ class AdjacentChunks:
     proximity gives no lookup keys.
     """
 
+    FIELDS: ClassVar[Schema] = {
+        "doc_field": FIELD_NAME,
+        "index_field": FIELD_NAME,
+        "kind": KIND,
+        "weight": WEIGHT,
+        "order": Spec("str", choices=ORDERS),
+        "max_gap": Spec("int", low=0, high=MAX_GAP, fix="characters between two chunks"),
+    }
     doc_field: str = "doc_id"
     index_field: str = "chunk_index"
     kind: str = "contextual"
@@ -112,15 +137,7 @@ class AdjacentChunks:
     max_gap: int = 32
 
     def __post_init__(self) -> None:
-        check_weight("AdjacentChunks", self.weight)
-        if self.order not in ORDERS:
-            raise ConfigError(
-                f"AdjacentChunks.order must be one of {', '.join(ORDERS)}, got {self.order!r}"
-            )
-        if isinstance(self.max_gap, bool) or not isinstance(self.max_gap, int):
-            raise InputTypeError(f"AdjacentChunks.max_gap must be an int, got {self.max_gap!r}")
-        if self.max_gap < 0:
-            raise ConfigError(f"AdjacentChunks.max_gap must be >= 0, got {self.max_gap}")
+        check_proximity(self)
 
     def adjacency(self, candidates: Sequence[Candidate]) -> sp.csr_matrix:
         if self.order == "offset":

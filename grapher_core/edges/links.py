@@ -25,9 +25,9 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import unquote
 
 import numpy as np
@@ -35,9 +35,16 @@ import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import LinkKey, links_to_matrix
-from grapher_core.edges.checks import check_weight
-from grapher_core.errors import ConfigError
+from grapher_core.edges.checks import (
+    FIELD_NAME,
+    FLAG,
+    KIND,
+    OPTIONAL_FIELD_NAME,
+    WEIGHT,
+    check_proximity,
+)
 from grapher_core.metadata import read_int, read_list
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 __all__ = [
     "ANCHOR_FIELD",
@@ -134,7 +141,7 @@ def heading_keys(metadata: Mapping[str, Any], fields: Sequence[str] = HEADING_FI
 
 
 @dataclass(frozen=True)
-class ChunkLinks:
+class ChunkLinks(DeclaredFields):
     """Structural proximity for links between chunked pages: one edge per link, to one chunk.
 
     ``metadata[field]`` lists link targets: candidate ids, ``"<page>"`` or
@@ -164,6 +171,17 @@ class ChunkLinks:
     (:mod:`grapher_core.edges.detect`) picks this for ``links`` on chunks.
     """
 
+    FIELDS: ClassVar[Schema] = {
+        "field": FIELD_NAME,
+        "target_field": OPTIONAL_FIELD_NAME,
+        "anchor_field": OPTIONAL_FIELD_NAME,
+        "heading_fields": Spec("strs", fix="metadata keys, e.g. ['heading']"),
+        "order_field": OPTIONAL_FIELD_NAME,
+        "kind": KIND,
+        "weight": WEIGHT,
+        "symmetric": FLAG,
+        "embed": FLAG,
+    }
     field: str = "links"
     target_field: str | None = "source"
     anchor_field: str | None = ANCHOR_FIELD
@@ -175,15 +193,7 @@ class ChunkLinks:
     embed: bool = False
 
     def __post_init__(self) -> None:
-        check_weight("ChunkLinks", self.weight)
-        headings = self.heading_fields
-        if isinstance(headings, str):
-            headings = (headings,)
-        if not isinstance(headings, Iterable) or not all(isinstance(h, str) for h in headings):
-            raise ConfigError(f"heading_fields must be field names, got {self.heading_fields!r}")
-        object.__setattr__(self, "heading_fields", tuple(headings))  # a config's list too
-        if not isinstance(self.field, str) or not self.field:
-            raise ConfigError(f"ChunkLinks needs a field name, got {self.field!r}")
+        check_proximity(self)  # heading_fields: a config's list (or one name) kept as a tuple
 
     @property
     def needs_embeddings(self) -> bool:

@@ -3,10 +3,8 @@ candidates."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
@@ -14,14 +12,23 @@ import scipy.sparse as sp
 
 from grapher_core.candidates import Candidate
 from grapher_core.edges.base import index_by, links_to_matrix
-from grapher_core.edges.checks import check_weight
-from grapher_core.errors import ConfigError, InputError, InputTypeError
+from grapher_core.edges.checks import (
+    FLAG,
+    KIND,
+    OPTIONAL_FIELD_NAME,
+    WEIGHT,
+    check_proximity,
+)
+from grapher_core.errors import InputError
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
+MAX_COUNT = 1 << 31
+"""The largest ``k`` and ``block_size`` (an int32 index): larger is a mistake, not a setting."""
 
 
 @dataclass(frozen=True)
-class SemanticKNN:
+class SemanticKNN(DeclaredFields):
     """Semantic proximity: each candidate linked to its ``k`` most similar others (cosine >= τ).
 
     Defaults follow the query-aware GNN paper's k and τ (top-5, τ = 0.6) but keep the library's
@@ -45,6 +52,16 @@ class SemanticKNN:
     """
 
     needs_embeddings: ClassVar[bool] = True  # edges come from the candidates' vectors
+    FIELDS: ClassVar[Schema] = {
+        "k": Spec("int", low=1, high=MAX_COUNT),
+        "threshold": Spec("float", low=-1.0, high=1.0, fix="it is a cosine similarity"),
+        "kind": KIND,
+        "weight": WEIGHT,
+        "symmetric": FLAG,
+        "block_size": Spec("int", low=1, high=MAX_COUNT),
+        "weighted": FLAG,
+        "scope_field": OPTIONAL_FIELD_NAME,
+    }
     k: int = 5
     threshold: float = 0.6
     kind: str = "semantic"
@@ -55,20 +72,7 @@ class SemanticKNN:
     scope_field: str | None = None
 
     def __post_init__(self) -> None:
-        check_weight("SemanticKNN", self.weight)
-        _check_count("k", self.k)
-        _check_count("block_size", self.block_size)
-        threshold = self.threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, Real):
-            raise InputTypeError(
-                f"SemanticKNN.threshold must be a number in [-1, 1], got {threshold!r} "
-                f"({type(threshold).__name__})"
-            )
-        if not math.isfinite(float(threshold)) or not -1.0 <= float(threshold) <= 1.0:
-            raise ConfigError(
-                f"SemanticKNN.threshold is a cosine similarity: a finite number in [-1, 1], "
-                f"got {threshold!r}"
-            )
+        check_proximity(self)
 
     @classmethod
     def paper(
@@ -149,12 +153,6 @@ class SemanticKNN:
             cols.append(index[top[keep]])
             sims.append(similarity[keep])
         return np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
-
-
-def _check_count(name: str, value: object) -> None:
-    """``k`` and ``block_size``: a strict integer >= 1 (``True`` is not a count)."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or int(value) < 1:
-        raise ConfigError(f"SemanticKNN.{name} must be an integer >= 1, got {value!r}")
 
 
 def _as_vector(candidate: Candidate) -> np.ndarray:

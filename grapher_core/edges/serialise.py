@@ -3,7 +3,10 @@
 ``{"class": "ForeignKeys", "field": "links", ...}``: a proximity is named by the name it is
 registered under in :mod:`grapher_core.allowed` (the built-ins by class name, a user's own after
 ``register_proximity(MyProximity)``). A name that is not registered is refused naming the file
-and the key; nothing a file names is imported.
+and the key; nothing a file names is imported. Every other key is checked against the class's
+declared ``FIELDS`` (:mod:`grapher_core.utils.schema`) before the proximity is built; a class of
+your own without ``FIELDS`` gets its dataclass fields' names checked, and its own
+``__post_init__`` checks the values.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from grapher_core.edges.keys import AdjacentChunks, ForeignKeys
 from grapher_core.edges.links import ChunkLinks
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.errors import ConfigError, GraphERError
+from grapher_core.utils.schema import check_field_names, check_values, declared_schema
 
 __all__ = ["proximities_from_dicts", "proximity_from_dict", "proximity_to_dict"]
 
@@ -63,14 +67,15 @@ def proximity_from_dict(data: Any, where: str = "config", key: str = "proximitie
     cls = resolve("proximity", data.get(CLASS_KEY), where=where, key=f"{key}.{CLASS_KEY}")
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise ConfigError(f"{where}: key {key!r}: {cls!r} is not a dataclass proximity")
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(str(k) for k in data if k != CLASS_KEY and k not in fields)
-    if unknown:
-        raise ConfigError(
-            f"{where}: key {key}.{unknown[0]!r}: {cls.__name__} has no such field "
-            f"(its fields: {', '.join(sorted(fields))})"
-        )
     options = {k: v for k, v in data.items() if k != CLASS_KEY}
+    schema = declared_schema(cls)
+    if schema is not None:
+        options = check_values(where, options, schema, key=key, owner=cls.__name__)
+    else:
+        try:
+            check_field_names(cls.__name__, options, (f.name for f in dataclasses.fields(cls)))
+        except ConfigError as error:
+            raise ConfigError(f"{where}: key {key!r}: {error}") from None
     try:
         return cls(**options)
     except (GraphERError, TypeError, ValueError) as error:

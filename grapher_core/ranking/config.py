@@ -187,7 +187,7 @@ def _ranking(
         "ranker": ranker,
         "alpha": alpha,
         "seed_transform": seed,
-        "ranker_options": _ranker_options(ranker, alpha, data, fail, folder),
+        "ranker_options": _ranker_options(ranker, alpha, data, fail, folder, where),
         "proximities": _proximities(data.get("proximities"), where),
     }
 
@@ -274,13 +274,21 @@ def _ranker_options(
     data: Mapping[str, Any],
     fail: Callable[[str, str], ConfigError],
     folder: Path | None = None,
+    where: str = "config",
 ) -> dict[str, Any]:
-    """The ``ranker_options`` object, checked by building the ranker with them once (a typo in
-    an option name fails here, naming the key, not at the first query); a relative
-    ``checkpoint`` is read from ``folder``."""
+    """The ``ranker_options`` object, checked against the ranker's declared ``FIELDS``
+    (:mod:`grapher_core.utils.schema`: a typo, a wrong type or an unbounded iteration fails here,
+    naming the key) and by building the ranker with them once; a relative ``checkpoint`` is
+    read from ``folder``."""
     value = data.get("ranker_options") or {}
     if not isinstance(value, dict):
         raise fail("ranker_options", f"must be an object, got {type(value).__name__}")
+    from grapher_core.ranking.registry import declared_options
+    from grapher_core.utils.schema import check_values
+
+    schema = declared_options(ranker) if value else None
+    if schema is not None:
+        check_values(where, value, schema, key="ranker_options", owner=ranker)
     checkpoint = value.get("checkpoint")
     if (
         folder is not None

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,8 +44,17 @@ from grapher_core.candidates import Candidate
 from grapher_core.edges.entities import ProductFactor
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.errors import ConfigError, InputError
-from grapher_core.ranking.base import RankContext, check_alpha
+from grapher_core.ranking.base import (
+    ALPHA,
+    MAX_ITER_SPEC,
+    RANKER_NAME,
+    TOL,
+    RankContext,
+    check_alpha,
+    kind_weights_spec,
+)
 from grapher_core.utils.callsite import warn, warn_once
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec, check_fields
 
 DEFAULT_GCS_ALPHA = 0.1
 
@@ -618,18 +627,30 @@ def ppr_scores(
 
 
 def _check_iteration(tol: object, max_iter: object) -> None:
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < float("inf"):
-        raise ConfigError(f"tol must be a positive number, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ConfigError(f"max_iter must be a positive integer, got {max_iter!r}")
+    """The iteration settings of :func:`gcs_scores` / :func:`ppr_scores`, bounded as a
+    ranker's are (``MAX_ITER_SPEC`` and ``TOL`` of :mod:`grapher_core.ranking.base`)."""
+    TOL.check("tol", tol)
+    MAX_ITER_SPEC.check("max_iter", max_iter)
 
 
 @dataclass(frozen=True)
-class GCSRanker:
+class GCSRanker(DeclaredFields):
     """Graph Cohesive Smoothing (:func:`gcs_scores`); ``normalisation="row"`` is the paper's
     exact Algorithm 1, ``"degree"`` (default) the degree-aware form that does not lift every
     spoke of a hub (see the module docstring)."""
 
+    FIELDS: ClassVar[Schema] = {
+        "alpha": ALPHA,
+        "tol": TOL,
+        "max_iter": MAX_ITER_SPEC,
+        "method": Spec("str", choices=("auto", "iterate", "solve")),
+        "normalisation": Spec("str", choices=NORMALISATIONS),
+        "degree_exponent": Spec("float", low=0.5, high=1.0),
+        "kind_weights": kind_weights_spec(),
+        "alone_weights": kind_weights_spec(allow_auto=True),
+        "beside_weights": kind_weights_spec(allow_auto=True),
+        "name": RANKER_NAME,
+    }
     alpha: float = DEFAULT_GCS_ALPHA
     tol: float = 1e-8
     max_iter: int = DEFAULT_MAX_ITER
@@ -644,13 +665,7 @@ class GCSRanker:
     def __post_init__(self) -> None:
         """Refuse a bad setting here, not at the first query."""
         object.__setattr__(self, "alpha", check_alpha(self.alpha))
-        _check_iteration(self.tol, self.max_iter)
-        if self.method not in ("auto", "iterate", "solve"):
-            raise ConfigError(f"method must be 'auto', 'iterate' or 'solve', got {self.method!r}")
-        if self.normalisation not in NORMALISATIONS:
-            raise ConfigError(
-                f"normalisation must be one of {NORMALISATIONS}, got {self.normalisation!r}"
-            )
+        check_fields(self)
         object.__setattr__(self, "kind_weights", _kind_weights("kind_weights", self.kind_weights))
         for name in ("alone_weights", "beside_weights"):
             value = getattr(self, name)
@@ -662,11 +677,6 @@ class GCSRanker:
                     )
             else:
                 object.__setattr__(self, name, _kind_weights(name, value))
-        exponent = self.degree_exponent
-        if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
-            raise ConfigError(f"degree_exponent must be a number in [0.5, 1], got {exponent!r}")
-        if not 0.5 <= float(exponent) <= 1.0:
-            raise ConfigError(f"degree_exponent must be in [0.5, 1], got {exponent!r}")
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:
         weighted = self._weighted(graph, context.candidates)
@@ -778,10 +788,16 @@ PPR_CAN_LOSE = (
 
 
 @dataclass(frozen=True)
-class PPRRanker:
+class PPRRanker(DeclaredFields):
     """Personalized PageRank (:func:`ppr_scores`); known to over-rank hubs, and below the
     retriever's order on chunk-adjacency sets: said once when one is built."""
 
+    FIELDS: ClassVar[Schema] = {
+        "alpha": ALPHA,
+        "tol": TOL,
+        "max_iter": MAX_ITER_SPEC,
+        "name": RANKER_NAME,
+    }
     alpha: float = DEFAULT_PPR_ALPHA
     tol: float = 1e-10
     max_iter: int = DEFAULT_MAX_ITER
@@ -790,7 +806,7 @@ class PPRRanker:
     def __post_init__(self) -> None:
         """Refuse a bad setting here, not at the first query."""
         object.__setattr__(self, "alpha", check_alpha(self.alpha))
-        _check_iteration(self.tol, self.max_iter)
+        check_fields(self)
         warn_once(PPR_CAN_LOSE)
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:

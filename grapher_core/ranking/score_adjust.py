@@ -21,10 +21,12 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from grapher_core.edges.checks import FLAG, KIND
 from grapher_core.edges.graph import CandidateGraph
-from grapher_core.errors import ConfigError, InputError
-from grapher_core.ranking.base import RankContext
+from grapher_core.errors import InputError
+from grapher_core.ranking.base import RANKER_NAME, RankContext
 from grapher_core.utils.callsite import warn, warn_once
+from grapher_core.utils.schema import DeclaredFields, Schema, Spec, check_fields
 
 __all__ = ["DEFAULT_ADJUST_ALPHA", "ScoreAdjustRanker", "semantic_support"]
 
@@ -51,7 +53,7 @@ def semantic_support(matrix: sp.csr_matrix | None, n: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class ScoreAdjustRanker:
+class ScoreAdjustRanker(DeclaredFields):
     """``alpha * seed + (1 - alpha) * mean semantic edge weight`` (paper Algorithm 9).
 
     ``kind``: which edges count (default ``"semantic"``). A graph without edges of that kind
@@ -59,6 +61,12 @@ class ScoreAdjustRanker:
     ``strict=True`` raises instead.
     """
 
+    FIELDS: ClassVar[Schema] = {
+        "alpha": Spec("float", low=0.0, high=1.0, open_low=True),
+        "kind": KIND,
+        "strict": FLAG,
+        "name": RANKER_NAME,
+    }
     alpha: float = DEFAULT_ADJUST_ALPHA
     kind: str = "semantic"
     strict: bool = False
@@ -66,8 +74,7 @@ class ScoreAdjustRanker:
     reads_scores: ClassVar[bool] = True  # adds to the retriever's score
 
     def __post_init__(self) -> None:
-        if not 0.0 < float(self.alpha) <= 1.0:
-            raise ConfigError(f"alpha must be in (0, 1], got {self.alpha!r}")
+        check_fields(self)
         warn_once(QA_ADJUST_LOSES, logger=__name__)
 
     def rank(self, graph: CandidateGraph, seeds: np.ndarray, context: RankContext) -> np.ndarray:

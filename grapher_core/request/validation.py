@@ -17,6 +17,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.edges.base import Proximity
 from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.ranking.seeds import SEED_TRANSFORMS, _names, original_scores
+from grapher_core.utils.schema import check_field_names
 
 __all__ = [
     "check_bound",
@@ -35,22 +36,6 @@ def check_bound(name: str, value: object) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ConfigError(f"{name} must be an integer >= 1 or None, got {value!r}")
     return value
-
-
-def check_field_names(owner: str, given: Iterable[object], known: Iterable[str]) -> None:
-    """Refuse a field ``owner`` does not have, naming the closest one it does (``top_k`` ->
-    ``top_n``): a typo would otherwise be dropped and a default run in silence."""
-    known = sorted(set(known))
-    unknown = [str(name) for name in given if name not in known]
-    if not unknown:
-        return
-    import difflib
-
-    hints = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
-        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    raise ConfigError(f"{owner} has no field {', '.join(hints)}; its fields: {', '.join(known)}")
 
 
 def check_seed_transform(value: object) -> str | None:

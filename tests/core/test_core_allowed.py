@@ -142,11 +142,13 @@ def test_a_users_proximity_loads_once_registered(tmp_path: Path) -> None:
 
 
 def test_unknown_fields_and_refused_values_name_the_key() -> None:
-    with pytest.raises(ConfigError, match=r"c\.json: key proximities\[0\]\.'fild'"):
+    with pytest.raises(
+        ConfigError, match=r"c\.json: key 'proximities\[0\]\.fild'.*did you mean 'field'"
+    ):
         check_config(
             {"grapher_config": 1, "proximities": [{"class": "ForeignKeys", "fild": 1}]}, "c.json"
         )
-    with pytest.raises(ConfigError, match=r"c\.json: key 'proximities\[0\]'.*ForeignKeys"):
+    with pytest.raises(ConfigError, match=r"c\.json: key 'proximities\[0\]\.weight'.*'heavy'"):
         check_config(
             {"grapher_config": 1, "proximities": [{"class": "ForeignKeys", "weight": "heavy"}]},
             "c.json",
@@ -204,3 +206,21 @@ def test_the_scan_sees_a_planted_dynamic_import(tmp_path: Path) -> None:
         planted.unlink()
         sys.modules.pop("grapher_core._planted_for_scan_test", None)
     assert ("grapher_core/_planted_for_scan_test.py", "load") in found
+
+
+def test_a_taken_name_is_replaced_only_when_asked() -> None:
+    lazy = Lazy("grapher_core.ranking.base", "BaselineRanker")
+    register_ranker("mine-once", lazy)
+    try:
+        register_ranker("mine-once", Lazy("grapher_core.ranking.base", "BaselineRanker"))  # equal
+        with pytest.raises(ConfigError, match=r"'mine-once' is already registered.*replace=True"):
+            register_ranker("mine-once", "grapher_core.ranking.propagation:GCSRanker")
+        assert resolve("ranker", "mine-once", load=False) == lazy
+        register_ranker("mine-once", "grapher_core.ranking.propagation:GCSRanker", replace=True)
+        assert resolve("ranker", "mine-once", load=False) != lazy
+    finally:
+        _unregister("ranker", "mine-once")
+    for name in ("ForeignKeys", "SemanticKNN"):  # built-ins stay put
+        with pytest.raises(ConfigError, match="already registered"):
+            register_proximity(dataclasses.make_dataclass("Other", []), name=name)
+        assert resolve("proximity", name).__name__ == name

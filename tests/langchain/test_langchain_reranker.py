@@ -13,6 +13,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
 
 from grapher_core import ForeignKeys, GraphReranker, SemanticKNN
+from grapher_core.errors import ConfigError
 from grapher_core.ranking.base import RankContext
 from langchain_grapher import GraphERReranker
 from langchain_grapher.convert import candidates_from_documents
@@ -161,9 +162,9 @@ def test_bad_input_gives_clear_errors() -> None:
 
 
 def test_bad_fields_fail_at_construction() -> None:
-    with pytest.raises(ValidationError, match=r"did you mean 'top_n'"):
+    with pytest.raises(ConfigError, match=r"did you mean 'top_n'"):
         GraphERReranker(top_k=3)  # type: ignore[call-arg]
-    with pytest.raises(ValidationError, match="unknown ranker"):
+    with pytest.raises(ConfigError, match="unknown ranker"):
         GraphERReranker(ranker="nope")
     with pytest.raises(ValidationError):
         GraphERReranker(top_n=-1)
