@@ -337,7 +337,7 @@ def run_eval(args: argparse.Namespace) -> int:
         _, config = GAT.load(path)  # fail early, before any retrieval
         cls = GATRanker if config.model.architecture == "gat" else MLPRanker
         name = checkpoint_label(config.model.architecture, path, names)
-        register_ranker(name, partial(cls, path))
+        register_ranker(name, partial(cls, path), replace=True)  # a run names its checkpoints
         names.append(name)
     graphs = [g.strip() for g in args.graphs.split(",")] if args.graphs else None
     runs = []
