@@ -1,0 +1,128 @@
+"""What a vector store keeps and gives back, and the registry that finds a store's adapter.
+
+Each wrapper has one adapter per store (read vectors by id in one batched call; declare what the
+store keeps). This module holds the framework-free part both wrappers share: the declaration
+(:class:`StoreCapabilities`), the check of a metadata dict against it (:func:`unkept_fields`),
+and :class:`StoreRegistry`, which picks an adapter by the *names* of the store's classes (its
+``__mro__``), so no store package is imported to ask -- a user without Qdrant never imports it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from grapher_core.diagnostics import Diagnostics
+from grapher_core.errors import InputTypeError
+
+__all__ = ["StoreCapabilities", "StoreRegistry", "type_names", "unkept_fields"]
+
+A = TypeVar("A")
+
+
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """What one store keeps of GraphER's metadata and gives back.
+
+    ``vectors``: reads stored vectors by id in one call; ``lists``: keeps non-empty flat lists
+    of scalars as lists; ``empty_lists``: keeps ``[]``; ``nested``: keeps dicts and lists of
+    lists; ``filters``: its search takes a metadata filter; ``uuid_ids``: accepts only UUIDs
+    (or integers) as ids, so GraphER's ids (``"shop.orders"``) must be UUIDs there too."""
+
+    store: str
+    vectors: bool
+    lists: bool = True
+    empty_lists: bool = True
+    nested: bool = True
+    filters: bool = True
+    uuid_ids: bool = False
+
+    @property
+    def list_format(self) -> str:
+        """The ``list_format`` GraphER's writers use for this store: ``"list"`` where lists
+        are kept (empty ones are left out and nested ones JSON-encoded where they are not),
+        ``"json"`` otherwise."""
+        return "list" if self.lists else "json"
+
+
+def unkept_fields(capabilities: StoreCapabilities, metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The fields of ``metadata`` the store would refuse or change, each with the reason."""
+    out: dict[str, str] = {}
+    for key, value in metadata.items():
+        if isinstance(value, Mapping):
+            if not capabilities.nested:
+                out[key] = "a dict (the store keeps only flat values)"
+        elif isinstance(value, (list, tuple)):
+            if not capabilities.lists:
+                out[key] = "a list (the store keeps only str, int, float, None)"
+            elif not value and not capabilities.empty_lists:
+                out[key] = "an empty list (the store refuses empty lists)"
+            elif not capabilities.nested and any(
+                isinstance(v, (list, tuple, Mapping)) for v in value
+            ):
+                out[key] = "a list of lists or dicts (the store keeps flat lists only)"
+    return out
+
+
+def type_names(store: Any) -> list[str]:
+    """``module.qualname`` of the store's class and of each base, most specific first."""
+    return [f"{k.__module__}.{k.__qualname__}" for k in type(store).__mro__]
+
+
+class StoreRegistry(Generic[A]):
+    """Adapters by store class name; a subclass of a known store gets its base's adapter.
+
+    ``framework`` and ``how`` go into the one warning said per unknown store type: the
+    vectors are not read back from it, and how to register an adapter."""
+
+    def __init__(
+        self, framework: str, known: Mapping[str, Callable[[Any], A | None]], how: str
+    ) -> None:
+        self.framework = framework
+        self.how = how
+        self._factories: dict[str, Callable[[Any], A | None]] = dict(known)
+        self._lock = threading.Lock()
+        self.diagnostics = Diagnostics(owner=f"GraphER ({framework} stores)")
+
+    def register(self, store_type: str | type, factory: Callable[[Any], A | None]) -> None:
+        """Use ``factory(store)`` (``None``: no vectors from it) as the adapter of
+        ``store_type`` (a class, or its ``"module.QualName"``, so the store's package need not
+        be imported) and of its subclasses."""
+        if isinstance(store_type, type):
+            store_type = f"{store_type.__module__}.{store_type.__qualname__}"
+        if not isinstance(store_type, str) or "." not in store_type:
+            raise InputTypeError(
+                f"register_store_adapter: store_type must be a class or its 'module.QualName', "
+                f"got {store_type!r}"
+            )
+        if not callable(factory):
+            raise InputTypeError(
+                f"register_store_adapter: factory must be callable (store -> adapter), "
+                f"got {factory!r}"
+            )
+        with self._lock:
+            self._factories[store_type] = factory
+
+    def factory(self, store: Any) -> Callable[[Any], A | None] | None:
+        """The factory registered for the store's class or its nearest base, else ``None``."""
+        with self._lock:
+            factories = dict(self._factories)
+        for name in type_names(store):
+            if name in factories:
+                return factories[name]
+        return None
+
+    def adapter(self, store: Any) -> A | None:
+        """The store's adapter, or ``None`` for an unknown store (said once per type)."""
+        factory = self.factory(store)
+        if factory is not None:
+            return factory(store)
+        name = type_names(store)[0]
+        self.diagnostics.bound(
+            ("unknown-store", name),
+            f"no store adapter for {name}: the vectors it holds are not read back, so each "
+            f"new pool's texts are embedded again (seconds per query on a CPU). {self.how}",
+        )
+        return None

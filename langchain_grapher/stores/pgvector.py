@@ -1,0 +1,33 @@
+"""``langchain_postgres.PGVector``: Postgres with pgvector; metadata in a JSONB column.
+
+JSONB keeps lists, empty lists and dicts. Vectors are one ``SELECT id, embedding ... WHERE id IN
+(...)`` in the store's collection, through the store's own session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from grapher_core.request.stores import StoreCapabilities
+from langchain_grapher.stores.base import StoreAdapterBase
+
+__all__ = ["PGVectorAdapter"]
+
+
+class PGVectorAdapter(StoreAdapterBase):
+    capabilities = StoreCapabilities("PGVector (Postgres + pgvector)", vectors=True)
+
+    def _read(self, ids: list[str]) -> Iterable[tuple[Any, Any]]:
+        from sqlalchemy import select  # langchain-postgres brings SQLAlchemy
+
+        store = self.store
+        table = store.EmbeddingStore
+        with store._make_sync_session() as session:
+            collection = store.get_collection(session)
+            if collection is None:
+                return []
+            statement = select(table.id, table.embedding).where(
+                table.id.in_(ids), table.collection_id == collection.uuid
+            )
+            return [(row.id, row.embedding) for row in session.execute(statement)]
