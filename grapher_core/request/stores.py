@@ -9,6 +9,7 @@ and :class:`StoreRegistry`, which picks an adapter by the *names* of the store's
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,8 +17,15 @@ from typing import Any, Generic, TypeVar
 
 from grapher_core.diagnostics import Diagnostics
 from grapher_core.errors import InputTypeError
+from grapher_core.metadata import encode_list
 
-__all__ = ["StoreCapabilities", "StoreRegistry", "type_names", "unkept_fields"]
+__all__ = [
+    "StoreCapabilities",
+    "StoreRegistry",
+    "kept_metadata",
+    "type_names",
+    "unkept_fields",
+]
 
 A = TypeVar("A")
 
@@ -126,3 +134,28 @@ class StoreRegistry(Generic[A]):
             f"new pool's texts are embedded again (seconds per query on a CPU). {self.how}",
         )
         return None
+
+
+def kept_metadata(
+    capabilities: StoreCapabilities, metadata: Mapping[str, Any]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``metadata`` in shapes the store keeps, and the fields written in another shape.
+
+    Lists go through :func:`~grapher_core.metadata.encode_list` in the store's
+    :attr:`~StoreCapabilities.list_format` (an empty one left out where the store refuses it, a
+    nested one as JSON where it keeps flat lists only); a dict the store cannot keep becomes a
+    JSON string. The readers (:func:`~grapher_core.metadata.read_list`) accept every shape
+    written here. The given mapping is not modified."""
+    out: dict[str, Any] = {}
+    changed: list[str] = []
+    for key, value in metadata.items():
+        kept = value
+        if key in unkept_fields(capabilities, {key: value}):
+            if isinstance(value, Mapping):
+                kept = json.dumps(value, ensure_ascii=False)
+            else:
+                kept = encode_list(value, capabilities.list_format)
+            changed.append(key)
+        if kept is not None:
+            out[key] = kept
+    return out, tuple(changed)

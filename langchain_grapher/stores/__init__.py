@@ -11,6 +11,7 @@ from langchain_grapher.stores.registry import (
     documents_with_ids,
     register_store_adapter,
     store_capabilities,
+    store_ready,
     stored_vectors,
     vectors_by_id,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "relevance_scores",
     "scored_search",
     "store_capabilities",
+    "store_ready",
     "stored_vectors",
     "vectors_by_id",
 ]

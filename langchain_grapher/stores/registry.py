@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 from langchain_core.documents import Document
 
-from grapher_core.request.stores import StoreCapabilities, StoreRegistry
+from grapher_core.request.stores import StoreCapabilities, StoreRegistry, kept_metadata
 from langchain_grapher.stores.base import StoreAdapter
 
 __all__ = [
     "adapter_for",
     "documents_with_ids",
+    "store_ready",
     "register_store_adapter",
     "store_capabilities",
     "stored_vectors",
@@ -108,3 +109,27 @@ def documents_with_ids(store: Any, documents: Sequence[Document]) -> list[Docume
     (Qdrant returns them in metadata only); the given documents are not modified."""
     adapter = adapter_for(store)
     return list(documents) if adapter is None else adapter.documents(documents)
+
+
+def store_ready(store: Any, documents: Sequence[Document]) -> list[Document]:
+    """Copies of ``documents`` whose metadata ``store`` keeps: a list, empty list or dict the
+    store would refuse or change is written in a shape it keeps (a JSON string, an omitted
+    empty list) that GraphER's readers read back the same, and each such field is said once,
+    naming it and the store. Unknown stores get the documents as they are."""
+    adapter = adapter_for(store)
+    if adapter is None:
+        return list(documents)
+    capabilities = adapter.capabilities
+    out = []
+    for document in documents:
+        metadata, changed = kept_metadata(capabilities, document.metadata)
+        for field in changed:
+            REGISTRY.diagnostics.bound(
+                ("rewritten", id(store), field),
+                f"{capabilities.store} cannot keep metadata field {field!r} as given "
+                f"(e.g. {document.metadata[field]!r:.80}): it is written as "
+                f"{metadata.get(field, '(left out: empty)')!r:.80}, which GraphER reads back "
+                "the same",
+            )
+        out.append(document.model_copy(update={"metadata": metadata}) if changed else document)
+    return out
