@@ -11,6 +11,7 @@ from llama_index_grapher.stores.registry import (
     node_vectors,
     register_store_adapter,
     store_capabilities,
+    store_ready,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "node_vectors",
     "register_store_adapter",
     "store_capabilities",
+    "store_ready",
 ]

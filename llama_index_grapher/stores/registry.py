@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from grapher_core.request.stores import StoreCapabilities, StoreRegistry
+from grapher_core.request.stores import StoreCapabilities, StoreRegistry, kept_metadata
 from llama_index_grapher.stores.base import NodeStoreAdapter
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "node_vectors",
     "register_store_adapter",
     "store_capabilities",
+    "store_ready",
 ]
 
 _PACKAGE = "llama_index_grapher.stores"
@@ -46,14 +47,10 @@ def _index(index: Any) -> NodeStoreAdapter | None:
 
 
 def _bare_faiss(store: Any) -> NodeStoreAdapter | None:
-    """A ``FaissVectorStore`` given alone holds FAISS rows, not node ids: said once."""
-    REGISTRY.diagnostics.bound(
-        ("faiss-without-index",),
-        "FaissVectorStore holds FAISS rows, not node ids, so its vectors cannot be read by "
-        "node id from the store alone: pass the index, GraphERPostprocessor(vector_store=index); "
-        "until then each new pool's texts are embedded again",
-    )
-    return None
+    """A ``FaissVectorStore`` given alone: what it keeps, but no vectors by node id."""
+    from llama_index_grapher.stores.faiss import FaissAdapter
+
+    return FaissAdapter(store, REGISTRY.diagnostics)
 
 
 STORES: dict[str, Callable[[Any], NodeStoreAdapter | None]] = {
@@ -67,7 +64,7 @@ STORES: dict[str, Callable[[Any], NodeStoreAdapter | None]] = {
 """The shipped adapters, by the ``module.QualName`` of the store class each one reads."""
 
 THROUGH_INDEX: dict[str, Callable[[Any], NodeStoreAdapter | None]] = {
-    "llama_index.vector_stores.faiss.base.FaissVectorStore": _lazy("faiss", "FaissAdapter"),
+    "llama_index.vector_stores.faiss.base.FaissVectorStore": _lazy("faiss", "FaissRowsAdapter"),
 }
 """Adapters used only behind a ``VectorStoreIndex`` (the store's ids are not node ids)."""
 
@@ -128,3 +125,27 @@ def node_vectors(store: Any, ids: Sequence[str]) -> list[np.ndarray | None]:
     store's adapter in one call."""
     adapter = adapter_for(store)
     return [None] * len(ids) if adapter is None else adapter.vectors(ids)
+
+
+def store_ready(store: Any, nodes: Sequence[Any]) -> list[Any]:
+    """Copies of ``nodes`` (or documents) whose metadata ``store`` keeps: a list, empty list
+    or dict the store would refuse (``flat_metadata=True`` refuses every list) is written in a
+    shape it keeps (a JSON string, an omitted empty list) that GraphER's readers read back the
+    same, and each such field is said once, naming it and the store. Unknown stores get the
+    nodes as they are."""
+    capabilities = store_capabilities(store)
+    if capabilities is None:
+        return list(nodes)
+    out = []
+    for node in nodes:
+        metadata, changed = kept_metadata(capabilities, node.metadata)
+        for field in changed:
+            REGISTRY.diagnostics.bound(
+                ("rewritten", id(store), field),
+                f"{capabilities.store} cannot keep metadata field {field!r} as given "
+                f"(e.g. {node.metadata[field]!r:.80}): it is written as "
+                f"{metadata.get(field, '(left out: empty)')!r:.80}, which GraphER reads back "
+                "the same",
+            )
+        out.append(node.model_copy(update={"metadata": metadata}) if changed else node)
+    return out
