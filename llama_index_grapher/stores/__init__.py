@@ -10,6 +10,7 @@ from llama_index_grapher.stores.registry import (
     adapter_for,
     node_vectors,
     register_store_adapter,
+    relevance_nodes,
     store_capabilities,
     store_ready,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "adapter_for",
     "node_vectors",
     "register_store_adapter",
+    "relevance_nodes",
     "store_capabilities",
     "store_ready",
 ]

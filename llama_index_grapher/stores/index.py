@@ -33,3 +33,8 @@ class IndexAdapter:
 
     def vectors(self, ids: Sequence[str]) -> list[np.ndarray | None]:
         return self.inner.vectors(self._vector_ids(ids))
+
+    def relevance(self, scores: Sequence[float | None]) -> list[float | None]:
+        """The vector store's scores on the cosine scale (its adapter's ``relevance``)."""
+        relevance = getattr(self.inner, "relevance", None)
+        return list(scores) if relevance is None else relevance(scores)

@@ -21,6 +21,7 @@ from llama_index_grapher.stores.base import NodeStoreAdapter
 __all__ = [
     "adapter_for",
     "node_vectors",
+    "relevance_nodes",
     "register_store_adapter",
     "store_capabilities",
     "store_ready",
@@ -149,3 +150,15 @@ def store_ready(store: Any, nodes: Sequence[Any]) -> list[Any]:
             )
         out.append(node.model_copy(update={"metadata": metadata}) if changed else node)
     return out
+
+
+def relevance_nodes(store: Any, nodes: Sequence[Any]) -> list[Any]:
+    """The retrieved nodes with their scores on the cosine scale when ``store``'s adapter maps
+    them (``relevance(scores)``: Chroma's ``exp(-distance)``); new ``NodeWithScore`` objects,
+    the given ones are not modified. Other stores' nodes come back as they are."""
+    adapter = None if store is None else adapter_for(store)
+    relevance = getattr(adapter, "relevance", None)
+    if relevance is None or not nodes:
+        return list(nodes)
+    scores = relevance([n.score for n in nodes])
+    return [n.model_copy(update={"score": s}) for n, s in zip(nodes, scores, strict=True)]

@@ -120,7 +120,7 @@ def langchain_store(kind: str, embeddings: Any, postgres: Callable[[], Any]) -> 
         needs("dev", "langchain_postgres")
         from langchain_postgres import PGVector
 
-        server = postgres().fresh_database()
+        server = postgres()
         return PGVector(
             embeddings,
             connection=server.sqlalchemy_url("psycopg"),
@@ -202,7 +202,7 @@ def llama_store(kind: str, postgres: Callable[[], Any]) -> Any:
         needs("dev", "llama_index.vector_stores.postgres")
         from llama_index.vector_stores.postgres import PGVectorStore
 
-        server = postgres().fresh_database()
+        server = postgres()
         return PGVectorStore.from_params(
             host=server.host,
             port=str(server.port),
@@ -216,5 +216,6 @@ def llama_store(kind: str, postgres: Callable[[], Any]) -> Any:
 
 
 def postgres_or_skip(request: pytest.FixtureRequest) -> Callable[[], Any]:
-    """The session's Postgres, started on first use (only the pgvector cases pay for it)."""
-    return lambda: request.getfixturevalue("postgres_server")
+    """A fresh database on the session's Postgres, started on first use (only the pgvector
+    cases pay for it)."""
+    return lambda: request.getfixturevalue("postgres_server").fresh_database()

