@@ -1,7 +1,8 @@
 """``langchain_postgres.PGVector``: Postgres with pgvector; metadata in a JSONB column.
 
-JSONB keeps lists, empty lists and dicts. Vectors are one ``SELECT id, embedding ... WHERE id IN
-(...)`` in the store's collection, through the store's own session.
+JSONB keeps lists, empty lists and dicts. Vectors are one ``SELECT id, vector_send(embedding)
+... WHERE id IN (...)`` in the store's collection, through the store's own session: the binary
+form, not the text one the driver would parse float by float.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from grapher_core.request.stores import StoreCapabilities
+from grapher_core.request.stores import StoreCapabilities, pgvector_from_send
 from langchain_grapher.stores.base import StoreAdapterBase
 
 __all__ = ["PGVectorAdapter"]
@@ -19,7 +20,7 @@ class PGVectorAdapter(StoreAdapterBase):
     capabilities = StoreCapabilities("PGVector (Postgres + pgvector)", vectors=True)
 
     def _read(self, ids: list[str]) -> Iterable[tuple[Any, Any]]:
-        from sqlalchemy import select  # langchain-postgres brings SQLAlchemy
+        from sqlalchemy import func, select  # langchain-postgres brings SQLAlchemy
 
         store = self.store
         table = store.EmbeddingStore
@@ -27,7 +28,7 @@ class PGVectorAdapter(StoreAdapterBase):
             collection = store.get_collection(session)
             if collection is None:
                 return []
-            statement = select(table.id, table.embedding).where(
+            statement = select(table.id, func.vector_send(table.embedding)).where(
                 table.id.in_(ids), table.collection_id == collection.uuid
             )
-            return [(row.id, row.embedding) for row in session.execute(statement)]
+            return [(i, pgvector_from_send(sent)) for i, sent in session.execute(statement)]
