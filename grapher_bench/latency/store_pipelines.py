@@ -42,13 +42,22 @@ def uuid_ids(ids: Sequence[str]) -> dict[str, str]:
 
 
 class CountingEmbedder:
-    """A core embedder: known texts from ``known``, the rest from ``inner``; counts the texts
-    embedded (``documents``) and the queries (``queries``) since :meth:`reset`."""
+    """A core embedder: known texts from ``known`` (queries from ``known_queries``), the rest
+    from ``inner``; counts the texts embedded (``documents``) and the queries (``queries``)
+    since :meth:`reset`."""
 
-    def __init__(self, inner: Any, known: Mapping[str, Sequence[float]]) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        known: Mapping[str, Sequence[float]],
+        known_queries: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.known = {text: np.asarray(v, dtype=np.float32) for text, v in known.items()}
+        self.known_queries = {
+            text: np.asarray(v, dtype=np.float32) for text, v in (known_queries or {}).items()
+        }
         self.documents = 0
         self.queries = 0
 
@@ -66,6 +75,9 @@ class CountingEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         self.queries += 1
+        known = self.known_queries.get(text)
+        if known is not None:
+            return known
         return np.asarray(self.inner.embed_query(text), dtype=np.float32)
 
 
