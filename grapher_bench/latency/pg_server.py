@@ -82,8 +82,15 @@ def _as_user() -> dict[str, int]:
 
 
 def _run(command: list[str], folder: Path) -> None:
+    user = _as_user()
     done = subprocess.run(
-        command, cwd=folder, capture_output=True, text=True, timeout=120, **_as_user()
+        command,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        user=user.get("user"),
+        group=user.get("group"),
     )
     if done.returncode != 0:
         raise RuntimeError(f"{command[0]} failed ({done.returncode}): {done.stderr[-2000:]}")

@@ -49,8 +49,8 @@ class CountingEmbedder:
     def __init__(
         self,
         inner: Any,
-        known: Mapping[str, Sequence[float]],
-        known_queries: Mapping[str, Sequence[float]] | None = None,
+        known: Mapping[str, Any],
+        known_queries: Mapping[str, Any] | None = None,
     ) -> None:
         self.inner = inner
         self.name = inner.name

@@ -168,7 +168,7 @@ def _pipelines(
 ) -> dict[str, tuple[Callable[[str], Any], Callable[[str], Any]]]:
     """``"framework | store"`` -> (the pipeline, the store's search alone)."""
     from langchain_core.documents import Document
-    from llama_index.core.schema import QueryBundle, TextNode
+    from llama_index.core.schema import TextNode
 
     from grapher_bench.latency.store_pipelines import langchain_pipeline, llamaindex_pipeline
     from langchain_grapher import GraphEREmbeddings
@@ -198,13 +198,14 @@ def _pipelines(
             kind, nodes, embed_model, postgres, fetch_k=args.fetch_k, ranker="gat"
         )
         retriever = index.as_retriever(similarity_top_k=args.fetch_k)
-        out[f"LlamaIndex | {kind}"] = (
-            query,
-            lambda q, r=retriever: r.retrieve(
-                QueryBundle(q, embedding=embed_model.get_query_embedding(q))
-            ),
-        )
+        out[f"LlamaIndex | {kind}"] = (query, partial(_retrieve, retriever, embed_model))
     return out
+
+
+def _retrieve(retriever: Any, embed_model: Any, query: str) -> Any:
+    from llama_index.core.schema import QueryBundle
+
+    return retriever.retrieve(QueryBundle(query, embedding=embed_model.get_query_embedding(query)))
 
 
 def _search(store: Any, k: int, query: str) -> Any:

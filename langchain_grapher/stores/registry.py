@@ -22,9 +22,9 @@ from langchain_grapher.stores.base import StoreAdapter
 __all__ = [
     "adapter_for",
     "documents_with_ids",
-    "store_ready",
     "register_store_adapter",
     "store_capabilities",
+    "store_ready",
     "stored_vectors",
     "vectors_by_id",
 ]
@@ -36,7 +36,7 @@ def _lazy(module: str, name: str) -> Callable[[Any], StoreAdapter]:
     """A factory importing ``langchain_grapher.stores.<module>`` on its first use."""
 
     def factory(store: Any) -> StoreAdapter:
-        return getattr(import_module(f"{_PACKAGE}.{module}"), name)(store)  # type: ignore[no-any-return]
+        return getattr(import_module(f"{_PACKAGE}.{module}"), name)(store)
 
     return factory
 

@@ -2,7 +2,8 @@
 
 Vectors are one ``SELECT node_id, vector_send(embedding) ... WHERE node_id IN (...)`` through the
 store's own session: the binary form (``halfvec_send`` for ``use_halfvec=True``), not the text
-one the driver would parse float by float. ``flat_metadata=False`` (its default) keeps lists, empty lists and dicts.
+one the driver would parse float by float. ``flat_metadata=False`` (its default) keeps lists,
+empty lists and dicts.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from llama_index_grapher.stores.base import NodeStoreAdapter
 __all__ = [
     "adapter_for",
     "node_vectors",
-    "relevance_nodes",
     "register_store_adapter",
+    "relevance_nodes",
     "store_capabilities",
     "store_ready",
 ]
@@ -34,7 +34,7 @@ def _lazy(module: str, name: str) -> Callable[[Any], NodeStoreAdapter | None]:
     """A factory importing ``llama_index_grapher.stores.<module>`` on its first use."""
 
     def factory(store: Any) -> NodeStoreAdapter | None:
-        return getattr(import_module(f"{_PACKAGE}.{module}"), name)(store)  # type: ignore[no-any-return]
+        return getattr(import_module(f"{_PACKAGE}.{module}"), name)(store)
 
     return factory
 
