@@ -100,10 +100,13 @@ def _timed(pipeline: Callable[[str], Any], queries: Sequence[str]) -> list[float
 def _row(name: str, times: Sequence[float], search: Sequence[float] | None, embedded: int) -> str:
     ordered = sorted(times)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    extra = "–" if search is None else f"{statistics.median(search):.1f}"
+    alone = added = "–"
+    if search is not None:
+        alone = f"{statistics.median(search):.1f}"
+        added = f"{statistics.median(t - s for t, s in zip(times, search, strict=True)):.1f}"
     return (
         f"| {name} | {len(times)} | {statistics.median(times):.1f} | {p95:.1f} | "
-        f"{min(times):.1f} | {extra} | {embedded} |"
+        f"{min(times):.1f} | {alone} | {added} | {embedded} |"
     )
 
 
