@@ -42,7 +42,12 @@ class QdrantAdapter(StoreAdapterBase):
         out = []
         for document in documents:
             point = document.metadata.get(QDRANT_ID_KEY)
-            if document.id is None and point is not None:
-                document = document.model_copy(update={"id": str(point)})
+            if document.id is None and point is not None:  # a copy (validated fields reused)
+                document = Document.model_construct(
+                    id=str(point),
+                    page_content=document.page_content,
+                    metadata=document.metadata,
+                    type=document.type,
+                )
             out.append(document)
         return out
