@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -26,6 +27,8 @@ __all__ = [
     "StoreRegistry",
     "kept_metadata",
     "pgvector_from_send",
+    "qdrant_dense",
+    "qdrant_point_id",
     "type_names",
     "unkept_fields",
 ]
@@ -172,3 +175,22 @@ def pgvector_from_send(data: Any, half: bool = False) -> np.ndarray | None:
         return None
     raw = bytes(data)
     return np.frombuffer(raw, dtype=">f2" if half else ">f4", offset=4).astype(np.float32)
+
+
+def qdrant_point_id(value: str) -> bool:
+    """Whether ``value`` can be a Qdrant point id (a UUID or an unsigned integer): Qdrant
+    answers another id with an error, not a miss, so the adapters ask only for these."""
+    if value.isdigit():
+        return True
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def qdrant_dense(vector: Any, name: str | None) -> Any:
+    """A Qdrant point's dense vector: the vector itself, or the one named ``name`` of several."""
+    if isinstance(vector, dict):
+        return vector.get(name or "")
+    return vector

@@ -10,16 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from grapher_core.request.stores import StoreCapabilities
+from grapher_core.request.stores import StoreCapabilities, qdrant_dense, qdrant_point_id
 from llama_index_grapher.stores.base import NodeStoreAdapterBase
 
 __all__ = ["QdrantAdapter"]
-
-
-def _dense(vector: Any, name: str | None) -> Any:
-    if isinstance(vector, dict):
-        return vector.get(name or "")
-    return vector
 
 
 class QdrantAdapter(NodeStoreAdapterBase):
@@ -28,9 +22,12 @@ class QdrantAdapter(NodeStoreAdapterBase):
         return StoreCapabilities("QdrantVectorStore", vectors=True, uuid_ids=True)
 
     def _read(self, ids: list[str]) -> Iterable[tuple[Any, Any]]:
+        ids = [i for i in ids if qdrant_point_id(i)]  # no other id can be held there
+        if not ids:
+            return ()
         store = self.store
         points = store.client.retrieve(
             store.collection_name, ids=ids, with_payload=False, with_vectors=True
         )
         name = getattr(store, "dense_vector_name", None)
-        return ((str(p.id), _dense(p.vector, name)) for p in points)
+        return ((str(p.id), qdrant_dense(p.vector, name)) for p in points)

@@ -166,3 +166,36 @@ def test_llamaindex_default_ranker_lists_equal_the_simple_stores(
     run = _llamaindex(kind, embedder, postgres)
     for query in QUERIES:
         assert run(query) == reference(query), query
+
+
+@pytest.mark.parametrize("kind", LANGCHAIN_STORES)
+def test_the_compressor_told_the_store_embeds_no_candidate(
+    kind: str, embedder: CountingEmbedder, request: pytest.FixtureRequest
+) -> None:
+    """The other LangChain door: ``ContextualCompressionRetriever`` over the store's own
+    retriever, ``GraphERReranker(vector_store=store)`` reading the vectors (Qdrant's ids put
+    back from its metadata first)."""
+    needs("gat")
+    _store_kind(kind)
+    needs("dev", "langchain_classic")
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+    from langchain_core.documents import Document
+
+    from langchain_grapher import GraphEREmbeddings, GraphERReranker
+
+    documents = [Document(id=i, page_content=t, metadata=m) for i, t, m in _rows()]
+    embeddings = GraphEREmbeddings(embedder)
+    _invoke, store = langchain_pipeline(
+        kind, documents, embeddings, postgres_or_skip(request), fetch_k=len(documents)
+    )
+    retriever = ContextualCompressionRetriever(
+        base_compressor=GraphERReranker(
+            ranker="gat", embeddings=embeddings, vector_store=store, top_n=5
+        ),
+        base_retriever=store.as_retriever(search_kwargs={"k": len(documents)}),
+    )
+    embedder.reset()
+    for query in QUERIES:
+        out = retriever.invoke(query)
+        assert len(out) == 5 and all(d.id in IDS.values() for d in out)
+    assert embedder.documents == 0

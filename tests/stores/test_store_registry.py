@@ -156,3 +156,34 @@ def test_llamaindex_chroma_scores_come_back_on_the_cosine_scale() -> None:
         mapped = adapter_for(store).relevance(found.similarities)
         cosines = [float(vectors[0] @ vectors[int(i[1:])]) for i in found.ids]
         np.testing.assert_allclose(mapped, cosines, atol=1e-4)
+
+
+def test_qdrant_is_asked_only_for_ids_it_can_hold() -> None:
+    """GraphER's content-hash ids (documents without an id) are not point ids: Qdrant would
+    answer them with an error, so the adapter leaves them out and they read as missing."""
+    needs("langchain")
+    qdrant_client = needs("dev", "qdrant_client")
+    needs("dev", "langchain_qdrant")
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client.models import Distance, VectorParams
+
+    from grapher_core.request.stores import qdrant_point_id
+    from langchain_grapher.stores import adapter_for
+
+    client = qdrant_client.QdrantClient(location=":memory:")
+    client.create_collection("ids", vectors_config=VectorParams(size=4, distance=Distance.COSINE))
+    store = QdrantVectorStore(
+        client=client, collection_name="ids", embedding=DeterministicFakeEmbedding(size=4)
+    )
+    held = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+    store.add_documents([Document(id=held, page_content="x")])
+    out = adapter_for(store).vectors(["h:1f2e3d", held, "42"])
+    assert out is not None and out[0] is None and out[1] is not None and out[2] is None
+    assert [qdrant_point_id(v) for v in ("h:1f2e3d", held, "42", "-1")] == [
+        False,
+        True,
+        True,
+        False,
+    ]
