@@ -23,12 +23,14 @@ class PGVectorAdapter(StoreAdapterBase):
         from sqlalchemy import func, select  # langchain-postgres brings SQLAlchemy
 
         store = self.store
-        table = store.EmbeddingStore
-        with store._make_sync_session() as session:
-            collection = store.get_collection(session)
-            if collection is None:
-                return []
-            statement = select(table.id, func.vector_send(table.embedding)).where(
-                table.id.in_(ids), table.collection_id == collection.uuid
-            )
+        table, collections = store.EmbeddingStore, store.CollectionStore
+        collection = (
+            select(collections.uuid)
+            .where(collections.name == store.collection_name)
+            .scalar_subquery()
+        )
+        statement = select(table.id, func.vector_send(table.embedding)).where(
+            table.id.in_(ids), table.collection_id == collection
+        )
+        with store._make_sync_session() as session:  # one round trip: the collection inside
             return [(i, pgvector_from_send(sent)) for i, sent in session.execute(statement)]

@@ -138,3 +138,39 @@ def test_the_stores_usual_filter_works_on_a_grapher_field(
     found = _searched(store, filter=condition)
     assert {d.id for d in found} == expected
     assert all(read_list(d.metadata.get("entities"))[0] == "Zürich" for d in found)
+
+
+def _count_store_calls(store: Any, kind: str) -> list[int]:
+    """Counts the store's own read calls (the store stays real: its method is wrapped on
+    this instance, or SQLAlchemy's cursor events are counted for Postgres)."""
+    calls: list[int] = []
+    if kind == "pgvector":
+        from sqlalchemy import event
+
+        event.listen(store._engine, "before_cursor_execute", lambda *_a, **_k: calls.append(1))
+        return calls
+    owner, name = {
+        "chroma": lambda: (store, "get"),
+        "qdrant": lambda: (store.client, "retrieve"),
+        "faiss": lambda: (store.index, "reconstruct_batch"),
+    }.get(kind, lambda: (None, ""))()
+    if owner is not None:
+        method = getattr(owner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            return method(*args, **kwargs)
+
+        setattr(owner, name, counted)
+    return calls
+
+
+def test_the_vectors_of_a_pool_are_one_call_to_the_store(
+    store: Any, request: pytest.FixtureRequest
+) -> None:
+    documents = _written(store)
+    kind = request.node.callspec.params["store"]
+    calls = _count_store_calls(store, kind)
+    vectors = adapter_for(store).vectors([d.id for d in documents])
+    assert vectors is not None and all(v is not None for v in vectors)
+    assert len(calls) == (0 if kind == "in_memory" else 1)  # in memory: a dict, no call
