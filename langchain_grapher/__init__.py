@@ -31,6 +31,7 @@ from langchain_grapher.neighbours import EXPANDED_KEY, VectorStoreSource
 from langchain_grapher.reranker import GraphERReranker
 from langchain_grapher.retriever import GraphERRetriever
 from langchain_grapher.schema_loader import SQLSchemaLoader
+from langchain_grapher.stores import register_store_adapter, store_capabilities
 from langchain_grapher.transformers import (
     ChunkLinkTransformer,
     EntityTransformer,
@@ -54,4 +55,6 @@ __all__ = [
     "VectorStoreSource",
     "candidates_from_documents",
     "graph_context_formatter",
+    "register_store_adapter",
+    "store_capabilities",
 ]

@@ -34,7 +34,7 @@ from grapher_core.utils.callsite import off_loop, skip_frames_of
 from langchain_grapher.convert import candidates_from_documents, document_from_ranked
 from langchain_grapher.fields import RerankerFields
 from langchain_grapher.neighbours import as_neighbour_source
-from langchain_grapher.stores import vectors_by_id
+from langchain_grapher.stores import documents_with_ids, vectors_by_id
 
 __all__ = ["GraphERReranker"]
 
@@ -209,6 +209,8 @@ class GraphERReranker(RerankerFields):
         if isinstance(documents, Document):  # a pydantic model iterates over its fields
             raise InputTypeError("expected a sequence of Documents, got a single Document")
         documents = core.admit(documents)
+        if self.vector_store is not None:  # ids as the store holds them (Qdrant: in metadata)
+            documents = documents_with_ids(self.vector_store, documents)
         kept = len(documents)
         if scores is not None and len(scores) > kept:
             scores = list(scores)[:kept]

@@ -41,7 +41,12 @@ from grapher_core.request.settings import SCORE_SEEDS, config_fields, door_confi
 from grapher_core.utils.callsite import off_loop
 from langchain_grapher.fields import KnownFields
 from langchain_grapher.reranker import GraphERReranker
-from langchain_grapher.stores import ascored_search, scored_search, stored_vectors
+from langchain_grapher.stores import (
+    ascored_search,
+    documents_with_ids,
+    scored_search,
+    stored_vectors,
+)
 
 __all__ = ["RERANK_EVENT", "GraphERRetriever"]
 
@@ -202,7 +207,7 @@ class GraphERRetriever(KnownFields, BaseRetriever):
     ) -> tuple[list[Document], dict[str, Any]]:
         """Documents, the store's relevance scores (seeds, and kept as ``retrieval_score``)
         and, when the reranker reads vectors, the ones the store holds."""
-        documents = [document for document, _score in pairs]
+        documents = documents_with_ids(store, [document for document, _score in pairs])
         scores = [float(score) for _document, score in pairs]
         scored: dict[str, Any] = {
             "scores": scores if self.seeds == "score" else None,

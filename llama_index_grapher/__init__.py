@@ -31,6 +31,7 @@ from llama_index_grapher.extractors import (
 )
 from llama_index_grapher.postprocessor import EXPLANATION_KEY, GraphERPostprocessor
 from llama_index_grapher.schema_reader import TABLE_ID_FIELD, GraphERSchemaReader
+from llama_index_grapher.stores import register_store_adapter, store_capabilities
 
 __all__ = [
     "ADJACENT_FIELD",
@@ -47,5 +48,7 @@ __all__ = [
     "candidate_from_node",
     "candidates_from_nodes",
     "format_nodes_as_graph",
+    "register_store_adapter",
     "relationship_proximity",
+    "store_capabilities",
 ]

@@ -50,7 +50,7 @@ from llama_index_grapher.convert import (
 from llama_index_grapher.extractors import exclude_from_text
 from llama_index_grapher.fields import PostprocessorFields
 from llama_index_grapher.neighbours import as_node_source
-from llama_index_grapher.stores import node_vectors
+from llama_index_grapher.stores import node_vectors, relevance_nodes
 
 __all__ = ["EXPANDED_KEY", "EXPLANATION_KEY", "GraphERPostprocessor"]
 
@@ -163,7 +163,7 @@ class GraphERPostprocessor(PostprocessorFields):
         """The core's call over the nodes' candidates."""
         query = None if query_bundle is None else query_bundle.query_str
         return self.engine.call(
-            candidates_from_nodes(nodes),
+            candidates_from_nodes(relevance_nodes(self.vector_store, nodes)),
             query=query or None,
             query_embedding=None if query_bundle is None else query_bundle.embedding,
             embedder=self.embed_model,

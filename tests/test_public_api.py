@@ -103,6 +103,8 @@ FACES: dict[str, set[str]] = {
         "VectorStoreSource",
         "candidates_from_documents",
         "graph_context_formatter",
+        "register_store_adapter",
+        "store_capabilities",
     },
     "llama_index_grapher": {
         "ADJACENT_FIELD",
@@ -119,7 +121,9 @@ FACES: dict[str, set[str]] = {
         "candidate_from_node",
         "candidates_from_nodes",
         "format_nodes_as_graph",
+        "register_store_adapter",
         "relationship_proximity",
+        "store_capabilities",
     },
 }
 

