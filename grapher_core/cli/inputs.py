@@ -23,6 +23,7 @@ from grapher_core.errors import InputError, InputFileNotFoundError
 from grapher_core.utils.embedding_cache import EmbeddingCache, text_key
 from grapher_core.utils.progress import Progress
 from grapher_core.utils.text import clean_text  # the core's rule, every door's
+from grapher_core.vectors import check_batch
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -236,11 +237,9 @@ def embed_texts(
         counter = Progress(len(missing), label, enabled=progress)
         for start in range(0, len(missing), batch):
             chunk = missing[start : start + batch]
-            rows = np.asarray(embedder.embed_documents([text_of[k] for k in chunk]), np.float32)
-            if rows.ndim != 2 or rows.shape[0] != len(chunk):
-                raise InputError(
-                    f"the embedding model returned shape {rows.shape} for {len(chunk)} texts"
-                )
+            rows = check_batch(
+                embedder.embed_documents([text_of[k] for k in chunk]), len(chunk), model=name
+            )  # checked before the cache keeps any of it
             new = dict(zip(chunk, rows, strict=True))
             if store is not None:
                 store.put_many(new)
