@@ -343,8 +343,11 @@ def test_an_oversize_reply_is_refused_by_size_and_the_cache_stays_usable(
 
 @pytest.mark.parametrize(
     ("metadata", "said"),
-    [({"score": float("nan")}, "bad score for"), ({}, "no score, others do"),
-     ({"score": "high"}, "bad score for")],  # fmt: skip
+    [
+        ({"score": float("nan")}, "bad score for"),
+        ({}, "no score, others do"),
+        ({"score": "high"}, "bad score for"),
+    ],
 )
 def test_errors_name_an_id_less_document_by_its_position(
     metadata: dict[str, Any], said: str
