@@ -42,7 +42,6 @@ def test_an_unusable_file_is_said_once_and_nothing_fails(tmp_path: Path) -> None
 
 
 def test_non_finite_rows_are_neither_kept_nor_served(tmp_path: Path) -> None:
-
     cache = EmbeddingCache(tmp_path / "e.sqlite")
     cache.put_many({"nan": np.array([np.nan, 1.0], np.float32), "ok": np.ones(2, np.float32)})
     assert set(cache.get_many(["nan", "ok"])) == {"ok"}
