@@ -156,8 +156,7 @@ def _mismatch(package: PinnedPackage, folder: Path) -> str | None:
         if not path.is_file():
             actual = "missing" if not path.exists() else "not a regular file"
         else:
-            with path.open("rb") as stream:
-                actual = hashlib.file_digest(stream, "sha256").hexdigest()
+            actual = _sha256(path)
         if actual != expected:
             return (
                 f"{package.distribution}: {path} has sha256 {actual}, expected {expected} "
@@ -167,3 +166,12 @@ def _mismatch(package: PinnedPackage, folder: Path) -> str | None:
                 f"'{package.distribution}=={package.version}')"
             )
     return None
+
+
+def _sha256(path: Path) -> str:
+    """The file's sha256, read in 1 MiB blocks (never the whole file in memory)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
