@@ -15,6 +15,7 @@ import numpy as np
 
 from grapher_core.errors import MissingDependencyError
 from grapher_core.utils.pinned import MINILM, check_pinned
+from grapher_core.utils.text import clean_texts
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -104,10 +105,13 @@ class SentenceTransformerEmbedder:
         return int(self.model.get_sentence_embedding_dimension())
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalised row per text; lone surrogates become U+FFFD first (the one
+        cleaning, :func:`grapher_core.utils.text.clean_texts`), so a text used directly --
+        ``GraphEREmbeddings`` indexing a store -- never reaches the tokenizer unencodable."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         vectors = self.model.encode(
-            list(texts),
+            clean_texts(list(texts), None, f"the embedding model {self.name!r}"),
             batch_size=self.batch_size,
             normalize_embeddings=True,
             show_progress_bar=False,

@@ -270,6 +270,16 @@ def test_a_lone_surrogate_through_langchain_with_the_gat() -> None:
     assert {d.page_content for d in out} == {"Bad \ud800 Paris", "Paris is big"}
 
 
+def test_the_packaged_model_cleans_texts_used_directly() -> None:
+    """``GraphEREmbeddings`` indexing a store calls the core's model directly, not the plan."""
+    needs("langchain")
+    from langchain_grapher import GraphEREmbeddings
+
+    with pytest.warns(UserWarning, match="lone surrogates"):
+        rows = GraphEREmbeddings().embed_documents(["Paris \ud800 direct", "fine"])
+    assert len(rows) == 2 and all(np.isfinite(rows[0]))
+
+
 # --- 4. pinned weights ----------------------------------------------------------------------
 
 
