@@ -300,7 +300,7 @@ def check_vector(value: Any, what: str) -> np.ndarray:
     else:
         try:
             raw = np.asarray(value)
-        except (TypeError, ValueError) as error:  # ragged nested lists
+        except (TypeError, ValueError, RuntimeError) as error:  # ragged; a tensor needing grad
             raise InputError(
                 f"{what} is not a vector of numbers ({error}): {_VECTOR_FIX}"
             ) from None
@@ -341,10 +341,10 @@ def check_batch(
     who = _model_says(model, "the embedding model")
     try:
         raw = np.asarray(embedded)
-    except (TypeError, ValueError) as error:  # ragged rows
-        raise InputError(f"{who} returned vectors of different lengths for {count} texts") from (
-            error
-        )
+    except (TypeError, ValueError, RuntimeError) as error:  # ragged rows; a tensor needing grad
+        raise InputError(
+            f"{who} returned vectors of different lengths for {count} texts"
+        ) from error
     if raw.dtype.kind not in "iuf":
         raise InputError(
             f"{who} returned {_KINDS.get(raw.dtype.kind, raw.dtype.name)}, not numbers, for "
