@@ -187,9 +187,7 @@ def plan_vectors(
         return VectorPlan(items, query=query, query_embedding=query_vector)
     source = embedder if embedder is not None else fallback
     model = "" if source is None else model_key(source)
-    vectors: list[np.ndarray | None] = [
-        None if c.embedding is None else check_vector(c.embedding, _given(c)) for c in items
-    ]
+    vectors = _given_vectors(items)
     origins = ["missing" if v is None else "given" for v in vectors]
     missing = [i for i, v in enumerate(vectors) if v is None]
     if missing and stored is not None:
@@ -205,7 +203,7 @@ def plan_vectors(
         cached = cache.get_many(model, [texts[i] for i in missing])
         _take(vectors, origins, missing, cached, [_cached(items[i]) for i in missing])
         missing = [i for i in missing if vectors[i] is None]
-    _check_dimensions(items, vectors, query_vector)
+    _check_pool(items, vectors, origins, query_vector)
     return VectorPlan(
         items,
         needed=True,
@@ -284,17 +282,22 @@ QUERY = "query_embedding"
 
 _KINDS = {"U": "text", "S": "bytes", "O": "objects", "b": "booleans", "c": "complex numbers"}
 
+_FLOAT32 = np.dtype(np.float32)
+
+_NOT_FINITE = "holds NaN or inf (or a number past float32's range)"
+
 _VECTOR_FIX = "pass one 1-d vector of finite numbers per candidate, all of one dimension"
 
 
-def check_vector(value: Any, what: str) -> np.ndarray:
+def check_vector(value: Any, what: str, *, finite: bool = True) -> np.ndarray:
     """``value`` as one float32 vector ``(d,)``, or an :class:`InputError` naming ``what``.
 
     Accepted: ``(d,)`` or ``(1, d)`` with ``d >= 1``, of numbers (ints or floats: not text,
     not objects, not booleans), all finite. Anything else -- a ``(2, 192)`` array that a
     flattening would pass off as one 384-d vector, ``"0.5"`` strings, ``None`` entries, NaN
     -- is refused here, before any ranker reads it. An array already ``(d,)`` float32 and
-    finite is returned as it is (no copy)."""
+    finite is returned as it is (no copy). ``finite=False``: the caller checks finiteness
+    itself, for a whole pool at once (:func:`plan_vectors`)."""
     if isinstance(value, np.ndarray) and value.dtype == np.float32 and value.ndim == 1:
         array = value
     else:
@@ -320,8 +323,8 @@ def check_vector(value: Any, what: str) -> np.ndarray:
             array = raw.astype(np.float32, copy=False)
     if array.size == 0:
         raise InputError(f"{what} is empty: {_VECTOR_FIX}")
-    if not np.isfinite(array).all():
-        raise InputError(f"{what} holds NaN or inf (or a number past float32's range)")
+    if finite and not np.isfinite(array).all():
+        raise InputError(f"{what} {_NOT_FINITE}")
     return array
 
 
@@ -389,6 +392,28 @@ def _cached(candidate: Candidate) -> str:
     return f"the cached vector of candidate {candidate.id!r}"
 
 
+_NAMERS: dict[str, Callable[[Candidate], str]] = {
+    "given": _given,
+    "stored": _stored,
+    "cached": _cached,
+}
+
+
+def _given_vectors(items: Sequence[Candidate]) -> list[np.ndarray | None]:
+    """The candidates' own vectors, checked (:func:`check_vector`, finiteness and dimension
+    left to :func:`_check_pool`); a non-empty ``(d,)`` float32 array is taken as it is."""
+    out: list[np.ndarray | None] = []
+    for c in items:
+        value = c.embedding
+        if value is None:
+            out.append(None)
+        elif type(value) is np.ndarray and value.dtype is _FLOAT32 and value.ndim == 1:
+            out.append(value if value.size else check_vector(value, _given(c)))
+        else:
+            out.append(check_vector(value, _given(c), finite=False))
+    return out
+
+
 def _model_texts(
     items: Sequence[Candidate], positions: Sequence[int], max_chars: int | None
 ) -> dict[int, str]:
@@ -403,26 +428,40 @@ def _model_texts(
     return dict(zip(positions, texts, strict=True))
 
 
-def _check_dimensions(
-    items: Sequence[Candidate], vectors: Sequence[np.ndarray | None], query: np.ndarray | None
+def _check_pool(
+    items: Sequence[Candidate],
+    vectors: Sequence[np.ndarray | None],
+    origins: Sequence[str],
+    query: np.ndarray | None,
 ) -> None:
-    """One dimension for every vector at hand (given, stored, cached) and the query's."""
-    first = next((i for i, v in enumerate(vectors) if v is not None), None)
-    if first is None:
+    """Every vector at hand (given, stored, cached) of one dimension, the query's too, and
+    finite -- checked on the pool in one pass; the first candidate that is not is named."""
+    present = [v for v in vectors if v is not None]
+    if not present:
         return
-    dim = vectors[first].shape[0]  # type: ignore[union-attr]
-    for i, vector in enumerate(vectors):
-        if vector is not None and vector.shape[0] != dim:
-            raise InputError(
-                f"candidate {items[i].id!r} has a {vector.shape[0]}-d vector, candidate "
-                f"{items[first].id!r} a {dim}-d one: they come from different embedding "
-                f"models; {_VECTOR_FIX}"
-            )
+    try:
+        stacked = np.stack(present)
+    except ValueError:  # dimensions differ: name the first that does
+        stacked = None
+    first = next(i for i, v in enumerate(vectors) if v is not None)
+    dim = present[0].shape[0]
+    if stacked is None:
+        i, other = next(
+            (i, v) for i, v in enumerate(vectors) if v is not None and v.shape[0] != dim
+        )
+        raise InputError(
+            f"candidate {items[i].id!r} has a {other.shape[0]}-d vector, candidate "
+            f"{items[first].id!r} a {dim}-d one: they come from different embedding "
+            f"models; {_VECTOR_FIX}"
+        )
     if query is not None and query.shape[0] != dim:
         raise InputError(
             f"the query vector has dimension {query.shape[0]}, the candidates' vectors {dim}: "
             "they come from different embedding models"
         )
+    if not np.isfinite(stacked).all():
+        i = next(i for i, v in enumerate(vectors) if v is not None and not np.isfinite(v).all())
+        raise InputError(f"{_NAMERS[origins[i]](items[i])} {_NOT_FINITE}")
 
 
 def _take(
@@ -435,5 +474,5 @@ def _take(
 ) -> None:
     for i, vector, what in zip(positions, found, names, strict=True):
         if vector is not None:
-            vectors[i] = check_vector(vector, what)
+            vectors[i] = check_vector(vector, what, finite=False)  # checked with the pool
             origins[i] = origin
