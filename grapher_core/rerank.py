@@ -40,7 +40,9 @@ from grapher_core.request.validation import (
     validated_candidates,
 )
 from grapher_core.vectors import (
+    QUERY,
     VectorCache,
+    check_vector,
     clip_text,
     fill_plan,
     plan_vectors,
@@ -379,11 +381,7 @@ class GraphReranker(RerankingEngine):
         the cache, the ranker's own is named as the fallback when the door has none."""
         needed = (self.needs_embeddings if needed is None else needed) and bool(candidates)
         if not needed:  # nothing reads vectors: nothing to ask, nothing to copy
-            query_vector = (
-                None
-                if query_embedding is None
-                else np.asarray(query_embedding, dtype=np.float32).ravel()
-            )
+            query_vector = None if query_embedding is None else check_vector(query_embedding, QUERY)
             return list(candidates), query_vector
         candidates = validate_candidates(candidates)
         stored = None

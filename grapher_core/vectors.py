@@ -9,6 +9,15 @@ that returned them (Chroma, ``InMemoryVectorStore``, a LlamaIndex vector store) 
 whether the query needs embedding. The caller embeds those (its framework's model, sync or
 awaited) and :func:`fill_plan` checks the shapes, caches the new vectors and fills them in, all
 as float32.
+
+Two checks at this door, which every door passes (both wrappers, the CLI, the core's own
+driver): every vector that enters -- given with a candidate, read from a store, the query's --
+is :func:`check_vector`'d (``(d,)`` or ``(1, d)``, numeric, finite, one dimension for all, or an
+:class:`~grapher_core.errors.InputError` naming the candidate), and a model's answer is
+:func:`check_batch`'d (``(n, d)``, finite) before anything caches it: a model that once
+returned NaN rows is blamed for them, and once fixed it is asked again -- its bad rows never
+stick in a cache. Texts are cleaned (:func:`grapher_core.utils.text.clean_text`: lone
+surrogates become U+FFFD) before a model sees them.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import numpy as np
 
 from grapher_core.candidates import Candidate
 from grapher_core.errors import ConfigError, InputError
+from grapher_core.utils.text import clean_texts
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -32,6 +42,8 @@ __all__ = [
     "StoredVectors",
     "VectorCache",
     "VectorPlan",
+    "check_batch",
+    "check_vector",
     "clip_text",
     "fill_plan",
     "model_key",
@@ -92,7 +104,9 @@ class VectorCache:
             return
         with self._lock:
             for text, vector in zip(texts, vectors, strict=True):
-                array = np.asarray(vector, dtype=np.float32)
+                array = np.array(vector, dtype=np.float32)  # a copy: the caller's stays its own
+                if array.ndim != 1 or not array.size or not np.isfinite(array).all():
+                    continue  # never kept: a bad answer is asked again, not served again
                 array.flags.writeable = False  # shared between calls
                 self._items[_key(model, text)] = array
                 self._items.move_to_end(_key(model, text))
@@ -168,14 +182,12 @@ def plan_vectors(
     ``max_chars``: texts are embedded (and cached) by their first ``max_chars`` characters; the
     plan's candidates keep their full text."""
     items = tuple(candidates)
-    query_vector = None if query_embedding is None else _vector(query_embedding)
+    query_vector = None if query_embedding is None else check_vector(query_embedding, QUERY)
     if not needed or not items:
         return VectorPlan(items, query=query, query_embedding=query_vector)
     source = embedder if embedder is not None else fallback
     model = "" if source is None else model_key(source)
-    vectors: list[np.ndarray | None] = [
-        None if c.embedding is None else _vector(c.embedding) for c in items
-    ]
+    vectors = _given_vectors(items)
     origins = ["missing" if v is None else "given" for v in vectors]
     missing = [i for i, v in enumerate(vectors) if v is None]
     if missing and stored is not None:
@@ -184,12 +196,14 @@ def plan_vectors(
             raise InputError(
                 f"the vector store returned {len(found)} vectors for {len(missing)} ids"
             )
-        _take(vectors, origins, missing, found, "stored")
+        _take(vectors, origins, missing, found, [_stored(items[i]) for i in missing], "stored")
         missing = [i for i in missing if vectors[i] is None]
+    texts = _model_texts(items, missing, max_chars)
     if missing and cache is not None and model:
-        texts = [clip_text(items[i].text, max_chars) for i in missing]
-        _take(vectors, origins, missing, cache.get_many(model, texts))
+        cached = cache.get_many(model, [texts[i] for i in missing])
+        _take(vectors, origins, missing, cached, [_cached(items[i]) for i in missing])
         missing = [i for i in missing if vectors[i] is None]
+    _check_pool(items, vectors, origins, query_vector)
     return VectorPlan(
         items,
         needed=True,
@@ -197,10 +211,14 @@ def plan_vectors(
         origins=tuple(origins),
         vectors=tuple(vectors),
         missing=tuple(missing),
-        missing_texts=tuple(clip_text(items[i].text, max_chars) for i in missing),
+        missing_texts=tuple(texts[i] for i in missing),
         query=query,
         query_embedding=query_vector,
-        query_text=query if query_vector is None and query else None,
+        query_text=(
+            clean_texts([query], ["the query"], "the embedding model")[0]
+            if query_vector is None and query
+            else None
+        ),
         fallback=None if embedder is not None else fallback,
     )
 
@@ -228,12 +246,15 @@ def fill_plan(
     rows = None
     if plan.missing:
         if embedded is not None:
-            rows = _rows(embedded, len(plan.missing), dim)
+            names = [repr(plan.candidates[i].id) for i in plan.missing]
+            rows = check_batch(embedded, len(plan.missing), dim, model=plan.model, names=names)
             dim = rows.shape[1]
     elif embedded is not None and len(embedded) > 0:
         raise InputError(f"got {len(embedded)} vectors but the plan has no text to embed")
     if query_vector is not None:
-        query_embedding = _vector(query_vector)
+        query_embedding = check_vector(
+            query_vector, _model_says(plan.model, "the query vector the embedding model returned")
+        )
         if dim is not None and query_embedding.shape[0] != dim:
             raise InputError(
                 f"the query vector has dimension {query_embedding.shape[0]}, the candidates' "
@@ -256,35 +277,191 @@ def clip_text(text: str, max_chars: int | None) -> str:
     return text if max_chars is None or len(text) <= max_chars else text[:max_chars]
 
 
-def _vector(value: Any) -> np.ndarray:
-    """One float32 vector; an array already in that shape and dtype is kept as it is."""
+QUERY = "query_embedding"
+"""How the given query vector is named in errors."""
+
+_KINDS = {"U": "text", "S": "bytes", "O": "objects", "b": "booleans", "c": "complex numbers"}
+
+_FLOAT32 = np.dtype(np.float32)
+
+_NOT_FINITE = "holds NaN or inf (or a number past float32's range)"
+
+_VECTOR_FIX = "pass one 1-d vector of finite numbers per candidate, all of one dimension"
+
+
+def check_vector(value: Any, what: str, *, finite: bool = True) -> np.ndarray:
+    """``value`` as one float32 vector ``(d,)``, or an :class:`InputError` naming ``what``.
+
+    Accepted: ``(d,)`` or ``(1, d)`` with ``d >= 1``, of numbers (ints or floats: not text,
+    not objects, not booleans), all finite. Anything else -- a ``(2, 192)`` array that a
+    flattening would pass off as one 384-d vector, ``"0.5"`` strings, ``None`` entries, NaN
+    -- is refused here, before any ranker reads it. An array already ``(d,)`` float32 and
+    finite is returned as it is (no copy). ``finite=False``: the caller checks finiteness
+    itself, for a whole pool at once (:func:`plan_vectors`)."""
     if isinstance(value, np.ndarray) and value.dtype == np.float32 and value.ndim == 1:
-        return value
-    try:
-        return np.asarray(value, dtype=np.float32).ravel()
-    except (TypeError, ValueError) as error:
-        raise InputError(f"not a vector of numbers: {error}") from error
+        array = value
+    else:
+        try:
+            raw = np.asarray(value)
+        except (TypeError, ValueError, RuntimeError) as error:  # ragged; a tensor needing grad
+            raise InputError(
+                f"{what} is not a vector of numbers ({error}): {_VECTOR_FIX}"
+            ) from None
+        if raw.dtype.kind not in "iuf":
+            raise InputError(
+                f"{what} is not a vector of numbers (a {type(value).__name__} of "
+                f"{_KINDS.get(raw.dtype.kind, raw.dtype.name)}): {_VECTOR_FIX}"
+            )
+        if raw.ndim == 2 and raw.shape[0] == 1:
+            raw = raw[0]
+        if raw.ndim != 1:
+            raise InputError(
+                f"{what} has shape {raw.shape}; a vector is (d,) or (1, d), it is never "
+                f"flattened: {_VECTOR_FIX}"
+            )
+        with np.errstate(over="ignore"):  # a float64 past float32's range: inf, refused below
+            array = raw.astype(np.float32, copy=False)
+    if array.size == 0:
+        raise InputError(f"{what} is empty: {_VECTOR_FIX}")
+    if finite and not np.isfinite(array).all():
+        raise InputError(f"{what} {_NOT_FINITE}")
+    return array
 
 
-def _rows(embedded: Any, count: int, dim: int | None) -> np.ndarray:
-    """The embedding model's answer as a (count, dim) float32 matrix, or an error naming why."""
+def check_batch(
+    embedded: Any,
+    count: int,
+    dim: int | None = None,
+    *,
+    model: str = "",
+    names: Sequence[str] | None = None,
+) -> np.ndarray:
+    """An embedding model's answer for ``count`` texts as a finite ``(count, d)`` float32
+    matrix (``d == dim`` when given), checked before anything caches it; else an
+    :class:`InputError` that blames the model (``model``: its key) and names the texts whose
+    rows are bad (``names``: one per text). The texts are not at fault, and nothing of a
+    refused answer is kept: the next call asks the model again."""
+    who = _model_says(model, "the embedding model")
     try:
-        rows = np.asarray(embedded, dtype=np.float32)
-    except (TypeError, ValueError) as error:  # ragged rows
+        raw = np.asarray(embedded)
+    except (TypeError, ValueError, RuntimeError) as error:  # ragged rows; a tensor needing grad
         raise InputError(
-            f"the embedding model returned vectors of different lengths for {count} texts"
+            f"{who} returned vectors of different lengths for {count} texts"
         ) from error
-    if rows.ndim != 2 or rows.shape[0] != count:
-        got = rows.shape[0] if rows.ndim >= 1 else 0
+    if raw.dtype.kind not in "iuf":
         raise InputError(
-            f"the embedding model returned {got} vectors (shape {rows.shape}) for {count} texts"
+            f"{who} returned {_KINDS.get(raw.dtype.kind, raw.dtype.name)}, not numbers, for "
+            f"{count} texts"
         )
-    if dim is not None and rows.shape[1] != dim:
+    if raw.ndim != 2 or raw.shape[0] != count:
+        got = raw.shape[0] if raw.ndim >= 1 else 0
+        raise InputError(f"{who} returned {got} vectors (shape {raw.shape}) for {count} texts")
+    if dim is not None and raw.shape[1] != dim:
         raise InputError(
-            f"the embedding model returned vectors of dimension {rows.shape[1]}, the other "
-            f"candidates' vectors have {dim}: they come from different embedding models"
+            f"{who} returned vectors of dimension {raw.shape[1]}, the other candidates' "
+            f"vectors have {dim}: they come from different embedding models"
+        )
+    with np.errstate(over="ignore"):
+        rows = raw.astype(np.float32, copy=False)
+    finite = np.isfinite(rows).all(axis=1)
+    if not finite.all():
+        bad = np.flatnonzero(~finite).tolist()
+        shown = ", ".join(names[i] if names is not None else f"#{i}" for i in bad[:5])
+        raise InputError(
+            f"{who} returned NaN or inf for {len(bad)} of {count} texts ({shown}"
+            f"{' ...' if len(bad) > 5 else ''}): the model is at fault, not the texts, and "
+            "nothing of its answer was cached -- fix the model (its dtype, device or weights) "
+            "and call again"
         )
     return rows
+
+
+def _model_says(model: str, what: str) -> str:
+    return f"{what} ({model})" if model else what
+
+
+def _given(candidate: Candidate) -> str:
+    return f"the embedding of candidate {candidate.id!r}"
+
+
+def _stored(candidate: Candidate) -> str:
+    return f"the vector the store holds for candidate {candidate.id!r}"
+
+
+def _cached(candidate: Candidate) -> str:
+    return f"the cached vector of candidate {candidate.id!r}"
+
+
+_NAMERS: dict[str, Callable[[Candidate], str]] = {
+    "given": _given,
+    "stored": _stored,
+    "cached": _cached,
+}
+
+
+def _given_vectors(items: Sequence[Candidate]) -> list[np.ndarray | None]:
+    """The candidates' own vectors, checked (:func:`check_vector`, finiteness and dimension
+    left to :func:`_check_pool`); a non-empty ``(d,)`` float32 array is taken as it is."""
+    out: list[np.ndarray | None] = []
+    for c in items:
+        value = c.embedding
+        if value is None:
+            out.append(None)
+        elif type(value) is np.ndarray and value.dtype is _FLOAT32 and value.ndim == 1:
+            out.append(value if value.size else check_vector(value, _given(c)))
+        else:
+            out.append(check_vector(value, _given(c), finite=False))
+    return out
+
+
+def _model_texts(
+    items: Sequence[Candidate], positions: Sequence[int], max_chars: int | None
+) -> dict[int, str]:
+    """What the model reads for the candidates at ``positions`` (and the cache keys them
+    by): each text cut to ``max_chars`` and cleaned, the candidates holding a lone surrogate
+    named once."""
+    texts = clean_texts(
+        [clip_text(items[i].text, max_chars) for i in positions],
+        [items[i].id for i in positions],
+        "the embedding model",
+    )
+    return dict(zip(positions, texts, strict=True))
+
+
+def _check_pool(
+    items: Sequence[Candidate],
+    vectors: Sequence[np.ndarray | None],
+    origins: Sequence[str],
+    query: np.ndarray | None,
+) -> None:
+    """Every vector at hand (given, stored, cached) of one dimension, the query's too, and
+    finite -- checked on the pool in one pass; the first candidate that is not is named."""
+    present = [v for v in vectors if v is not None]
+    if not present:
+        return
+    try:
+        stacked = np.stack(present)
+    except ValueError:  # dimensions differ: name the first that does
+        stacked = None
+    first = next(i for i, v in enumerate(vectors) if v is not None)
+    dim = present[0].shape[0]
+    if stacked is None:
+        i, other = next(
+            (i, v) for i, v in enumerate(vectors) if v is not None and v.shape[0] != dim
+        )
+        raise InputError(
+            f"candidate {items[i].id!r} has a {other.shape[0]}-d vector, candidate "
+            f"{items[first].id!r} a {dim}-d one: they come from different embedding "
+            f"models; {_VECTOR_FIX}"
+        )
+    if query is not None and query.shape[0] != dim:
+        raise InputError(
+            f"the query vector has dimension {query.shape[0]}, the candidates' vectors {dim}: "
+            "they come from different embedding models"
+        )
+    if not np.isfinite(stacked).all():
+        i = next(i for i, v in enumerate(vectors) if v is not None and not np.isfinite(v).all())
+        raise InputError(f"{_NAMERS[origins[i]](items[i])} {_NOT_FINITE}")
 
 
 def _take(
@@ -292,9 +469,10 @@ def _take(
     origins: list[str],
     positions: Sequence[int],
     found: Sequence[Any],
+    names: Sequence[str],
     origin: str = "cached",
 ) -> None:
-    for i, vector in zip(positions, found, strict=True):
+    for i, vector, what in zip(positions, found, names, strict=True):
         if vector is not None:
-            vectors[i] = _vector(vector)
+            vectors[i] = check_vector(vector, what, finite=False)  # checked with the pool
             origins[i] = origin

@@ -3,12 +3,15 @@
 Ids: a document's ``Document.id`` is its candidate id. A document without one gets an internal
 id, ``"content:" + stable_id(page_content)``, used only inside the core (the output keeps
 ``id=None``); two id-less documents with the same text cannot be told apart and are an error.
+Errors never show that internal id: :func:`positions_named` names such a document by its
+position in the list the caller passed.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -24,7 +27,7 @@ from grapher_core.conventions import (
     explanation_to_metadata,
 )
 from grapher_core.enrich.chunks import stable_id
-from grapher_core.errors import InputError, InputTypeError
+from grapher_core.errors import GraphERError, InputError, InputTypeError
 
 __all__ = [
     "EXPLANATION_KEY",
@@ -34,6 +37,7 @@ __all__ = [
     "candidates_from_documents",
     "document_from_ranked",
     "explanation_to_metadata",
+    "positions_named",
 ]
 
 
@@ -42,6 +46,27 @@ def candidate_id(document: Document) -> str:
     if document.id is not None and str(document.id) != "":
         return str(document.id)
     return "content:" + stable_id(document.page_content)
+
+
+@contextmanager
+def positions_named(documents: Sequence[Any]) -> Iterator[None]:
+    """A GraphER error raised inside names each id-less document by its position in
+    ``documents`` ("the document at position 3 (it has no id)"), never by the internal content
+    hash the core ranked it under: every message of the core (scores, vectors, texts) reaches
+    the caller in the caller's terms. The error keeps its type and traceback."""
+    try:
+        yield
+    except GraphERError as error:
+        message = str(error)
+        if "content:" in message:
+            for position, document in enumerate(documents):
+                if isinstance(document, Document) and (document.id is None or document.id == ""):
+                    internal = candidate_id(document)
+                    label = f"the document at position {position} (it has no id)"
+                    for shown in (f"candidate {internal!r}", repr(internal), internal):
+                        message = message.replace(shown, label)
+            error.args = (message, *error.args[1:])
+        raise
 
 
 def candidates_from_documents(

@@ -31,7 +31,11 @@ from grapher_core.rerank import (
     Reranking,
 )
 from grapher_core.utils.callsite import off_loop, skip_frames_of
-from langchain_grapher.convert import candidates_from_documents, document_from_ranked
+from langchain_grapher.convert import (
+    candidates_from_documents,
+    document_from_ranked,
+    positions_named,
+)
 from langchain_grapher.fields import RerankerFields
 from langchain_grapher.neighbours import as_neighbour_source
 from langchain_grapher.stores import documents_with_ids, vectors_by_id
@@ -148,10 +152,11 @@ class GraphERReranker(RerankerFields):
         ``top_n="default"`` uses the field; ``extra_metadata`` is merged into each output's
         metadata copy (the retriever stores the base score there).
         """
-        request = self._request(
-            documents, query, scores, query_embedding, document_embeddings, top_n
-        )
-        result = run_call(request.call, self._io().answer)
+        with positions_named(documents):
+            request = self._request(
+                documents, query, scores, query_embedding, document_embeddings, top_n
+            )
+            result = run_call(request.call, self._io().answer)
         return self._documents(result, request.documents, extra_metadata)
 
     async def arerank_documents(
@@ -169,10 +174,11 @@ class GraphERReranker(RerankerFields):
         awaited (LangChain runs a sync-only model's in its executor) and everything else --
         conversion, the call's steps, store reads, expansion fetches -- runs in a worker
         thread (:func:`grapher_core.request.arun_call`)."""
-        request = await off_loop(
-            self._request, documents, query, scores, query_embedding, document_embeddings, top_n
-        )
-        result = await arun_call(request.call, self._io().aanswer)
+        with positions_named(documents):
+            request = await off_loop(
+                self._request, documents, query, scores, query_embedding, document_embeddings, top_n
+            )
+            result = await arun_call(request.call, self._io().aanswer)
         return await off_loop(self._documents, result, request.documents, extra_metadata)
 
     def same_model(self, store: Any) -> bool:

@@ -10,7 +10,6 @@ be read or written is said once and skipped: the run goes on without it.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from grapher_core.candidates import CorpusObject
 from grapher_core.errors import InputError, InputFileNotFoundError
 from grapher_core.utils.embedding_cache import EmbeddingCache, text_key
 from grapher_core.utils.progress import Progress
+from grapher_core.utils.text import clean_text  # the core's rule, every door's
+from grapher_core.vectors import check_batch
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -38,14 +39,6 @@ __all__ = [
 MAX_TEXT_CHARS = 20_000
 """Characters of each text embedded (``--max-chars``): MiniLM keeps its first 256 tokens, and
 a tokenizer handed a text of tens of megabytes aborts the process."""
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(text: str, limit: int) -> str:
-    """``text`` as the model can take it: at most ``limit`` characters, lone surrogates
-    replaced by U+FFFD (they cannot be encoded as UTF-8, which every tokenizer does)."""
-    return _LONE_SURROGATE.sub("\ufffd", text[:limit])
 
 
 def shown(text: str) -> str:
@@ -244,11 +237,9 @@ def embed_texts(
         counter = Progress(len(missing), label, enabled=progress)
         for start in range(0, len(missing), batch):
             chunk = missing[start : start + batch]
-            rows = np.asarray(embedder.embed_documents([text_of[k] for k in chunk]), np.float32)
-            if rows.ndim != 2 or rows.shape[0] != len(chunk):
-                raise InputError(
-                    f"the embedding model returned shape {rows.shape} for {len(chunk)} texts"
-                )
+            rows = check_batch(
+                embedder.embed_documents([text_of[k] for k in chunk]), len(chunk), model=name
+            )  # checked before the cache keeps any of it
             new = dict(zip(chunk, rows, strict=True))
             if store is not None:
                 store.put_many(new)

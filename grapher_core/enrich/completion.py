@@ -7,7 +7,9 @@ an :class:`~grapher_core.enrich.llm.OpenAIChatClient` whose "text" is the whole 
 whose result holds the completion as a one-item list. Run it with
 :func:`grapher_core.enrich.runner.run_extraction` and an ``EntityCache``: the cache key is
 (``name``, model, ``version``, sha256 of the prompt), so an identical prompt is never sent
-twice and a killed run resumes where it stopped.
+twice and a killed run resumes where it stopped. A reply past :data:`MAX_REPLY_BYTES` is
+refused by its size before the runner caches it (a failed result naming the size and the
+limit, retried on the next run): one runaway reply never makes the cache unusable.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from grapher_core.enrich.base import ExtractionResult
 from grapher_core.enrich.llm import OpenAIChatClient
 from grapher_core.errors import ConfigError
 
-__all__ = ["OpenAITextCompleter", "completion_text"]
+__all__ = ["MAX_REPLY_BYTES", "OpenAITextCompleter", "completion_text"]
+
+MAX_REPLY_BYTES = 1 << 20
+"""The largest reply kept (1 MiB of UTF-8): far past any answer or verdict (``qa-eval`` asks
+for a few hundred tokens), and well inside the cache's cell bound
+(:data:`~grapher_core.enrich.cache.MAX_CELL_BYTES`, 16 MiB), which a larger reply would hit
+when it is written."""
 
 
 class OpenAITextCompleter(OpenAIChatClient):
@@ -56,6 +64,14 @@ class OpenAITextCompleter(OpenAIChatClient):
         content = getattr(choices[0].message, "content", None)
         if not isinstance(content, str) or not content.strip():
             return ExtractionResult(None, "the model returned an empty answer")
+        size = len(content.encode("utf-8", "surrogatepass"))
+        if size > MAX_REPLY_BYTES:
+            return ExtractionResult(
+                None,
+                f"the model returned a reply of {size:,} bytes, past the limit of "
+                f"{MAX_REPLY_BYTES:,} bytes (MAX_REPLY_BYTES): refused before caching; check "
+                "the server honours max_tokens (max_output_tokens) and run again",
+            )
         flags = ("truncated",) if getattr(choices[0], "finish_reason", None) == "length" else ()
         return ExtractionResult([content.strip()], None, flags)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -21,6 +20,7 @@ from grapher_core.enrich.base import EntityExtractor, ExtractionResult, check_te
 from grapher_core.enrich.cache import CacheKey, EntityCache, content_hash
 from grapher_core.errors import InputError, InputTypeError
 from grapher_core.utils.progress import progress_bar
+from grapher_core.utils.text import clean_text, surrogate_positions
 
 T = TypeVar("T")
 
@@ -81,18 +81,16 @@ def cache_key(extractor: EntityExtractor) -> CacheKey:
 
 _log = logging.getLogger(__name__)
 
-#: A surrogate code point alone (JSON's ``"\\ud800"``): valid in a Python ``str``, not encodable
-#: as UTF-8, so no extractor (an HTTP request, a tokenizer) can take it as it is.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 def _extractable(texts: list[str], names: Sequence[str] | None) -> list[str]:
     """``texts`` with each lone surrogate replaced by U+FFFD for the extractor, said once.
 
     The cache key still hashes the original text, and callers keep the original object: only
-    what the extractor reads changes, so one bad character never aborts a batch.
+    what the extractor reads changes, so one bad character never aborts a batch. The rule is
+    :func:`grapher_core.utils.text.clean_text`; an enrichment run names its objects every time
+    (each run is the user's action), where the models' paths say it once.
     """
-    bad = [i for i, text in enumerate(texts) if _LONE_SURROGATE.search(text)]
+    bad = surrogate_positions(texts)
     if not bad:
         return texts
     labels = [str(names[i]) if names is not None else f"#{i}" for i in bad]
@@ -105,7 +103,7 @@ def _extractable(texts: list[str], names: Sequence[str] | None) -> list[str]:
     warnings.warn(message, stacklevel=4)
     cleaned = list(texts)
     for i in bad:
-        cleaned[i] = _LONE_SURROGATE.sub("\ufffd", texts[i])
+        cleaned[i] = clean_text(texts[i])
     return cleaned
 
 

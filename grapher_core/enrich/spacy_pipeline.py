@@ -4,7 +4,8 @@ Both spaCy users (the entity extractor and G-RAG's concept parser) are created c
 pickled to worker processes before any text is seen, so the model loads lazily, under a lock
 (threads may ask at once), and is dropped from the pickled state to be reloaded where it is
 used. Missing spaCy, a missing model and a model without a needed component are refused here,
-with the same words for both.
+with the same words for both. The default model's files are checked against the sha256 hashes
+GraphER pins (:mod:`grapher_core.utils.pinned`) before spaCy reads them, once per process.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from grapher_core.errors import InputError, MissingDependencyError
+from grapher_core.utils.pinned import SPACY_SM, check_pinned, installed_folder
 
 __all__ = ["DEFAULT_SPACY_MODEL", "LazySpacy"]
 
@@ -73,6 +75,8 @@ class LazySpacy:
             raise MissingDependencyError(
                 f"{self.purpose} needs spaCy and a model: pip install 'grapher-rerank[ner]'"
             ) from error
+        if self.model == DEFAULT_SPACY_MODEL:
+            _check_default_files()
         try:
             nlp = (
                 spacy.load(self.model)
@@ -94,3 +98,13 @@ class LazySpacy:
                 f"spaCy model {self.model!r} lacks {missing}, needed by {self.purpose}"
             )
         return nlp
+
+
+def _check_default_files() -> None:
+    """The installed default model's files against their pins (a model that is not
+    installed is left to ``spacy.load``, which says so with the install hint)."""
+    try:
+        folder = installed_folder(SPACY_SM)
+    except MissingDependencyError:
+        return
+    check_pinned(SPACY_SM, folder)

@@ -21,7 +21,7 @@ import numpy as np
 from grapher_core.candidates import Candidate
 from grapher_core.diagnostics import Diagnostics
 from grapher_core.edges.base import LinkKey, Proximity
-from grapher_core.errors import ConfigError, InputError, InputTypeError
+from grapher_core.errors import ConfigError, InputTypeError
 from grapher_core.expand.links import linkable
 from grapher_core.expand.reach import Expansion, ExpansionResult, HubKeys, check_expansion
 from grapher_core.expand.seeding import calibration, cosines, seed_scores, unit
@@ -37,6 +37,8 @@ from grapher_core.request.call import Call, Steps
 from grapher_core.request.door import DoorIO, run_call
 from grapher_core.request.needs import Embed, Embedded, Fetch
 from grapher_core.request.validation import validate_candidates
+from grapher_core.utils.text import clean_texts
+from grapher_core.vectors import check_batch
 
 __all__ = ["GraphExpander", "fetch_options"]
 
@@ -381,15 +383,14 @@ class GraphExpander:
         missing = [i for i, c in enumerate(new) if c.embedding is None]
         if query is None or not missing:
             return new
-        answer = yield Embed(tuple(new[i].text for i in missing), None, fallback)
+        names = [new[i].id for i in missing]
+        texts = clean_texts([new[i].text for i in missing], names, "the embedding model")
+        answer = yield Embed(tuple(texts), None, fallback)
         if not isinstance(answer, Embedded) or answer.vectors is None:
             return new  # the door has no model: the objects are seeded without a cosine
-        vectors = np.asarray(answer.vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(missing):
-            raise InputError(
-                f"the embedding model returned {vectors.shape[0] if vectors.ndim else 0} "
-                f"vectors for {len(missing)} fetched objects"
-            )
+        vectors = check_batch(
+            answer.vectors, len(missing), query.shape[0], names=[repr(n) for n in names]
+        )
         out = list(new)
         for i, vector in zip(missing, vectors, strict=True):
             c = new[i]

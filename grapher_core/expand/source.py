@@ -28,6 +28,7 @@ from grapher_core.candidates import Candidate, CorpusObject
 from grapher_core.edges.base import LinkKey, link_value
 from grapher_core.errors import ConfigError, InputError, InputTypeError
 from grapher_core.metadata import read_list
+from grapher_core.vectors import check_vector
 
 __all__ = [
     "InMemorySource",
@@ -87,7 +88,8 @@ def check_fetched(source: object, returned: object) -> list[Candidate]:
     """What a source's ``fetch`` returned, as a list of candidates, or an error naming the source.
 
     A list of dicts or ``None`` would otherwise be dropped without a word or fail deep inside
-    expansion; the message says which source, what it returned and what was expected.
+    expansion; the message says which source, what it returned and what was expected. Each
+    object's vector passes :func:`~grapher_core.vectors.check_vector` (never flattened).
     """
     name = _source_name(source)
     expected = "a list of grapher_core.Candidate (possibly empty)"
@@ -112,6 +114,12 @@ def check_fetched(source: object, returned: object) -> list[Candidate]:
                 f"item {position} (of {len(items)}) is {_shown_value(item)}; expected "
                 f"{expected}{hint}"
             )
+        if item.embedding is not None:  # the core's one vector check, as for given vectors
+            vector = check_vector(
+                item.embedding, f"neighbour source {name}: the embedding of {item.id!r}"
+            )
+            if vector is not item.embedding:
+                items[position] = Candidate(item.id, item.text, item.score, item.metadata, vector)
     return items
 
 

@@ -12,6 +12,8 @@ Sizes are checked before a vector is read: a row is only fetched when its blob i
 ``4 * dim`` bytes with ``1 <= dim <= MAX_DIM`` (SQLite answers ``length`` of a blob without
 reading it), and SQLite itself refuses any value past ``4 * MAX_DIM`` bytes before allocating
 it (``SQLITE_LIMIT_LENGTH``, Python 3.11+): a tampered row costs nothing, never gigabytes.
+Only finite rows are written, and a non-finite row read back (a file written by something
+else) is treated as absent: one bad answer from a model never sticks here.
 """
 
 from __future__ import annotations
@@ -95,20 +97,27 @@ class EmbeddingCache:
                         f"length(data) = 4 * dim AND key IN ({marks})",
                         [MAX_DIM, *chunk],
                     ):
-                        found[key] = np.frombuffer(data, dtype=np.float32)
+                        vector = np.frombuffer(data, dtype=np.float32)
+                        if np.isfinite(vector).all():  # a NaN row is embedded again
+                            found[key] = vector
             return found
 
         return self._guard(read) or {}
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
+        """Keep ``items``; a vector that is not one row of finite numbers is not kept (its
+        text is embedded again next time, never served wrong)."""
+        rows = []
+        for key, vector in items.items():
+            array = np.asarray(vector, dtype=np.float32)
+            if array.ndim == 1 and 1 <= array.size <= MAX_DIM and np.isfinite(array).all():
+                rows.append((key, int(array.size), array.tobytes()))
+
         def write() -> None:
             with self._connect() as db:
                 db.executemany(
-                    "INSERT OR REPLACE INTO vectors (key, dim, data) VALUES (?, ?, ?)",
-                    [
-                        (k, int(v.size), np.asarray(v, dtype=np.float32).tobytes())
-                        for k, v in items.items()
-                    ],
+                    "INSERT OR REPLACE INTO vectors (key, dim, data) VALUES (?, ?, ?)", rows
                 )
 
-        self._guard(write)
+        if rows:
+            self._guard(write)

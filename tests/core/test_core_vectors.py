@@ -14,7 +14,14 @@ from grapher_core.errors import InputError
 from grapher_core.expand import ExpandingReranker, InMemorySource
 from grapher_core.ranking.base import RankContext
 from grapher_core.request import Call, Embed, Embedded, ReadStored
-from grapher_core.vectors import fill_plan, model_key, plan_vectors
+from grapher_core.vectors import (
+    VectorCache,
+    check_batch,
+    check_vector,
+    fill_plan,
+    model_key,
+    plan_vectors,
+)
 
 DIM = 4
 
@@ -217,3 +224,70 @@ def test_model_key_never_loads_a_model() -> None:
     assert model_key(Lazy()).endswith(":lazy")
     anonymous = object()
     assert model_key(anonymous) != model_key(object())  # unnamed: keyed by identity
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (np.ones((2, DIM)), r"shape \(2, 4\).*never flattened"),
+        (np.ones((1, 1, DIM)), r"shape \(1, 1, 4\)"),
+        (np.float32(1.0), r"shape \(\)"),
+        (["x"] * DIM, "list of text"),
+        (["0.5"] * DIM, "list of text"),
+        ([None] * DIM, "list of objects"),
+        ([True] * DIM, "list of booleans"),
+        ([[1.0, 2.0], [3.0]], "not a vector of numbers"),
+        (np.zeros(0), "is empty"),
+        (np.array([1.0, np.inf, 0.0, 0.0]), "NaN or inf"),
+        (np.array([1e300, 0.0, 0.0, 0.0]), "NaN or inf"),
+    ],
+)
+def test_check_vector_refuses_what_is_not_one_finite_vector(value: Any, message: str) -> None:
+    with pytest.raises(InputError, match=f"the thing {message}|the thing .*{message}"):
+        check_vector(value, "the thing")
+
+
+def test_check_vector_takes_d_and_1_by_d_and_keeps_a_float32_vector_as_it_is() -> None:
+    vector = np.arange(DIM, dtype=np.float32)
+    assert check_vector(vector, "v") is vector  # no copy on the common path
+    assert check_vector(vector[None, :], "v").shape == (DIM,)
+    assert check_vector([1, 2, 3, 4], "v").dtype == np.float32
+
+
+def test_a_given_vector_of_another_dimension_names_both_candidates() -> None:
+    mixed = [Candidate("a", "x", 1.0, {}, np.ones(DIM)), Candidate("b", "y", 0.5, {}, np.ones(3))]
+    with pytest.raises(InputError, match="candidate 'b' has a 3-d vector, candidate 'a' a 4-d"):
+        plan_vectors(mixed, needed=True, embedder=Named())
+
+
+def test_a_nan_batch_blames_the_model_names_the_texts_and_is_never_cached() -> None:
+    reranker = semantic()
+    _, call = plan(reranker, pool(), embedder=Named())
+    rows = np.ones((3, DIM))
+    rows[1, 2] = np.nan
+    with pytest.raises(InputError, match=r"model .*returned NaN or inf for 1 of 3 texts \('c'\)"):
+        call.send(Embedded(rows, None))
+    assert len(reranker.vector_cache) == 0
+
+
+def test_check_batch_refuses_text_and_keeps_finite_rows() -> None:
+    with pytest.raises(InputError, match="returned text, not numbers"):
+        check_batch([["a"] * DIM], 1)
+    assert check_batch(np.ones((2, DIM)), 2, DIM).dtype == np.float32
+
+
+def test_the_vector_cache_never_keeps_a_non_finite_or_misshapen_row() -> None:
+    """The bypass: a caller that skipped check_batch still cannot plant a NaN row."""
+    cache = VectorCache()
+    cache.put_many("m", ["nan", "2d", "ok"], [np.full(DIM, np.nan), np.ones((2, 2)), np.ones(DIM)])
+    found = cache.get_many("m", ["nan", "2d", "ok"])
+    assert found[0] is None and found[1] is None and found[2] is not None
+
+
+def test_missing_texts_are_cleaned_before_the_model_and_the_candidates_keep_theirs() -> None:
+    odd = [Candidate("odd-plan", "x \ud800 y"), Candidate("b", "fine")]
+    with pytest.warns(UserWarning, match="lone surrogates.*'odd-plan'"):
+        planned = plan_vectors(odd, needed=True, embedder=Named(), query="q \udfff")
+    assert planned.missing_texts == ("x \ufffd y", "fine")
+    assert planned.query_text == "q \ufffd"
+    assert planned.candidates[0].text == "x \ud800 y"

@@ -3,14 +3,11 @@ natural breaks, pieces grouped into batches, so spaCy's memory follows the piece
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from grapher_core.enrich.concepts.log import warn_once
+from grapher_core.enrich.concepts.log import log
+from grapher_core.utils.text import clean_texts
 
-#: A surrogate code point alone (``"\\ud800"``): legal in a Python ``str``, not encodable as
-#: UTF-8, so spaCy (and any encoder) raises on it.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "; ", " ")
 
 
@@ -18,20 +15,9 @@ def sanitise_texts(
     texts: list[str], names: Sequence[str] | None = None, reader: str = "the parser"
 ) -> list[str]:
     """``texts`` with every lone surrogate replaced by U+FFFD (the objects are named, once):
-    spaCy and the encoders encode text as UTF-8 and would raise ``UnicodeEncodeError``."""
-    bad = [i for i, text in enumerate(texts) if _LONE_SURROGATE.search(text)]
-    if not bad:
-        return texts
-    labels = [str(names[i]) if names is not None else f"#{i}" for i in bad[:5]]
-    warn_once(
-        f"{reader}: {len(bad)} text(s) hold lone surrogates (invalid UTF-16 halves such as "
-        f"\\ud800): {', '.join(labels)}{' ...' if len(bad) > 5 else ''}; each was replaced "
-        "by U+FFFD"
-    )
-    out = list(texts)
-    for i in bad:
-        out[i] = _LONE_SURROGATE.sub("\ufffd", texts[i])
-    return out
+    spaCy and the encoders encode text as UTF-8 and would raise ``UnicodeEncodeError``. The
+    rule is :func:`grapher_core.utils.text.clean_texts`, said on the concepts' logger."""
+    return clean_texts(texts, names, reader, logger=log.name)
 
 
 def split_text(text: str, size: int) -> list[str]:

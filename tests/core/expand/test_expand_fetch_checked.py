@@ -84,3 +84,15 @@ def test_a_good_source_still_expands() -> None:
     source = InMemorySource([CorpusObject("B", "b", {"title": "B"})], np.array([[1.0, 0.1]]))
     expander = GraphExpander([MENTIONS], source, Expansion(seeds=1, hops=1))
     assert expander.expand(_pool(), query_embedding=np.array([1.0, 0.0])).added == ("B",)
+
+
+@pytest.mark.parametrize(
+    ("vector", "said"),
+    [(np.ones((2, 3)), r"shape \(2, 3\)"), (["x", "y"], "not a vector"), ([np.nan], "NaN")],
+)
+def test_a_fetched_objects_vector_passes_the_cores_one_check(vector: Any, said: str) -> None:
+    """A (2, 3) vector a source returns is refused naming it, never flattened into a cosine."""
+    with pytest.raises(GraphERError, match=f"Answering\\(fixed\\): the embedding of 'n1'.*{said}"):
+        check_fetched(Answering(None), [Candidate("n1", "t", None, {}, vector)])
+    fine = check_fetched(Answering(None), [Candidate("n2", "t", None, {}, [1, 2, 3])])
+    assert fine[0].embedding is not None and fine[0].embedding.dtype == np.float32

@@ -39,3 +39,13 @@ def test_an_unusable_file_is_said_once_and_nothing_fails(tmp_path: Path) -> None
     cache.put_many({"k": np.ones(2)})
     assert not cache.usable and notes.getvalue().count("cannot be used") == 1
     assert path.read_text().startswith("not a database")  # left as it was
+
+
+def test_non_finite_rows_are_neither_kept_nor_served(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    cache.put_many({"nan": np.array([np.nan, 1.0], np.float32), "ok": np.ones(2, np.float32)})
+    assert set(cache.get_many(["nan", "ok"])) == {"ok"}
+    with sqlite3.connect(tmp_path / "e.sqlite") as db:  # a row another writer left
+        db.execute("INSERT INTO vectors VALUES ('inf', 2, ?)",
+                   (np.array([np.inf, 0.0], np.float32).tobytes(),))  # fmt: skip
+    assert cache.get_many(["inf"]) == {}
