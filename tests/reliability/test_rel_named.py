@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,12 +115,11 @@ def test_d_a_blank_question_is_refused_before_any_model(
         raise AssertionError("a model was loaded for a blank question")
 
     monkeypatch.setattr("grapher_core.embeddings.default_embedder", no_model)
-    for question in ["", "   ", "\n\t", "\u200b\u00a0"]:
-        started = time.perf_counter()
+    for question in ["", "   ", "\n\t", "\u200b\u00a0"]:  # refused before the corpus is read
         code = main(["rerank", question, "--corpus", str(tmp_path / "never-read.jsonl")])
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1 and "question is" in err
-        assert time.perf_counter() - started < 2.0
+        assert "never-read.jsonl" not in err
 
 
 def test_e_an_api_key_that_cannot_be_sent_is_refused_at_once(
@@ -130,12 +128,12 @@ def test_e_an_api_key_that_cannot_be_sent_is_refused_at_once(
     for key in ["", "  ", "sk-key\n", "sk-k\u00e9y"]:
         with pytest.raises(ConfigError, match="api_key"):
             OpenAIEntityExtractor("m", base_url="http://127.0.0.1:9/v1", api_key=key)
-        started = time.perf_counter()
         code = main(["enrich", "--input", str(tmp_path / "in.jsonl"), "--output",
                      str(tmp_path / "out.jsonl"), "--extractor", "openai", "--model", "m",
                      "--base-url", "http://127.0.0.1:9/v1", "--api-key", key])  # fmt: skip
         err = capsys.readouterr().err
-        assert code == 2 and "--api-key" in err and time.perf_counter() - started < 5.0
+        assert code == 2 and "--api-key" in err and "in.jsonl" not in err
+        assert not (tmp_path / "out.jsonl").exists()  # refused before any input or request
 
 
 def test_f_grapher_bench_names_the_option_and_the_file(
