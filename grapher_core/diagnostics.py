@@ -28,6 +28,7 @@ __all__ = [
     "Diagnostics",
     "GraphERDiagnosticError",
     "GraphERWarning",
+    "RankerUnfitWarning",
     "logger",
     "proximity_fields",
     "stacklevel_outside",
@@ -42,6 +43,13 @@ logger.addHandler(logging.NullHandler())  # a library: records go to the app's h
 
 class GraphERWarning(UserWarning):
     """Category of every warning GraphER itself raises: filter it to silence GraphER only."""
+
+
+class RankerUnfitWarning(GraphERWarning):
+    """A ranker says it does not fit these inputs (a shipped checkpoint on edges it was never
+    trained on, or measured below the retriever on data like these): ``grapher eval`` and
+    ``evaluate_retriever`` never choose a configuration whose ranker raised it. A stable
+    category, so nothing has to match the warning's words."""
 
 
 class GraphERDiagnosticError(GraphERError, ValueError):

@@ -63,20 +63,24 @@ detected in the metadata): the one an alternative must beat, significantly, to b
 
 
 def build_grid(
-    rankers: Sequence[str], detected: Sequence[Any], available: dict[str, str | None]
+    rankers: Sequence[str],
+    detected: Sequence[Any],
+    available: dict[str, str | None],
+    seeds: Sequence[str] = tuple(SEEDS),
 ) -> list[Setting]:
-    """The configurations tried: each ranker at its alphas x both seed policies over the
-    detected graph, GCS with chunk order at full share when chunk order is detected, then (with
-    several detected) GCS over each graph alone; at most :data:`MAX_CONFIGS`. ``available``:
-    ranker -> ``None``, or why it is skipped."""
+    """The configurations tried: each ranker at its alphas x the seed policies (``seeds``:
+    both, or ``("rank",)`` when the retriever hands over no score) over the detected graph,
+    GCS with chunk order at full share when chunk order is detected, then (with several
+    detected) GCS over each graph alone; at most :data:`MAX_CONFIGS`. ``available``: ranker
+    -> ``None``, or why it is skipped."""
     from grapher_core.edges.detect import describe
 
     grid = [
-        Setting(ranker, alpha, seeds, "detected")
+        Setting(ranker, alpha, policy, "detected")
         for ranker in rankers
         if available.get(ranker) is None
         for alpha in ALPHAS.get(ranker, (None,))
-        for seeds in SEEDS
+        for policy in seeds
     ]
     if "gcs" in rankers and any(getattr(p, "kind", None) == "contextual" for p in detected):
         full_label = "detected, chunk order full"
@@ -91,8 +95,9 @@ def rankers_available(
 ) -> tuple[dict[str, str | None], dict[str, Any]]:
     """Per ranker: ``None`` (usable) or the reason it is skipped; and the learned rankers
     built once (their checkpoint loads once, not per configuration). ``said``, when given,
-    receives what each built ranker warned while loading (a checkpoint's own caveats), so the
-    choice can read them."""
+    receives what each built ranker said while loading that it does not fit
+    (:class:`~grapher_core.diagnostics.RankerUnfitWarning`, a checkpoint's own caveat), so
+    the choice can read it."""
     reasons: dict[str, str | None] = {}
     built: dict[str, Any] = {}
     for name in rankers:
@@ -111,8 +116,8 @@ def rankers_available(
 
 
 def _build_ranker(name: str, embedder: Any) -> tuple[Any, tuple[str, ...]]:
-    """The ranker, and what GraphER warned while building it (torch-geometric's import-time
-    deprecations are dropped: they say nothing about the fit)."""
+    """The ranker, and what it said while loading that it does not fit these inputs."""
+    from grapher_core.diagnostics import RankerUnfitWarning
     from grapher_core.ranking.registry import make_ranker
 
     with warnings.catch_warnings(record=True) as caught:
@@ -121,9 +126,14 @@ def _build_ranker(name: str, embedder: Any) -> tuple[Any, tuple[str, ...]]:
             ranker = make_ranker(name, embedder=embedder)
         except TypeError:  # a ranker that takes no embedder
             ranker = make_ranker(name)
-    messages = tuple(
-        dict.fromkeys(
-            str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)
-        )
-    )
-    return ranker, messages
+    heard = [str(w.message) for w in caught if issubclass(w.category, RankerUnfitWarning)]
+    caveat = getattr(ranker, "caveat", None)  # said once per process: maybe before this run
+    category = getattr(ranker, "caveat_category", None)
+    if (
+        caveat
+        and getattr(ranker, "shipped", False)
+        and isinstance(category, type)
+        and issubclass(category, RankerUnfitWarning)
+    ):
+        heard.append(caveat)
+    return ranker, tuple(dict.fromkeys(heard))

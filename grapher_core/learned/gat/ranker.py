@@ -20,7 +20,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import ConfigError
-from grapher_core.learned.caveats import GAT_OFF_TABLES, MLP_ABLATION
+from grapher_core.learned.caveats import GAT_OFF_TABLES, MLP_ABLATION, RankerUnfitWarning
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
 from grapher_core.learned.gat.model import GraphERNet, InferencePlan, inference_path
@@ -108,6 +108,7 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
                 f"{self.name}: the shipped checkpoint was trained on tables linked by foreign "
                 f"keys; these candidates are linked by {', '.join(sorted(unseen))} edges it "
                 f"never saw. {GAT_OFF_TABLES}",
+                RankerUnfitWarning,
                 logger=__name__,
             )
 

@@ -514,9 +514,12 @@ class UnfitRanker:
 
         import numpy as np
 
+        from grapher_core.diagnostics import RankerUnfitWarning
+
         warnings.warn(
             "gat: these candidates are linked by contextual edges it never saw. There it is "
             "below GCS; use ranker='gcs'",
+            RankerUnfitWarning,
             stacklevel=2,
         )
         ids = [c.id for c in context.candidates]
@@ -532,7 +535,7 @@ def test_a_warned_ranker_is_never_chosen_and_its_latency_counts_the_reembedding(
 ) -> None:
     gold = {g for q in QUESTIONS for g in q["gold"]}
     monkeypatch.setattr(
-        "grapher_core.cli.eval.rankers_available",
+        "grapher_core.evaluation.run.rankers_available",
         lambda rankers, embedder, said=None: (
             {r: None for r in rankers},
             {"gat": UnfitRanker(gold)},
