@@ -102,6 +102,7 @@ FACES: dict[str, set[str]] = {
         "SQLSchemaLoader",
         "VectorStoreSource",
         "candidates_from_documents",
+        "evaluate_retriever",
         "graph_context_formatter",
     },
     "llama_index_grapher": {
@@ -118,6 +119,7 @@ FACES: dict[str, set[str]] = {
         "GraphERSchemaReader",
         "candidate_from_node",
         "candidates_from_nodes",
+        "evaluate_retriever",
         "format_nodes_as_graph",
         "relationship_proximity",
     },

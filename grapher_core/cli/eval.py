@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
     for label, reason in result.skipped.items():
         if label not in plan.skipped:
             print(f"skipped: {label}: {reason}")
-    print(result)
+    print("\n".join(result.lines()))
     if args.write_config is not None:
         result.write_config(args.write_config)
         print(f"wrote {args.write_config}: load it with GraphReranker.from_config(path)")

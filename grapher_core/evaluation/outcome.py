@@ -52,6 +52,7 @@ class Evaluation:
     no_edges: frozenset[str] = frozenset()
     remarks: tuple[str, ...] = ()
     door: str = "GraphReranker"
+    setup: tuple[str, ...] = ()
     _config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- what to deploy ---------------------------------------------------------------------
@@ -152,7 +153,7 @@ class Evaluation:
         return render_table(self.rows, self.scope.ks, self.choice, self.cost)
 
     def __str__(self) -> str:
-        return "\n".join(self.lines())
+        return "\n".join([*self.setup, *self.lines()])
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython / Jupyter
         printer.text(str(self))

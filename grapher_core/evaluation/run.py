@@ -139,6 +139,13 @@ def evaluate(
     graph = describe(list(plan.detected))
     if door.fixed_label:
         graph = f"{door.fixed_label} + {graph}"
+    gold = sum(map(len, pools.gold))
+    level = "" if pools.gold_key is None else f" of metadata key {pools.gold_key!r}"
+    setup = (
+        f"{len(pools):,} questions ({gold:,} gold ids{level}); retriever: {retriever}; "
+        f"deployed through {door.name}",
+        *plan.setup_lines(),
+    )
     return Evaluation(
         scope,
         measured.rows,
@@ -154,6 +161,7 @@ def evaluate(
         results,
         flat,
         door=door.name,
+        setup=setup,
         _config=config_for(choice, measured.rows, scope),
     )
 
