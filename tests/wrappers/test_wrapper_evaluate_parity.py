@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from helpers_extras import needs
 
 needs("langchain")
