@@ -20,6 +20,7 @@ import numpy as np
 from grapher_core.candidates import Candidate
 
 if TYPE_CHECKING:
+    from grapher_core.diagnostics import CorpusFacts
     from grapher_core.evaluation.grid import Setting
     from grapher_core.request.result import Reranking
     from grapher_core.request.settings import RerankSettings
@@ -31,7 +32,9 @@ __all__ = ["CLI_DOOR", "Door", "rank_pool", "reranker_for"]
 class Door:
     """How one door deploys a configuration: proximities it always adds after the
     configuration's (``fixed``, described by ``fixed_label``), the IO answering a call's needs
-    (``None``: the core's own embedder), and its default bounds."""
+    (``None``: the core's own embedder), its default bounds, and what the evaluation knows
+    of the corpus beyond each pool (``corpus``: the rerankers' notes then tell a pool where
+    nothing links from a field nobody wrote)."""
 
     name: str = "GraphReranker"
     fixed: tuple[Any, ...] = ()
@@ -39,6 +42,7 @@ class Door:
     answer: Callable[[Any], Any] | None = None
     max_candidates: int | None = None
     max_chars_per_doc: int | None = None
+    corpus: CorpusFacts | None = None
 
     def settings(self, setting: Setting, built: Mapping[str, Any] | None = None) -> RerankSettings:
         """The request settings of ``setting`` at this door; ``built``: learned rankers loaded
@@ -71,7 +75,10 @@ CLI_DOOR = Door()
 
 def reranker_for(setting: Setting, built: Mapping[str, Any], door: Door = CLI_DOOR) -> Any:
     """The reranker of one configuration at ``door``; ``built``: learned rankers loaded once."""
-    return door.settings(setting, built).reranker()
+    reranker = door.settings(setting, built).reranker()
+    if door.corpus is not None:
+        reranker.diagnostics.corpus = door.corpus
+    return reranker
 
 
 def rank_pool(

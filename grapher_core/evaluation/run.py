@@ -13,7 +13,7 @@ the same measurement, choice, cost budget and report follow.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grapher_core.candidates import CorpusObject
@@ -122,6 +122,10 @@ def evaluate(
     retriever handed over)."""
     from grapher_core.edges.detect import describe
 
+    if objects:
+        from grapher_core.diagnostics import CorpusFacts
+
+        door = replace(door, corpus=CorpusFacts.of((o.id, o.metadata) for o in objects))
     before = load_now()
     measured = measure_grid(
         plan.grid, plan.built, pools, progress=progress, door=door, repeats=repeats

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from grapher_core.diagnostics import GraphERWarning
 from grapher_core.errors import (
     CheckpointError,
     ConfigError,
@@ -28,7 +29,6 @@ from grapher_core.errors import (
     InputFileNotFoundError,
     InputTypeError,
 )
-from grapher_core.diagnostics import GraphERWarning
 from grapher_core.learned.caveats import LEARNED_PRUNER_LOSES
 from grapher_core.learned.weights import MAX_SIZE, Rule
 from grapher_core.utils.callsite import warn_once

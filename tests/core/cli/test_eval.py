@@ -637,3 +637,31 @@ def test_gold_key_matches_pages_through_their_chunks(
         "bad.jsonl:1: field 'gold': id 'guide.htm' is not a value of metadata key 'source'" in err
     )
     assert embedder.embedded == before
+
+
+FLAT = """
+CREATE TABLE ledgers (ledger_id INTEGER PRIMARY KEY, fiscal TEXT, owner_id INTEGER);
+CREATE TABLE owners (owner_id INTEGER PRIMARY KEY, fiscal TEXT);
+"""
+
+
+def test_a_source_without_edges_is_said_so_in_the_table(
+    tmp_path: Path,
+    pooled: list[str],
+    embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    flat = make_db(tmp_path / "flat.db", FLAT)  # joined by owner_id, but no declared key
+    rows = [
+        *QUESTIONS,
+        {"id": "f", "text": "fiscal ledgers", "gold": ["flat.ledgers", "flat.owners"]},
+    ]
+    questions = write_jsonl(tmp_path / "questions.jsonl", rows)
+    args = ["eval", *pooled, "--database", flat, "--questions", str(questions), "--top-n", "6"]
+    args += ["--k", "2,3", "--rankers", "gcs", "--no-progress"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.strip().startswith("flat "))
+    assert line.endswith("no edges: the graph cannot move anything here")
+    shop = next(line for line in out.splitlines() if line.strip().startswith("shop "))
+    assert "no edges" not in shop
