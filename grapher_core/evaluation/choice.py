@@ -181,11 +181,6 @@ def choose(
             None, k, None, _keep_retriever("no configuration was measured"), None, excluded
         )
     priced = _price(rows, default, cost, budget)
-    priced_fields = {
-        "budget_ms": priced.limit,
-        "budget": priced.wording,
-        "over_budget": priced.over,
-    }
     others = [r for r in rows[1:] if r is not default and r.name not in excluded]
     beating = [
         r
@@ -202,19 +197,24 @@ def choose(
             f"switch to {best.name}: it beats the default ({default.name}) on PR@{k} "
             f"{_counts(test)}, significant on {n} questions; {_against_retriever(best, base, k)}"
         )
+        hint: str | None = _with_train(None, n)
         return Choice(
             best,
             k,
             default,
             reason,
-            _with_train(None, n),
+            hint,
             excluded,
-            **priced_fields,
-            cost_note=note,
+            priced.limit,
+            priced.wording,
+            priced.over,
+            note,
         )
     hint = _with_train(_hint(others, default, k, n), n)
     row, reason = _without_winner(default, base, k, within=" within the budget" if note else "")
-    return Choice(row, k, default, reason, hint, excluded, **priced_fields, cost_note=note)
+    return Choice(
+        row, k, default, reason, hint, excluded, priced.limit, priced.wording, priced.over, note
+    )
 
 
 def _without_winner(

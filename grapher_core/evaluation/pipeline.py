@@ -55,7 +55,8 @@ def check_rankers(names: Sequence[str], option: str = "rankers") -> tuple[str, .
     unknown = [r for r in rankers if r not in known]
     if not rankers or unknown:
         raise InputError(
-            f"{option}: unknown ranker {(unknown or [names])[0]!r}; choose from {', '.join(known)}"
+            f"{option}: unknown ranker {(unknown or [str(names)])[0]!r}; choose from "
+            f"{', '.join(known)}"
         )
     return rankers
 
