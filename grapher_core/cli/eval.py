@@ -2,7 +2,11 @@
 
 Reads a corpus (``--corpus`` JSONL, or ``--database`` URLs pooled as one corpus, ids
 ``"<db name>.<table>"``, foreign keys as links) and a questions file (``{"id", "text", "gold":
-[corpus ids]}`` per line, every line checked before anything is embedded). The corpus is
+[corpus ids]}`` per line, every line checked before anything is embedded). With ``--gold-key
+KEY`` gold names values of that metadata key (a page: ``source``, ``doc_id``, ``file_path``, a
+URL, a table name) and an object counts for its value: a page's rank is its best chunk's, PR@K
+needs a chunk of every gold page in the top K, and further chunks of a found page take places
+without counting again. The corpus is
 embedded once with the packaged MiniLM (kept in the embedding cache, ``--no-cache`` to skip
 it); each question's ``--top-n`` most cosine-similar objects are its candidates -- the
 retriever -- and a small grid of GraphER configurations reranks the same candidates: GCS and
@@ -14,13 +18,18 @@ chunks).
 
 Per configuration: gold@K (gold objects in the top K / all gold objects), PR@K (questions with
 all their gold in the top K), MRR, the rerank call's median latency with the vectors at hand and
-what a wrapper pays re-embedding the candidates when its store does not hand them back, and
+what a wrapper pays re-embedding the candidates when its store does not hand them back (each
+the median of ``--repeats`` passes, the load printed beside them), and
 exact paired tests on the K of ``--for`` (default: the smallest ``--k``) against the retriever
 and the default. The choice reads PR@K (gold@K breaking ties): it keeps the default (GCS at its
 defaults, rank seeds, the detected graph) unless another configuration beats the default with
-McNemar p < 0.05 and is not below the retriever; a configuration whose ranker warned that it
-does not fit is never chosen; when the default is below the retriever (or changes nothing) the
-advice is to keep the retriever's order. PR@K by source names any source where it loses.
+McNemar p < 0.05, is not below the retriever and costs at most ``--cost-budget`` per query
+(default 5x the default's cost; one set aside for its cost is named); a configuration whose
+ranker warned that it does not fit (``RankerUnfitWarning``) is never chosen; when the default
+is below the retriever (or changes nothing) the advice is to keep the retriever's order.
+PR@K by source names any source where it loses and any without an edge. The same evaluation
+runs on a user's own retriever from Python:
+``langchain_grapher.evaluate_retriever`` and ``llama_index_grapher.evaluate_retriever``.
 ``--write-config`` saves the choice for ``GraphReranker.from_config`` and both wrappers'
 ``from_config``; ``--json`` writes the whole report.
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from grapher_core.candidates import Candidate, CorpusObject
+from grapher_core.diagnostics import RESERVED_PREFIX, proximity_fields
 from grapher_core.errors import InputError
 from grapher_core.evaluation.cost import CostBudget
 from grapher_core.evaluation.door import Door
@@ -159,7 +160,12 @@ def evaluate_pipeline(
     )
     remarks = _check_gold(pools, questions)
     objects = _objects(pools)
-    detected = detect_proximities([Candidate(o.id, "", None, o.metadata) for o in objects])
+    detected = [  # the door's own edges (LlamaIndex relationships) are its fixed proximities
+        p
+        for p in detect_proximities([Candidate(o.id, "", None, o.metadata) for o in objects])
+        if not (fields := proximity_fields(p))
+        or not all(f.startswith(RESERVED_PREFIX) for f in fields)
+    ]
     scored = any(c.score is not None for pool in pools.candidates for c in pool)
     plan = plan_evaluation(
         options.rankers, detected, None, seeds=("rank", "score") if scored else ("rank",)
