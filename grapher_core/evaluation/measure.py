@@ -214,12 +214,15 @@ class Heard:
     unfit: tuple[str, ...]
 
     @classmethod
-    def of(cls, caught: Sequence[warnings.WarningMessage]) -> Heard:
+    def of(cls, caught: Sequence[warnings.WarningMessage], ranker: Any = None) -> Heard:
+        """What was caught; plus what the (loaded once) ``ranker`` keeps of its misfit
+        (``unfit``): said once per process, it may have been said before this run."""
         said = [(str(w.message), w.category) for w in caught]
-        return cls(
-            tuple(dict.fromkeys(m for m, _ in said)),
-            tuple(dict.fromkeys(m for m, c in said if issubclass(c, RankerUnfitWarning))),
-        )
+        unfit = [m for m, c in said if issubclass(c, RankerUnfitWarning)]
+        kept = getattr(ranker, "unfit", None)
+        if isinstance(kept, str) and kept:
+            unfit.append(kept)
+        return cls(tuple(dict.fromkeys(m for m, _ in said)), tuple(dict.fromkeys(unfit)))
 
 
 def _one_pass(
@@ -274,7 +277,7 @@ def measure_setting(
     latency = tuple(float(np.median(times)) for times in zip(*(p[0] for p in passes), strict=True))
     orders = tuple(passes[0][1])
     ranks = tuple(pools.ranks(i, order) for i, order in enumerate(orders))
-    heard = Heard.of(said)
+    heard = Heard.of(said, built.get(setting.ranker))
     row = Measurement(setting.label, setting, ranks, latency, orders, frozenset(passes[0][2]))
     return row, list(heard.messages), heard
 

@@ -63,6 +63,9 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         check_option(type(self).__name__, "alpha", alpha, "float", 0.0, 1.0, open_bounds=True)
         self.alpha = self.config.alpha if alpha is None else float(alpha)
         self._plan = InferencePlan(self.model)
+        #: what it last said it does not fit (RankerUnfitWarning), kept: the warning is said
+        #: once per process, an evaluation run later in it still reads this
+        self.unfit: str | None = None
 
     @property
     def reads_scores(self) -> bool:
@@ -104,13 +107,12 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         ):
             unseen.append("structural (links or title mentions, no foreign keys)")
         if unseen:
-            warn_once(
+            self.unfit = (
                 f"{self.name}: the shipped checkpoint was trained on tables linked by foreign "
                 f"keys; these candidates are linked by {', '.join(sorted(unseen))} edges it "
-                f"never saw. {GAT_OFF_TABLES}",
-                RankerUnfitWarning,
-                logger=__name__,
+                f"never saw. {GAT_OFF_TABLES}"
             )
+            warn_once(self.unfit, RankerUnfitWarning, logger=__name__)
 
 
 class GATRanker(LearnedRanker):

@@ -65,3 +65,46 @@ def test_the_target_field_hint_only_where_it_applies() -> None:
     outside = said(known, pool)[0]
     assert "they name objects of the corpus outside this pool" in outside
     assert "target_field" not in outside
+
+
+def test_the_learned_rankers_say_a_misfit_with_its_own_category() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("torch_geometric")
+    from grapher_core.diagnostics import RankerUnfitWarning
+    from grapher_core.learned.gat.ranker import GATRanker, MLPRanker
+    from grapher_core.learned.grag.ranker import GRAGRanker
+    from grapher_core.learned.qa_gnn.ranker import QAGNNRanker
+
+    assert GRAGRanker.caveat_category is RankerUnfitWarning  # below a strong retriever
+    assert QAGNNRanker.caveat_category is RankerUnfitWarning  # below the retriever off its set
+    assert MLPRanker.caveat_category is GraphERWarning  # an ablation: a caveat, not a misfit
+    assert GATRanker.caveat is None  # its misfit is said per edge kinds it never saw
+
+
+def test_a_misfit_said_earlier_in_the_process_still_sets_the_ranker_aside() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("torch_geometric")
+    import numpy as np
+
+    from grapher_core.evaluation.grid import Setting
+    from grapher_core.evaluation.measure import Pools, measure_grid
+    from grapher_core.learned.gat.ranker import GATRanker
+
+    rng = np.random.default_rng(0)
+    pool = [
+        Candidate(
+            f"d#{i}",
+            f"chunk {i}",
+            1.0 - i / 10,
+            {"doc_id": "d", "chunk_index": i},
+            rng.normal(size=384).astype(np.float32),
+        )
+        for i in range(6)
+    ]
+    pools = Pools((("d#1",),), ("q",), rng.normal(size=(1, 384)).astype(np.float32), (pool,))
+    gat = Setting("gat", None, "rank", "detected")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):  # the warning is said once per process: the second run hears nothing
+            result = measure_grid([gat], {"gat": GATRanker()}, pools, progress=False)
+            assert "never saw" in result.unfit[gat.label][0]
