@@ -326,7 +326,8 @@ def unresolved_links(
     where = "candidate id" if target is None else f"value of field {target!r}"
     better = matching_field(candidates, links, skip=(proximity.field,))
     outside = target is None and corpus is not None and bool(links & corpus.ids)
-    id_like = target is None and {_shape(v) for v in links} & {_shape(c.id) for c in candidates}
+    shapes = {_shape(c.id) for c in candidates} - {""}  # ids without separators tell nothing
+    id_like = target is None and bool({_shape(v) for v in links} & shapes)
     mistake = True
     if better is not None and better != target:
         fix = (
