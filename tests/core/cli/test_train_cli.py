@@ -302,3 +302,21 @@ def test_too_few_questions_are_refused_before_torch_is_imported(tmp_path: Path) 
     )
     assert done.stdout.split() == ["2", "False", "False"], done.stderr
     assert "29 labelled questions; grapher train needs at least 30" in done.stderr
+
+
+def test_gold_key_trains_and_measures_at_the_level_given(
+    tmp_path: Path, minilm: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus, questions = write_data(tmp_path, "easy")
+    rows = [json.loads(line) for line in questions.read_text().splitlines()]
+    by_source = [{**q, "gold": [f"db{n % 6}"]} for n, q in enumerate(rows)]  # the gold's db_id
+    pages = write_jsonl(tmp_path / "pages.jsonl", by_source)
+    out = tmp_path / "out"
+    args = train(corpus, pages, "--out", str(out), "--quiet", "--gold-key", "db_id")
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    # every candidate of a question shares its db_id: the retriever already has it first
+    assert re.search(r"retriever \(cosine\) +100\.0 ", printed)
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{**by_source[0], "gold": ["db9"]}, *by_source[1:]])
+    assert main(train(corpus, bad, "--gold-key", "db_id")) == 2
+    assert "is not a value of metadata key 'db_id'" in capsys.readouterr().err

@@ -101,6 +101,9 @@ def test_the_choice_keeps_to_the_cost_budget_and_says_what_it_set_aside() -> Non
     )
     assert "no configuration within the budget beat it" in choice.reason
     assert choice.budget == "cost budget 5x the default's 1.00 ms = 5.00 ms per query"
+    from grapher_core.evaluation.report import render_table
+
+    assert render_table(rows, [2], choice, reads).splitlines()[-1].endswith("over budget")
     # with its vectors at hand (no re-embedding) it is within 5x and chosen
     assert choose(rows, 2, cost=ReembedCost(0.0, frozenset()), budget=CostBudget()).row is costly
     assert choose(rows, 2, cost=reads, budget=CostBudget.parse("200ms")).row is costly
