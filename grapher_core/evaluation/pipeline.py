@@ -11,7 +11,7 @@ cost budget, the report -- is here, once for both frameworks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,20 +30,16 @@ DEFAULT_RANKERS = ("gcs", "ppr", "gat")
 """The rankers of the grid when none are named (the GAT only with the ``gat`` extra)."""
 
 
+@dataclass(frozen=True)
 class EvalOptions:
     """The checked options of one evaluation (refused before any retrieval)."""
 
-    def __init__(
-        self,
-        ks: tuple[int, ...],
-        for_k: int,
-        rankers: tuple[str, ...],
-        budget: CostBudget,
-        repeats: int,
-        gold_key: str | None,
-    ) -> None:
-        self.ks, self.for_k, self.rankers = ks, for_k, rankers
-        self.budget, self.repeats, self.gold_key = budget, repeats, gold_key
+    ks: tuple[int, ...]
+    for_k: int
+    rankers: tuple[str, ...]
+    budget: CostBudget
+    repeats: int
+    gold_key: str | None
 
 
 def check_rankers(names: Sequence[str], option: str = "rankers") -> tuple[str, ...]:
