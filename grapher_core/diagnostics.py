@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from grapher_core.candidates import Candidate
@@ -25,9 +26,11 @@ from grapher_core.metadata import read_list
 from grapher_core.utils.callsite import stacklevel_outside, warn
 
 __all__ = [
+    "CorpusFacts",
     "Diagnostics",
     "GraphERDiagnosticError",
     "GraphERWarning",
+    "RankerUnfitWarning",
     "logger",
     "proximity_fields",
     "stacklevel_outside",
@@ -44,8 +47,38 @@ class GraphERWarning(UserWarning):
     """Category of every warning GraphER itself raises: filter it to silence GraphER only."""
 
 
+class RankerUnfitWarning(GraphERWarning):
+    """A ranker says it does not fit these inputs (a shipped checkpoint on edges it was never
+    trained on, or measured below the retriever on data like these): ``grapher eval`` and
+    ``evaluate_retriever`` never choose a configuration whose ranker raised it. A stable
+    category, so nothing has to match the warning's words."""
+
+
 class GraphERDiagnosticError(GraphERError, ValueError):
     """``strict=True``: a silent no-op (no field, no edges, no vectors...) became an error."""
+
+
+@dataclass(frozen=True)
+class CorpusFacts:
+    """What is known of the whole corpus beyond one pool (an evaluation knows it; a reranker
+    alone does not): its size, how many objects carry a non-empty value of each field, and
+    its ids -- so a pool where no object links is told apart from a field nobody wrote."""
+
+    size: int
+    fields: Mapping[str, int] = field(default_factory=dict)
+    ids: frozenset[str] = field(default=frozenset(), repr=False)
+
+    @classmethod
+    def of(cls, objects: Iterable[tuple[str, Mapping[str, Any]]]) -> CorpusFacts:
+        """The facts of ``(id, metadata)`` pairs."""
+        counts: dict[str, int] = {}
+        ids: set[str] = set()
+        for object_id, metadata in objects:
+            ids.add(object_id)
+            for key, value in metadata.items():
+                if value not in (None, "", [], (), "[]"):
+                    counts[str(key)] = counts.get(str(key), 0) + 1
+        return cls(len(ids), counts, frozenset(ids))
 
 
 class Diagnostics:
@@ -55,19 +88,30 @@ class Diagnostics:
     is said once for the life of this object, whatever the number of calls.
     """
 
-    def __init__(self, strict: bool = False, owner: str = "GraphReranker") -> None:
+    def __init__(
+        self, strict: bool = False, owner: str = "GraphReranker", corpus: CorpusFacts | None = None
+    ) -> None:
         self.strict = strict
         self.owner = owner
+        #: what is known of the corpus beyond the pool (set by an evaluation), or ``None``
+        self.corpus = corpus
         self._said: set[Hashable] = set()
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable (a reranker sent to a worker process): the lock stays behind."""
         with self._lock:
-            return {"strict": self.strict, "owner": self.owner, "said": set(self._said)}
+            return {
+                "strict": self.strict,
+                "owner": self.owner,
+                "said": set(self._said),
+                "corpus": self.corpus,
+            }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(strict=state["strict"], owner=state["owner"])  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            strict=state["strict"], owner=state["owner"], corpus=state.get("corpus")
+        )
         self._said = set(state["said"])
 
     @property
@@ -168,8 +212,9 @@ def check_graph(
                     "embedding model to the wrapper)",
                 )
             continue
-        if diagnostics.done(("field-absent", position)) or diagnostics.done(
-            ("unresolved-links", position)
+        if any(
+            diagnostics.done((cause, position))
+            for cause in ("field-absent", "no-links-here", "unresolved-links")
         ):
             explained = True
             continue
@@ -179,20 +224,57 @@ def check_graph(
         absent = [f for f in fields if not _present(candidates, f)]
         if absent:
             explained = True
-            diagnostics.report(
-                ("field-absent", position),
-                f"{name} reads metadata field(s) {', '.join(map(repr, absent))} "
-                f"but no candidate has them (metadata keys seen: "
-                f"{_keys_seen(candidates)}); check the field name or enrich "
-                "the objects first",
-            )
+            _say_absent(diagnostics, position, name, absent, candidates)
             continue
         if isinstance(proximity, ForeignKeys):
-            hint = unresolved_links(proximity, candidates)
-            if hint:
+            found = unresolved_links(proximity, candidates, diagnostics.corpus)
+            if found is not None:
                 explained = True
-                diagnostics.report(("unresolved-links", position), hint)
+                hint, mistake = found
+                if mistake:
+                    diagnostics.report(("unresolved-links", position), hint)
+                else:
+                    diagnostics.bound(("unresolved-links", position), hint)
     return explained
+
+
+def _say_absent(
+    diagnostics: Diagnostics,
+    position: int,
+    name: str,
+    absent: Sequence[str],
+    candidates: Sequence[Candidate],
+) -> None:
+    """A proximity's fields hold nothing in this pool. When each is empty on these candidates
+    (an empty link list), or carried by other objects of the corpus (a writer that drops
+    empty lists leaves the field off objects that link nowhere), this pool simply has no such
+    edges: said as that, once, and never an error. Otherwise the field may be misspelled or
+    never written: said as a mistake (an error under ``strict``)."""
+    corpus = diagnostics.corpus
+    empty = [f for f in absent if any(f in c.metadata for c in candidates)]
+    elsewhere = [f for f in absent if corpus is not None and corpus.fields.get(f)]
+    if all(f in empty or f in elsewhere for f in absent):
+        facts = [f"field {f!r} is empty on all {len(candidates)} candidates" for f in empty]
+        facts += [
+            f"{corpus.fields[f]:,} of the corpus's {corpus.size:,} objects carry {f!r}, none of "
+            f"these {len(candidates)}"
+            for f in elsewhere
+            if f not in empty and corpus is not None
+        ]
+        diagnostics.bound(
+            ("no-links-here", position),
+            f"{name}: no links among these candidates ({'; '.join(facts)}): no such edges in "
+            "this pool -- the data, not a missing field",
+        )
+        return
+    diagnostics.report(
+        ("field-absent", position),
+        f"{name} reads metadata field(s) {', '.join(map(repr, absent))} but no candidate has "
+        f"them (metadata keys seen: {_keys_seen(candidates)}); check the field name or enrich "
+        "the objects first (a writer that drops empty lists, such as list_format='list' for "
+        "Chroma, leaves the field off objects that link nowhere: if they were enriched, none of "
+        "these links)",
+    )
 
 
 def _scalars(value: Any) -> list[str]:
@@ -219,8 +301,22 @@ def matching_field(
     return max(hits, key=lambda k: (hits[k], k)) if hits else None
 
 
-def unresolved_links(proximity: ForeignKeys, candidates: Sequence[Candidate]) -> str | None:
-    """Why a :class:`ForeignKeys` with links found no edge, with the fix when one is visible."""
+_SEPARATORS = "./#:"
+
+
+def _shape(value: str) -> str:
+    """The separators of an id, in order (``"shop.orders"`` -> ``"."``): how links that name
+    ids of the same kind as the candidates' are recognised."""
+    return "".join(ch for ch in value if ch in _SEPARATORS)
+
+
+def unresolved_links(
+    proximity: ForeignKeys, candidates: Sequence[Candidate], corpus: CorpusFacts | None = None
+) -> tuple[str, bool] | None:
+    """Why a :class:`ForeignKeys` with links found no edge, and whether it is a mistake
+    (``False``: the links name objects outside the pool, which is the data). The
+    ``target_field`` hint is given only where it applies: not when the links name corpus
+    objects (``corpus`` known) or look like the candidates' own ids."""
     links = {link for c in candidates for link in read_list(c.metadata.get(proximity.field))}
     if not links:
         return None
@@ -229,11 +325,19 @@ def unresolved_links(proximity: ForeignKeys, candidates: Sequence[Candidate]) ->
     target = proximity.target_field
     where = "candidate id" if target is None else f"value of field {target!r}"
     better = matching_field(candidates, links, skip=(proximity.field,))
+    outside = target is None and corpus is not None and bool(links & corpus.ids)
+    shapes = {_shape(c.id) for c in candidates} - {""}  # ids without separators tell nothing
+    id_like = target is None and bool({_shape(v) for v in links} & shapes)
+    mistake = True
     if better is not None and better != target:
         fix = (
             f"the links name values of metadata field {better!r}: use "
             f"ForeignKeys({proximity.field!r}, target_field={better!r})"
         )
+    elif outside:
+        fix, mistake = "they name objects of the corpus outside this pool: no such edge here", False
+    elif id_like:
+        fix = "they look like ids of objects outside the fetched pool (fetch more to link them)"
     else:
         fix = (
             "they may all point outside the fetched pool; if they name something else, "
@@ -247,7 +351,7 @@ def unresolved_links(proximity: ForeignKeys, candidates: Sequence[Candidate]) ->
     return (
         f"{name}: {len(links)} link values (e.g. {sample_link!r}) but none is a {where} "
         f"among the {len(candidates)} candidates (e.g. {sample_own!r}); {fix}"
-    )
+    ), mistake
 
 
 def check_pool(diagnostics: Diagnostics, n: int, top_n: int | None) -> bool:

@@ -27,6 +27,7 @@ from langchain_grapher.convert import (
     candidates_from_documents,
 )
 from langchain_grapher.embeddings import GraphEREmbeddings
+from langchain_grapher.evaluate import evaluate_retriever
 from langchain_grapher.neighbours import EXPANDED_KEY, VectorStoreSource
 from langchain_grapher.reranker import GraphERReranker
 from langchain_grapher.retriever import GraphERRetriever
@@ -54,6 +55,7 @@ __all__ = [
     "SQLSchemaLoader",
     "VectorStoreSource",
     "candidates_from_documents",
+    "evaluate_retriever",
     "graph_context_formatter",
     "register_store_adapter",
     "store_capabilities",

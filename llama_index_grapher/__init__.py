@@ -24,6 +24,7 @@ from llama_index_grapher.convert import (
     relationship_proximity,
 )
 from llama_index_grapher.embeddings import GraphERLlamaEmbedding
+from llama_index_grapher.evaluate import evaluate_retriever
 from llama_index_grapher.extractors import (
     GraphEREntityExtractor,
     GraphERLinkExtractor,
@@ -47,6 +48,7 @@ __all__ = [
     "GraphERSchemaReader",
     "candidate_from_node",
     "candidates_from_nodes",
+    "evaluate_retriever",
     "format_nodes_as_graph",
     "register_store_adapter",
     "relationship_proximity",

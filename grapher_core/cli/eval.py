@@ -2,7 +2,11 @@
 
 Reads a corpus (``--corpus`` JSONL, or ``--database`` URLs pooled as one corpus, ids
 ``"<db name>.<table>"``, foreign keys as links) and a questions file (``{"id", "text", "gold":
-[corpus ids]}`` per line, every line checked before anything is embedded). The corpus is
+[corpus ids]}`` per line, every line checked before anything is embedded). With ``--gold-key
+KEY`` gold names values of that metadata key (a page: ``source``, ``doc_id``, ``file_path``, a
+URL, a table name) and an object counts for its value: a page's rank is its best chunk's, PR@K
+needs a chunk of every gold page in the top K, and further chunks of a found page take places
+without counting again. The corpus is
 embedded once with the packaged MiniLM (kept in the embedding cache, ``--no-cache`` to skip
 it); each question's ``--top-n`` most cosine-similar objects are its candidates -- the
 retriever -- and a small grid of GraphER configurations reranks the same candidates: GCS and
@@ -14,13 +18,18 @@ chunks).
 
 Per configuration: gold@K (gold objects in the top K / all gold objects), PR@K (questions with
 all their gold in the top K), MRR, the rerank call's median latency with the vectors at hand and
-what a wrapper pays re-embedding the candidates when its store does not hand them back, and
+what a wrapper pays re-embedding the candidates when its store does not hand them back (each
+the median of ``--repeats`` passes, the load printed beside them), and
 exact paired tests on the K of ``--for`` (default: the smallest ``--k``) against the retriever
 and the default. The choice reads PR@K (gold@K breaking ties): it keeps the default (GCS at its
 defaults, rank seeds, the detected graph) unless another configuration beats the default with
-McNemar p < 0.05 and is not below the retriever; a configuration whose ranker warned that it
-does not fit is never chosen; when the default is below the retriever (or changes nothing) the
-advice is to keep the retriever's order. PR@K by source names any source where it loses.
+McNemar p < 0.05, is not below the retriever and costs at most ``--cost-budget`` per query
+(default 5x the default's cost; one set aside for its cost is named); a configuration whose
+ranker warned that it does not fit (``RankerUnfitWarning``) is never chosen; when the default
+is below the retriever (or changes nothing) the advice is to keep the retriever's order.
+PR@K by source names any source where it loses and any without an edge. The same evaluation
+runs on a user's own retriever from Python:
+``langchain_grapher.evaluate_retriever`` and ``llama_index_grapher.evaluate_retriever``.
 ``--write-config`` saves the choice for ``GraphReranker.from_config`` and both wrappers'
 ``from_config``; ``--json`` writes the whole report.
 
@@ -52,23 +61,12 @@ from grapher_core.cli.rerank import (
     load_objects,
     retrieve,
 )
-from grapher_core.errors import InputError, MissingDependencyError
-from grapher_core.evaluation.choice import Choice, choose, config_for, unfit_configurations
-from grapher_core.evaluation.grid import Setting, build_grid, rankers_available
-from grapher_core.evaluation.measure import (
-    EvaluationScope,
-    GridResult,
-    Pools,
-    ReembedCost,
-    measure_grid,
-    needs_vectors,
-    reembedding_ms,
-)
-from grapher_core.evaluation.metrics import pct
-from grapher_core.evaluation.report import gain_text, render_table, report_json
-from grapher_core.evaluation.sources import SourceResult, by_source, losing, sources_of
+from grapher_core.errors import InputError
+from grapher_core.evaluation.cost import CostBudget
+from grapher_core.evaluation.grid import missing_extras
+from grapher_core.evaluation.measure import EvaluationScope, Pools
 
-__all__ = ["add_question_arguments", "missing_extras", "register", "run"]
+__all__ = ["add_question_arguments", "load_questions", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -93,6 +91,19 @@ def register(subparsers: Any) -> None:
         "wrappers' from_config load it)",
     )
     output_argument(parser, "--json", metavar="JSON", help="write the full report here")
+    parser.add_argument(
+        "--cost-budget",
+        default="5x",
+        metavar="BUDGET",
+        help="the most a chosen configuration may cost per query: a multiple of the "
+        "default's measured cost ('5x', the default), milliseconds ('200ms') or 'none'",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="timing passes; each latency is their median (default: %(default)s)",
+    )
     add_embedding_arguments(parser)
     parser.set_defaults(func=run, limit=None)
 
@@ -124,6 +135,13 @@ def add_question_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="topK",
         help="the K you feed downstream (top5, top10, ...): the choice reads PR@K, gold@K "
         "breaking ties (default: the smallest --k)",
+    )
+    parser.add_argument(
+        "--gold-key",
+        metavar="KEY",
+        help="gold names values of this metadata key (a page: 'source', 'doc_id', "
+        "'file_path', a URL, a table name) instead of object ids; an object counts for its "
+        "value (PR@K: every gold value has an object in the top K)",
     )
     parser.add_argument(
         "--mentions",
@@ -165,6 +183,8 @@ def _check(args: argparse.Namespace) -> tuple[list[int], int, list[str]]:
         raise InputError(f"--top-n ({args.top_n}) must be at least the largest --k ({ks[-1]})")
     if args.max_chars < 1:
         raise InputError("--max-chars must be >= 1")
+    if args.repeats < 1:
+        raise InputError(f"--repeats must be >= 1, got {args.repeats}")
     rankers = list(dict.fromkeys(r.strip().lower() for r in args.rankers.split(",") if r.strip()))
     known = available_rankers()
     unknown = [r for r in rankers if r not in known]
@@ -174,43 +194,6 @@ def _check(args: argparse.Namespace) -> tuple[list[int], int, list[str]]:
             f"{', '.join(known)}"
         )
     return ks, for_k, rankers  # --write-config and --json were tried first (output_argument)
-
-
-def missing_extras(rankers: Sequence[str]) -> dict[str, str]:
-    """Per requested ranker whose optional extra is not installed, the skip line naming the
-    extra; when that is every requested ranker, a :class:`MissingDependencyError` before any
-    input is read (a choice among no configuration is no choice)."""
-    from grapher_core.allowed import Lazy, resolve
-
-    extras: dict[str, str] = {}
-    for name in rankers:
-        target = resolve("ranker", name, load=False)
-        if isinstance(target, Lazy):
-            try:
-                target.load()
-            except MissingDependencyError:
-                extras[name] = target.extra
-    if extras and len(extras) == len(rankers):
-        raise MissingDependencyError(
-            f"--rankers {','.join(rankers)}: every requested ranker needs an extra that is not "
-            f"installed: pip install 'grapher-rerank[{','.join(sorted(set(extras.values())))}]'"
-            ", or add gcs or ppr (nothing to evaluate otherwise)"
-        )
-    return {
-        name: f"needs the {extra} extra: pip install 'grapher-rerank[{extra}]'"
-        for name, extra in extras.items()
-    }
-
-
-def _need_a_ranker(rankers: Sequence[str], skipped: dict[str, str | None]) -> None:
-    """Refuse an evaluation whose every requested ranker was skipped (exit code 2)."""
-    if any(skipped.get(name) is None for name in rankers):
-        return
-    reasons = "; ".join(f"{name}: {skipped[name]}" for name in rankers)
-    raise InputError(
-        f"--rankers {','.join(rankers)}: every requested ranker was skipped ({reasons}); "
-        "nothing to evaluate: fix the reason or add gcs or ppr"
-    )
 
 
 @dataclass(frozen=True)
@@ -228,71 +211,58 @@ class _Retrieval:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grapher_core.edges.detect import describe, detect_proximities
+    from grapher_core.edges.detect import detect_proximities
+    from grapher_core.evaluation.run import evaluate, plan_evaluation
 
     ks, for_k, rankers = _check(args)
-    missing = missing_extras(rankers)
+    missing_extras(rankers)  # every ranker missing its extra: exit 2 before any input
+    budget = CostBudget.parse(args.cost_budget)
     objects = _read_objects(args)
-    questions = read_questions(args.questions, {o.id for o in objects}, need_gold=True)
+    questions = load_questions(args, objects)
     objects = _prepare(args, objects)
     retrieval = _retrieve(args, objects, questions)
     detected = detect_proximities([Candidate(o.id, "", None, o.metadata) for o in objects])
-    loaded: dict[str, tuple[str, ...]] = {}
-    usable = [name for name in rankers if name not in missing]
-    skipped, built = rankers_available(usable, retrieval.embedder, loaded)
-    skipped.update(missing)
-    _need_a_ranker(rankers, skipped)
-    grid = build_grid(rankers, detected, skipped)
-    _print_setup(args, len(objects), retrieval, detected, skipped, grid)
-    measured = measure_grid(grid, built, retrieval.pools, progress=not args.no_progress)
-    for label, reason in measured.failed.items():
-        print(f"skipped: {label}: {reason}")
-    skipped.update(measured.failed)
+    plan = plan_evaluation(rankers, detected, retrieval.embedder)
+    _print_setup(args, len(objects), retrieval)
+    print("\n".join(plan.setup_lines()))
     scope = EvaluationScope(
         str(args.questions), tuple(q.id for q in questions), len(objects), args.top_n, tuple(ks)
     )
-    excluded = unfit_configurations(measured.rows, measured.messages, loaded)
-    choice = choose(measured.rows, for_k, excluded)
-    cost = _reembed_cost(measured, built, detected, retrieval)
-    sources = sources_of(objects, retrieval.pools.gold, databases=bool(args.database))
-    results = _print_outcome(measured, scope, choice, cost, sources)
-    config = config_for(choice, measured.rows, scope)
+    result = evaluate(
+        plan,
+        retrieval.pools,
+        scope,
+        for_k=for_k,
+        budget=budget,
+        repeats=args.repeats,
+        objects=objects,
+        databases=bool(args.database),
+        embedder=retrieval.embedder,
+        retriever=f"cosine similarity ({retrieval.model}), top {args.top_n}",
+        model=retrieval.model,
+        progress=not args.no_progress,
+    )
+    for label, reason in result.skipped.items():
+        if label not in plan.skipped:
+            print(f"skipped: {label}: {reason}")
+    print("\n".join(result.lines()))
     if args.write_config is not None:
-        from grapher_core.ranking.config import write_config
-
-        args.write_config.parent.mkdir(parents=True, exist_ok=True)  # tried at the start
-        write_config(args.write_config, config)
+        result.write_config(args.write_config)
         print(f"wrote {args.write_config}: load it with GraphReranker.from_config(path)")
     if args.json is not None:
-        reasons = {name: reason for name, reason in skipped.items() if reason is not None}
-        report = report_json(
-            measured.rows,
-            scope,
-            config=config,
-            choice=choice,
-            model=retrieval.model,
-            graph=describe(detected),
-            skipped=reasons,
-            cost=cost,
-            sources=None if results is None else [r.to_dict() for r in results],
-        )
-        _write_json(args.json, report)
+        _write_json(args.json, result.to_dict())
         print(f"wrote {args.json}")
     return 0
 
 
-def _reembed_cost(
-    measured: GridResult, built: dict[str, Any], detected: Sequence[Any], retrieval: _Retrieval
-) -> ReembedCost:
-    """Which configurations read vectors, and (only then) what embedding one pool costs with
-    the evaluation's own model."""
-    labels = frozenset(
-        row.name
-        for row in measured.rows
-        if row.setting is not None and needs_vectors(row.setting, built, detected)
-    )
-    ms = reembedding_ms(retrieval.embedder, retrieval.pools) if labels else 0.0
-    return ReembedCost(ms, labels)
+def load_questions(args: argparse.Namespace, objects: Sequence[CorpusObject]) -> list[Question]:
+    """The questions evaluated: the one place they come from (a ``--questions`` file, checked
+    against the corpus -- its ids, or its ``--gold-key`` values -- before anything is
+    embedded)."""
+    from grapher_core.evaluation.gold import gold_values
+
+    known = gold_values(((o.id, o.metadata) for o in objects), args.gold_key)
+    return read_questions(args.questions, known, need_gold=True, gold_key=args.gold_key)
 
 
 def _read_objects(args: argparse.Namespace) -> list[CorpusObject]:
@@ -336,135 +306,22 @@ def _retrieve(
         embedder, texts, store=store, label="embedding the questions", progress=progress
     )
     candidates = tuple(retrieve(objects, vectors, query, args.top_n) for query in queries)
-    pools = Pools(tuple(q.gold for q in questions), tuple(texts), queries, candidates)
+    pools = Pools(
+        tuple(q.gold for q in questions), tuple(texts), queries, candidates, args.gold_key
+    )
     return _Retrieval(pools, embedder, time.perf_counter() - started, cached)
 
 
-def _print_setup(
-    args: argparse.Namespace,
-    n_objects: int,
-    retrieval: _Retrieval,
-    detected: Sequence[Any],
-    skipped: dict[str, str | None],
-    grid: Sequence[Setting],
-) -> None:
-    """What is evaluated: the corpus, the retriever, the graph, the grid."""
-    from grapher_core.edges.detect import describe
-
+def _print_setup(args: argparse.Namespace, n_objects: int, retrieval: _Retrieval) -> None:
+    """What is evaluated: the corpus and the retriever."""
     gold = retrieval.pools.gold
     cached = f", {retrieval.cached:,} vectors from the cache" if retrieval.cached else ""
+    level = "" if args.gold_key is None else f" of metadata key {args.gold_key!r}"
     print(
-        f"{n_objects:,} objects, {len(gold):,} questions ({sum(map(len, gold)):,} gold ids); "
-        f"retriever: cosine similarity ({retrieval.model}), top {args.top_n} "
+        f"{n_objects:,} objects, {len(gold):,} questions ({sum(map(len, gold)):,} gold ids"
+        f"{level}); retriever: cosine similarity ({retrieval.model}), top {args.top_n} "
         f"({retrieval.seconds:.1f} s{cached})"
     )
-    print(f"graph detected in the metadata: {describe(detected)}")
-    if not detected:
-        print(
-            "note: no graph in the metadata (foreign_keys, links, mentions, entities or "
-            "doc_id + chunk_index): GCS and PPR can only keep the retriever's order"
-        )
-    for name, reason in skipped.items():
-        if reason is not None:
-            print(f"skipped: {name}: {reason}")
-    print(f"grid: {len(grid)} configurations")
-    for setting in grid:
-        print(f"  {setting.label}")
-
-
-def _print_outcome(
-    measured: GridResult,
-    scope: EvaluationScope,
-    choice: Choice,
-    cost: ReembedCost,
-    sources: Sequence[Sequence[str]] | None,
-) -> list[SourceResult] | None:
-    """The table, what a wrapper pays, the ceiling the candidates set, the rerankers' notes,
-    the choice with its reason, and PR@K by source (returned for the report)."""
-    rows, ks = measured.rows, scope.ks
-    base = rows[0]
-    print()
-    print(render_table(rows, ks, choice, cost))
-    _print_latency(cost, scope)
-    print(
-        f"\ngold among the {scope.top_n} candidates: "
-        f"{base.gold_at(scope.top_n):.1%} (no reranking goes above it)"
-    )
-    for message, count in measured.notes.items():
-        print(f"note ({count} configuration{'s' if count > 1 else ''}): {message}")
-    for label, warning in choice.excluded.items():
-        print(f"not chosen: {label}: its ranker warned that it does not fit: {_first(warning)}")
-    print(f"\nchoice on PR@{choice.k}: {choice.reason}")
-    if choice.hint is not None:
-        print(f"more questions: {choice.hint}")
-    if choice.row is not None:
-        print(f"best: {choice.row.name} ({gain_text(choice.row, base, ks, choice.k)})")
-    return _print_sources(choice, base, sources)
-
-
-def _first(message: str) -> str:
-    """A warning's first sentence, for a one-line mention."""
-    return message.split(". ")[0].rstrip(".") + "."
-
-
-def _print_latency(cost: ReembedCost, scope: EvaluationScope) -> None:
-    """What the two latency columns mean, and how a wrapper avoids re-embedding."""
-    print(
-        "\nms p50: the median rerank call with the candidates' vectors at hand; ms re-embed: "
-        "what a wrapper pays per query when its store does not hand the vectors back"
-    )
-    if not cost.labels:
-        print("(no configuration reads vectors: the two are the same)")
-        return
-    print(
-        f"re-embedding the {scope.top_n} candidates' texts costs {cost.ms:,.0f} ms per query "
-        f"with the evaluation's model, for {len(cost.labels)} configuration"
-        f"{'s' if len(cost.labels) > 1 else ''} whose ranker or graph reads vectors"
-    )
-    print(
-        "to avoid it, hand the store's vectors back: LangChain: GraphERRetriever over an "
-        "InMemoryVectorStore or Chroma store embedded with the reranker's model; LlamaIndex: "
-        "GraphERPostprocessor(vector_store=index.vector_store)"
-    )
-
-
-SOURCE_TABLE_MAX = 25
-"""More sources than this: only those below the retriever are listed."""
-
-
-def _print_sources(
-    choice: Choice, base: Any, sources: Sequence[Sequence[str]] | None
-) -> list[SourceResult] | None:
-    """PR@K by source for the recommended row (the default when the advice is to keep the
-    retriever's order), naming every source where it is below the retriever."""
-    row = choice.row if choice.row is not None else choice.default
-    if sources is None or row is None:
-        return None
-    k = choice.k
-    results = by_source(row, base, sources, k)
-    who = "chosen" if row is choice.row else "default"
-    if len(results) <= SOURCE_TABLE_MAX:
-        print(
-            f"\nPR@{k} by source (retriever -> {who}; a question counts in each source of "
-            "its gold):"
-        )
-        width = max(len(r.source) for r in results)
-        for r in results:
-            print(
-                f"  {r.source.ljust(width)}  {r.questions:>5} q  {pct(r.retriever):>5} -> "
-                f"{pct(r.row):>5}  +{r.wins}/-{r.losses}"
-            )
-    below = losing(results)
-    if not below:
-        print(f"no source where the {who} configuration is below the retriever on PR@{k}")
-        return results
-    named = ", ".join(
-        f"{r.source} ({pct(r.retriever)} -> {pct(r.row)}, -{r.losses}/+{r.wins} of {r.questions})"
-        for r in below[:10]
-    )
-    more = f" and {len(below) - 10} more" if len(below) > 10 else ""
-    print(f"below the retriever on PR@{k} ({who}): {named}{more}")
-    return results
 
 
 def _write_json(path: Path, report: dict[str, Any]) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from grapher_core.candidates import CorpusObject
 from grapher_core.errors import InputError, InputFileNotFoundError
+from grapher_core.evaluation.questions import Question
 from grapher_core.utils.embedding_cache import EmbeddingCache, text_key
 from grapher_core.utils.progress import Progress
 from grapher_core.utils.text import clean_text  # the core's rule, every door's
@@ -149,65 +149,17 @@ def _engine(sqlalchemy: Any, url: Any, where: str) -> Any:
 # -- questions --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Question:
-    """One line of a questions file: ``gold`` is empty when the file gives none."""
-
-    id: str
-    text: str
-    gold: tuple[str, ...]
-    line: int
-
-
-def read_questions(path: Path, corpus_ids: set[str], *, need_gold: bool) -> list[Question]:
+def read_questions(
+    path: Path, corpus_ids: set[str], *, need_gold: bool, gold_key: str | None = None
+) -> list[Question]:
     """Every line of ``path`` (``{"id", "text", "gold": [corpus ids]}``) checked before any
-    work: a missing field, an empty text or gold list, a gold id not in the corpus, a gold id
-    listed twice or a duplicate question id is an ``InputError`` naming the file, the line, the
-    field and the value. ``need_gold=False`` (``grapher rerank``) makes ``gold`` optional."""
-    from grapher_core.utils.jsonl import read_jsonl
+    work: a missing field, an empty text or gold list, a gold id not in the corpus (``corpus_ids``:
+    its ids, or with ``gold_key`` its values of that key), a gold id listed twice or a duplicate
+    question id is an ``InputError`` naming the file, the line, the field and the value.
+    ``need_gold=False`` (``grapher rerank``) makes ``gold`` optional."""
+    from grapher_core.evaluation.questions import read_questions as read
 
-    questions: list[Question] = []
-    seen: dict[str, int] = {}
-    for number, record in read_jsonl(path, what="questions file"):
-        where = f"{path}:{number}"
-        fields = ("id", "text", "gold") if need_gold else ("id", "text")
-        for name in fields:
-            if name not in record:
-                keys = ", ".join(repr(k) for k in list(record)[:8]) or "none"
-                raise InputError(f"{where}: missing field {name!r} (keys found: {keys})")
-        qid = record["id"]
-        if isinstance(qid, int) and not isinstance(qid, bool):
-            qid = str(qid)
-        if not isinstance(qid, str) or not qid:
-            raise InputError(f"{where}: field 'id' must be a non-empty string, got {qid!r}")
-        if qid in seen:
-            raise InputError(f"{where}: field 'id': duplicate {qid!r} (first on line {seen[qid]})")
-        text = record["text"]
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{where}: field 'text' must be a non-empty string, got {text!r}")
-        gold = _gold(where, record.get("gold"), corpus_ids, required=need_gold)
-        seen[qid] = number
-        questions.append(Question(qid, text, gold, number))
-    if not questions:
-        raise InputError(f"questions file {path} holds no question")
-    return questions
-
-
-def _gold(where: str, value: Any, corpus_ids: set[str], *, required: bool) -> tuple[str, ...]:
-    if value is None and not required:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
-        raise InputError(f"{where}: field 'gold' must be a list of corpus ids, got {value!r}")
-    if not value:
-        raise InputError(f"{where}: field 'gold' is empty: list the ids a perfect answer holds")
-    listed: set[str] = set()
-    for gold in value:
-        if gold not in corpus_ids:
-            raise InputError(f"{where}: field 'gold': id {gold!r} is not in the corpus")
-        if gold in listed:
-            raise InputError(f"{where}: field 'gold': id {gold!r} is listed twice")
-        listed.add(gold)
-    return tuple(value)
+    return read(path, corpus_ids, need_gold=need_gold, gold_key=gold_key)
 
 
 # -- progress ---------------------------------------------------------------------------------

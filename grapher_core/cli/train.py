@@ -13,12 +13,16 @@ held-out folds, with exact paired McNemar tests of the fine-tuned model against 
 the shipped checkpoint.
 
 Only when the fine-tuned model beats both on PR@K (``--for``; wins more held-out questions
-than it loses, p < 0.05 against each) is a final model fine-tuned on all the questions and
-written to ``--out`` (``gat_finetuned.safetensors`` + ``.json``, recording the recipe and the
-held-out numbers) with ``grapher_config.json``, which ``GraphReranker.from_config`` and both
-wrappers' ``from_config`` load (the config names the checkpoint relative to its own folder, so
-the folder can be moved or shared whole).
-Otherwise it says so, with the numbers and p-values, and writes nothing.
+than it loses, p < 0.05 against each) -- or with ``--keep``, whatever the verdict -- is a final
+model fine-tuned on all the questions and written to ``--out``
+(``gat_finetuned.safetensors`` + ``.json``, recording the recipe and the held-out numbers)
+with ``grapher_config.json``, which ``GraphReranker.from_config`` and both wrappers'
+``from_config`` load (the config names the checkpoint relative to its own folder, so the
+folder can be moved or shared whole).
+Otherwise it says so, with the numbers and p-values, and writes nothing. A config written by
+``--keep`` without a win carries the verdict (``"verdict": {"wins": false, "reason": ...}``) and
+warns whenever it is loaded. ``--gold-key KEY`` reads gold as values of a metadata key (a page),
+as ``grapher eval`` does: a chunk of a gold page is a positive.
 
 Progress goes to stderr, one line per fold and epoch (``--quiet`` for none). ``--work DIR`` keeps
 finished folds (their results as JSON, their models as safetensors): a rerun skips them.
@@ -30,9 +34,9 @@ written is refused at once, not after the folds). Ctrl-C prints one line saying 
 
 Exit codes:
   0    trained and evaluated (whether or not the fine-tuned model was written)
-  2    bad command line or input (fewer than 30 questions, a missing file, a questions line
-       without a field, a --work folder of another run, an --out that cannot be written, ...),
-       or the gat extra is not installed
+  2    bad command line or input (fewer than 30 questions -- said before any model is loaded
+       --, a missing file, a questions line without a field, a --work folder of another run,
+       an --out that cannot be written, ...), or the gat extra is not installed
   130  interrupted (Ctrl-C): the folds finished so far stay in --work
 """
 
@@ -53,8 +57,9 @@ from grapher_core.cli.eval import (
     _read_objects,
     _retrieve,
     add_question_arguments,
+    load_questions,
 )
-from grapher_core.cli.inputs import Question, read_questions
+from grapher_core.cli.inputs import Question
 from grapher_core.cli.rerank import add_embedding_arguments, add_source_arguments
 from grapher_core.errors import InputError, MissingDependencyError
 
@@ -113,6 +118,12 @@ def register(subparsers: Any) -> None:
         help="the p-value a win must stay under (default: 0.05); for experiments "
         "only, 1 takes any win",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="write the fine-tuned checkpoint and config even when it does not win (the "
+        "config records the verdict and warns when loaded): to try it in a wrapper",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_embedding_arguments(parser)
     parser.set_defaults(func=run, limit=None, interrupted=interrupted_line)
@@ -144,8 +155,24 @@ def _add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def gat_extra_installed() -> None:
+    """Refuse before any input is read when torch, torch-geometric or safetensors is not
+    installed (looked up, not imported: importing them takes seconds)."""
+    from importlib.util import find_spec
+
+    missing = [
+        name for name in ("torch", "torch_geometric", "safetensors") if find_spec(name) is None
+    ]
+    if missing:
+        raise MissingDependencyError(
+            "grapher train fine-tunes the GAT, which needs the gat extra (torch, "
+            f"torch-geometric, safetensors): pip install 'grapher-rerank[gat]' (missing: "
+            f"{', '.join(missing)})"
+        )
+
+
 def need_gat_extra() -> None:
-    """Refuse before any input is read when torch or torch-geometric is missing."""
+    """Import the gat extra (after the cheap checks): a broken install is refused here."""
     try:
         import safetensors  # noqa: F401
         import torch  # noqa: F401
@@ -172,12 +199,16 @@ def _check(args: argparse.Namespace) -> tuple[list[int], int]:
         raise InputError(f"--min-p must be in (0, 1], got {args.min_p}")
     if args.max_chars < 1:
         raise InputError("--max-chars must be >= 1")
-    if args.device == "cuda":
+    return ks, for_k
+
+
+def _check_device(device: str) -> None:
+    """``--device cuda`` needs a CUDA device (torch is imported: checked after the questions)."""
+    if device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise InputError("--device cuda: torch sees no CUDA device here; use --device cpu")
-    return ks, for_k
 
 
 def _recipe(args: argparse.Namespace) -> Any:
@@ -212,7 +243,7 @@ def _groups(
         return [q.id for q in questions]
     from grapher_core.evaluation.sources import sources_of
 
-    sources = sources_of(objects, gold, databases=bool(args.database))
+    sources = sources_of(objects, gold, databases=bool(args.database), gold_key=args.gold_key)
     if sources is None:
         raise InputError(
             "--split-by source: the corpus objects name no source (metadata db_id, doc_id, "
@@ -222,15 +253,17 @@ def _groups(
 
 
 def run(args: argparse.Namespace) -> int:
-    need_gat_extra()
+    gat_extra_installed()
     started = time.perf_counter()
     ks, for_k = _check(args)
     recipe = _recipe(args)
     if args.quiet:
         args.no_progress = True
     objects = _read_objects(args)
-    questions = read_questions(args.questions, {o.id for o in objects}, need_gold=True)
-    _enough(questions, args.questions)
+    questions = load_questions(args, objects)
+    _enough(questions, args.questions)  # before any model is loaded: torch takes seconds
+    need_gat_extra()
+    _check_device(args.device)
     groups = _groups(args, objects, [q.gold for q in questions], questions)
     from grapher_core.learned.finetune import assign_folds
 
@@ -251,12 +284,12 @@ def run(args: argparse.Namespace) -> int:
     )
     print(render(rows, ks, for_k))
     print(f"\n{verdict.reason()}")
-    if not verdict.ships:
+    if not verdict.ships and not args.keep:
         print("nothing written: keep the default (grapher eval chooses among GCS and the rest)")
         _said_time(started)
         return 0
     record = held_out_json(rows, ks, verdict, len(questions))
-    _ship(args, cv, record, ks)
+    _ship(args, cv, record, verdict)
     _said_time(started)
     return 0
 
@@ -282,7 +315,7 @@ def _cross_validation(
     pools = retrieval.pools
     data = build_training_set(
         pools.candidates,
-        pools.gold,
+        _positives(pools),
         pools.queries,
         groups,
         alpha=shipped_config().alpha,
@@ -303,6 +336,16 @@ def _cross_validation(
         stderr_say(args.quiet),
         not args.no_progress,
     )
+
+
+def _positives(pools: Any) -> list[tuple[str, ...]]:
+    """What the GAT is trained to lift per question: the gold objects, or with a gold key
+    every candidate counting for a gold value (each chunk of a gold page)."""
+    if pools.gold_key is None:
+        return list(pools.gold)
+    from grapher_core.evaluation.gold import members_of
+
+    return [members_of(units, gold) for units, gold in zip(pools.units, pools.gold, strict=True)]
 
 
 def _work(
@@ -331,14 +374,16 @@ def _work(
         "top_n": args.top_n,
         "folds": args.folds,
         "split_by": args.split_by,
+        "gold_key": args.gold_key,
         "k": for_k,
         "recipe": recipe.to_json(),
     }
     return WorkDir(args.work, plan)
 
 
-def _ship(args: argparse.Namespace, cv: Any, record: Mapping[str, Any], ks: Sequence[int]) -> None:
-    """The final model, fine-tuned on every question, its checkpoint and the config."""
+def _ship(args: argparse.Namespace, cv: Any, record: Mapping[str, Any], verdict: Any) -> None:
+    """The final model, fine-tuned on every question, its checkpoint and the config (which
+    records the verdict: a model kept without a win warns whenever its config is loaded)."""
     from grapher_core.learned.finetune import checkpoint_config
     from grapher_core.learned.gat.checkpoint import GAT
     from grapher_core.ranking.config import write_config
@@ -365,6 +410,9 @@ def _ship(args: argparse.Namespace, cv: Any, record: Mapping[str, Any], ks: Sequ
             fetch_k=args.top_n,
             note=f"written by grapher train: {record['reason']}",
             evaluation=dict(record),
+            verdict={"wins": verdict.ships, "reason": verdict.reason()},
         ),
     )
+    if not verdict.ships:
+        print("kept (--keep) although it does not win: its config says so and warns when loaded")
     print(f"wrote {weights} and {meta}\nwrote {path}: load it with GraphReranker.from_config(path)")

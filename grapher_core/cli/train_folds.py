@@ -110,7 +110,7 @@ def score_rankers(
     """Gold ranks of the held-out questions under each of :data:`RANKERS`."""
     from grapher_core.learned.gat.ranker import GATRanker
 
-    pools = _subset(cv.pools, held)
+    pools = cv.pools.subset(held)
     options = {"embedder": cv.embedder, "device": cv.device, "threads": cv.threads}
     built = {"shipped": GATRanker(**options), "finetuned": GATRanker(stem, **options)}
     settings = {
@@ -125,15 +125,6 @@ def score_rankers(
     }
     counter.close()
     return out
-
-
-def _subset(pools: Pools, indices: Sequence[int]) -> Pools:
-    return Pools(
-        tuple(pools.gold[i] for i in indices),
-        tuple(pools.texts[i] for i in indices),
-        pools.queries[list(indices)],
-        tuple(pools.candidates[i] for i in indices),
-    )
 
 
 def pooled(results: Sequence[FoldResult], fold_of: Sequence[int]) -> dict[str, Measurement]:

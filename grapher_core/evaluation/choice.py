@@ -5,9 +5,11 @@ without choosing; a grid of a dozen configurations measured on a few dozen quest
 holds one that is a question or two ahead of it by chance. So the choice prefers the default
 and switches only to a configuration that beats *the default* with the exact paired McNemar
 test at p < 0.05 on PR@K, K being the cut-off the user feeds downstream; a configuration
-whose ranker warned that it does not fit these inputs is never chosen. When the default is
-below the retriever's own order and nothing beats it significantly, the advice is to keep
-that order.
+whose ranker warned that it does not fit these inputs (a
+:class:`~grapher_core.diagnostics.RankerUnfitWarning`) is never chosen, nor one above the cost
+budget (:class:`~grapher_core.evaluation.cost.CostBudget`; the choice says which it set aside
+for its cost). When the default is below the retriever's own order and nothing beats it
+significantly, the advice is to keep that order.
 """
 
 from __future__ import annotations
@@ -17,41 +19,35 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from grapher_core.evaluation.cost import CostBudget
 from grapher_core.evaluation.grid import DEFAULT
-from grapher_core.evaluation.measure import EvaluationScope, Measurement
+from grapher_core.evaluation.measure import EvaluationScope, Measurement, ReembedCost
 from grapher_core.evaluation.metrics import pct
 from grapher_core.evaluation.paired import PairedComparison, compare_paired
 from grapher_core.utils.stats import mcnemar_exact
 
 __all__ = [
     "LEVEL",
-    "UNFIT_MARKERS",
     "Choice",
     "choose",
     "config_for",
     "questions_needed",
+    "row_cost",
     "unfit_configurations",
 ]
 
 LEVEL = 0.05
 """The p-value below which a win over the default is taken as real."""
 
-UNFIT_MARKERS: tuple[str, ...] = (
-    "never saw",  # the GAT's / MLP's shipped checkpoint on edge kinds it was not trained on
-    "not expected to improve",  # g-rag's shipped checkpoint against a strong retriever
-    "ranked below the retriever's own order",  # qa-gnn's shipped checkpoint off its set
-)
-"""Phrases of the learned rankers' own warnings that they do not fit the inputs (their texts
-carry no stable code, so the phrases are matched). PPR's caveat ("can rank below ...") asks to
-measure it, which the evaluation does; it does not set PPR aside."""
-
 
 @dataclass(frozen=True)
 class Choice:
     """What the evaluation recommends: ``row`` (``None``: keep the retriever's order), the
     cut-off ``k`` it was chosen on, the default it was weighed against, the one-line
-    ``reason``, what more questions would tell (``hint``) and the configurations set aside
-    (label -> the warning that set them aside)."""
+    ``reason``, what more questions would tell (``hint``), the configurations set aside
+    (label -> the warning that set them aside), the cost budget in ms per query
+    (``budget_ms``; ``None``: none) with its wording, the configurations above it (label ->
+    ms per query) and, when the budget changed the choice, why (``cost_note``)."""
 
     row: Measurement | None
     k: int
@@ -59,6 +55,10 @@ class Choice:
     reason: str
     hint: str | None = None
     excluded: Mapping[str, str] = field(default_factory=dict)
+    budget_ms: float | None = None
+    budget: str = "no cost budget"
+    over_budget: Mapping[str, float] = field(default_factory=dict)
+    cost_note: str | None = None
 
     @property
     def keeps_default(self) -> bool:
@@ -70,10 +70,12 @@ def unfit_configurations(
     messages: Mapping[str, Iterable[str]],
     load_messages: Mapping[str, Iterable[str]] | None = None,
 ) -> dict[str, str]:
-    """Label -> the warning that says the configuration's ranker does not fit these inputs.
-    A ranker warns once per process, so what one configuration said holds for every
-    configuration of the same ranker over the same graph; what a ranker said while loading
-    (``load_messages``, ranker -> messages) holds for all of its configurations."""
+    """Label -> the warning that says the configuration's ranker does not fit these inputs
+    (``messages``: label -> what it raised as
+    :class:`~grapher_core.diagnostics.RankerUnfitWarning`). A ranker warns once per process,
+    so what one configuration said holds for every configuration of the same ranker over the
+    same graph; what a ranker said while loading (``load_messages``, ranker -> messages) holds
+    for all of its configurations."""
     said: dict[tuple[str, str], list[str]] = {}
     for row in rows:
         if row.setting is not None:
@@ -86,9 +88,8 @@ def unfit_configurations(
             continue
         heard = [*said[(setting.ranker, setting.graph)]]
         heard += list((load_messages or {}).get(setting.ranker, ()))
-        warning = next((m for m in heard if any(mark in m for mark in UNFIT_MARKERS)), None)
-        if warning is not None:
-            out[row.name] = warning
+        if heard:
+            out[row.name] = heard[0]
     return out
 
 
@@ -108,14 +109,70 @@ def _find_default(rows: Sequence[Measurement], excluded: Mapping[str, str]) -> M
     return next((row for row in fit if row.setting == DEFAULT), fit[0] if fit else None)
 
 
+@dataclass(frozen=True)
+class _Priced:
+    """The budget applied to the rows: the limit in ms, its wording, the rows above it."""
+
+    limit: float | None
+    wording: str
+    over: dict[str, float]
+
+
+def row_cost(row: Measurement, cost: ReembedCost | None) -> float | None:
+    """What a configuration costs per query: its median rerank call, plus re-embedding the
+    pool when it reads vectors a store does not hand back (``cost``)."""
+    if cost is not None:
+        return cost.wrapper_ms(row)
+    latency = row.latency()
+    return None if latency is None else latency["median"]
+
+
+def _price(
+    rows: Sequence[Measurement],
+    default: Measurement,
+    cost: ReembedCost | None,
+    budget: CostBudget | None,
+) -> _Priced:
+    budget = budget or CostBudget(None, None)
+    default_ms = row_cost(default, cost)
+    limit = budget.limit(default_ms)
+    over: dict[str, float] = {}
+    if limit is not None:
+        for row in rows[1:]:
+            ms = row_cost(row, cost)
+            if ms is not None and ms > limit:
+                over[row.name] = ms
+    return _Priced(limit, budget.describe(default_ms), over)
+
+
+def _priced_out(rows: Sequence[Measurement], priced: _Priced, default: Measurement) -> str:
+    """Why the configurations that beat the default were not chosen: their cost."""
+    named = ", ".join(f"{r.name} ({_ms(priced.over[r.name])} per query)" for r in rows[:3])
+    return (
+        f"{named} beat{'s' if len(rows) == 1 else ''} the default ({default.name}) "
+        f"significantly but cost{'s' if len(rows) == 1 else ''} more than the {priced.wording}: "
+        "not chosen; raise the budget (--cost-budget, cost_budget=) to choose on quality alone"
+    )
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f} ms" if value < 100 else f"{value:,.0f} ms"
+
+
 def choose(
-    rows: Sequence[Measurement], k: int, excluded: Mapping[str, str] | None = None
+    rows: Sequence[Measurement],
+    k: int,
+    excluded: Mapping[str, str] | None = None,
+    *,
+    cost: ReembedCost | None = None,
+    budget: CostBudget | None = None,
 ) -> Choice:
     """The recommendation on PR@``k`` (gold@``k`` breaking ties), ``rows[0]`` being the
-    retriever's order: the best configuration that beats the default significantly and is
-    not below the retriever; else the default when it is at or above the retriever (and
-    changes some question's gold@``k``: otherwise deploying it buys nothing measured); else
-    the retriever's order."""
+    retriever's order: the best configuration within the cost ``budget`` that beats the
+    default significantly and is not below the retriever; else the default when it is at or
+    above the retriever (and changes some question's gold@``k``: otherwise deploying it buys
+    nothing measured); else the retriever's order. A configuration that would have won but
+    costs more than the budget is named, with its cost (``cost_note``)."""
     excluded = dict(excluded or {})
     base, n = rows[0], len(rows[0].gold_ranks)
     default = _find_default(rows, excluded)
@@ -123,12 +180,16 @@ def choose(
         return Choice(
             None, k, None, _keep_retriever("no configuration was measured"), None, excluded
         )
+    priced = _price(rows, default, cost, budget)
     others = [r for r in rows[1:] if r is not default and r.name not in excluded]
-    winners = [
+    beating = [
         r
         for r in others
         if _significant_win(_versus(r, default, k)) and _key(r, k) >= _key(base, k)
     ]
+    winners = [r for r in beating if r.name not in priced.over]
+    priced_out = [r for r in beating if r.name in priced.over]
+    note = _priced_out(priced_out, priced, default) if priced_out else None
     if winners:
         best = max(winners, key=lambda r: (*_key(r, k), float(r.reciprocal().sum())))
         test = _versus(best, default, k)
@@ -136,23 +197,47 @@ def choose(
             f"switch to {best.name}: it beats the default ({default.name}) on PR@{k} "
             f"{_counts(test)}, significant on {n} questions; {_against_retriever(best, base, k)}"
         )
-        return Choice(best, k, default, reason, _with_train(None, n), excluded)
+        hint: str | None = _with_train(None, n)
+        return Choice(
+            best,
+            k,
+            default,
+            reason,
+            hint,
+            excluded,
+            priced.limit,
+            priced.wording,
+            priced.over,
+            note,
+        )
     hint = _with_train(_hint(others, default, k, n), n)
+    row, reason = _without_winner(default, base, k, within=" within the budget" if note else "")
+    return Choice(
+        row, k, default, reason, hint, excluded, priced.limit, priced.wording, priced.over, note
+    )
+
+
+def _without_winner(
+    default: Measurement, base: Measurement, k: int, within: str = ""
+) -> tuple[Measurement | None, str]:
+    """With nothing (``within`` the budget) beating it: the default, or the retriever's order
+    when the default is below it or changes nothing."""
     if _key(default, k) < _key(base, k):
         why = (
             f"the default ({default.name}) is below it on PR@{k} "
             f"({pct(base.perfect(k).mean())} -> {pct(default.perfect(k).mean())}, "
-            f"{_counts(_versus(default, base, k))}) and nothing beat the default significantly"
+            f"{_counts(_versus(default, base, k))}) and nothing{within} beat the default "
+            "significantly"
         )
-        return Choice(None, k, default, _keep_retriever(why), hint, excluded)
+        return None, _keep_retriever(why)
     if (default.hits(k) == base.hits(k)).all():
         why = f"the default ({default.name}) changes no question's gold@{k}"
-        return Choice(None, k, default, _keep_retriever(why), hint, excluded)
+        return None, _keep_retriever(why)
     reason = (
-        f"keep the default ({default.name}): no configuration beat it significantly on "
-        f"PR@{k}; {_against_retriever(default, base, k)}"
+        f"keep the default ({default.name}): no configuration{within} beat it significantly "
+        f"on PR@{k}; {_against_retriever(default, base, k)}"
     )
-    return Choice(default, k, default, reason, hint, excluded)
+    return default, reason
 
 
 TRAIN_AT = 30

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grapher_core.errors import GraphERError
+from grapher_core.errors import GraphERError, InputError, MissingDependencyError
 
 __all__ = [
     "ALPHAS",
@@ -19,6 +19,8 @@ __all__ = [
     "SEEDS",
     "Setting",
     "build_grid",
+    "missing_extras",
+    "need_a_ranker",
     "rankers_available",
 ]
 
@@ -63,20 +65,24 @@ detected in the metadata): the one an alternative must beat, significantly, to b
 
 
 def build_grid(
-    rankers: Sequence[str], detected: Sequence[Any], available: dict[str, str | None]
+    rankers: Sequence[str],
+    detected: Sequence[Any],
+    available: dict[str, str | None],
+    seeds: Sequence[str] = tuple(SEEDS),
 ) -> list[Setting]:
-    """The configurations tried: each ranker at its alphas x both seed policies over the
-    detected graph, GCS with chunk order at full share when chunk order is detected, then (with
-    several detected) GCS over each graph alone; at most :data:`MAX_CONFIGS`. ``available``:
-    ranker -> ``None``, or why it is skipped."""
+    """The configurations tried: each ranker at its alphas x the seed policies (``seeds``:
+    both, or ``("rank",)`` when the retriever hands over no score) over the detected graph,
+    GCS with chunk order at full share when chunk order is detected, then (with several
+    detected) GCS over each graph alone; at most :data:`MAX_CONFIGS`. ``available``: ranker
+    -> ``None``, or why it is skipped."""
     from grapher_core.edges.detect import describe
 
     grid = [
-        Setting(ranker, alpha, seeds, "detected")
+        Setting(ranker, alpha, policy, "detected")
         for ranker in rankers
         if available.get(ranker) is None
         for alpha in ALPHAS.get(ranker, (None,))
-        for seeds in SEEDS
+        for policy in seeds
     ]
     if "gcs" in rankers and any(getattr(p, "kind", None) == "contextual" for p in detected):
         full_label = "detected, chunk order full"
@@ -91,8 +97,9 @@ def rankers_available(
 ) -> tuple[dict[str, str | None], dict[str, Any]]:
     """Per ranker: ``None`` (usable) or the reason it is skipped; and the learned rankers
     built once (their checkpoint loads once, not per configuration). ``said``, when given,
-    receives what each built ranker warned while loading (a checkpoint's own caveats), so the
-    choice can read them."""
+    receives what each built ranker said while loading that it does not fit
+    (:class:`~grapher_core.diagnostics.RankerUnfitWarning`, a checkpoint's own caveat), so
+    the choice can read it."""
     reasons: dict[str, str | None] = {}
     built: dict[str, Any] = {}
     for name in rankers:
@@ -110,9 +117,46 @@ def rankers_available(
     return reasons, built
 
 
+def missing_extras(rankers: Sequence[str]) -> dict[str, str]:
+    """Per requested ranker whose optional extra is not installed, the skip line naming the
+    extra; when that is every requested ranker, a :class:`MissingDependencyError` before any
+    input is read (a choice among no configuration is no choice)."""
+    from grapher_core.allowed import Lazy, resolve
+
+    extras: dict[str, str] = {}
+    for name in rankers:
+        target = resolve("ranker", name, load=False)
+        if isinstance(target, Lazy):
+            try:
+                target.load()
+            except MissingDependencyError:
+                extras[name] = target.extra
+    if extras and len(extras) == len(rankers):
+        raise MissingDependencyError(
+            f"--rankers {','.join(rankers)}: every requested ranker needs an extra that is not "
+            f"installed: pip install 'grapher-rerank[{','.join(sorted(set(extras.values())))}]'"
+            ", or add gcs or ppr (nothing to evaluate otherwise)"
+        )
+    return {
+        name: f"needs the {extra} extra: pip install 'grapher-rerank[{extra}]'"
+        for name, extra in extras.items()
+    }
+
+
+def need_a_ranker(rankers: Sequence[str], skipped: dict[str, str | None]) -> None:
+    """Refuse an evaluation whose every requested ranker was skipped."""
+    if any(skipped.get(name) is None for name in rankers):
+        return
+    reasons = "; ".join(f"{name}: {skipped[name]}" for name in rankers)
+    raise InputError(
+        f"--rankers {','.join(rankers)}: every requested ranker was skipped ({reasons}); "
+        "nothing to evaluate: fix the reason or add gcs or ppr"
+    )
+
+
 def _build_ranker(name: str, embedder: Any) -> tuple[Any, tuple[str, ...]]:
-    """The ranker, and what GraphER warned while building it (torch-geometric's import-time
-    deprecations are dropped: they say nothing about the fit)."""
+    """The ranker, and what it said while loading that it does not fit these inputs."""
+    from grapher_core.diagnostics import RankerUnfitWarning
     from grapher_core.ranking.registry import make_ranker
 
     with warnings.catch_warnings(record=True) as caught:
@@ -121,9 +165,14 @@ def _build_ranker(name: str, embedder: Any) -> tuple[Any, tuple[str, ...]]:
             ranker = make_ranker(name, embedder=embedder)
         except TypeError:  # a ranker that takes no embedder
             ranker = make_ranker(name)
-    messages = tuple(
-        dict.fromkeys(
-            str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)
-        )
-    )
-    return ranker, messages
+    heard = [str(w.message) for w in caught if issubclass(w.category, RankerUnfitWarning)]
+    caveat = getattr(ranker, "caveat", None)  # said once per process: maybe before this run
+    category = getattr(ranker, "caveat_category", None)
+    if (
+        caveat
+        and getattr(ranker, "shipped", False)
+        and isinstance(category, type)
+        and issubclass(category, RankerUnfitWarning)
+    ):
+        heard.append(caveat)
+    return ranker, tuple(dict.fromkeys(heard))

@@ -1,8 +1,12 @@
 """Measuring orderings over the questions' pools: the retriever's own order, then each
 configuration of the grid reranking the same candidates, timed call by call.
 
-Every configuration ranks through :func:`rank_pool` (built by :func:`reranker_for`): the one
-place an evaluation asks the library for an order, so what is measured is what a door deploys.
+Every configuration ranks through :func:`~grapher_core.evaluation.door.rerank_pool`, built by
+the door it is deployed through (:class:`~grapher_core.evaluation.door.Door`): the one place an
+evaluation asks the library for an order, so what is measured is what that door deploys. Gold
+is matched at the level it is given (object ids, or a metadata key's values:
+:mod:`grapher_core.evaluation.gold`). A timing is the median of ``repeats`` passes, each with a
+fresh reranker (its vector cache empty), so one burst of load does not decide a cost.
 """
 
 from __future__ import annotations
@@ -16,14 +20,16 @@ from typing import Any
 import numpy as np
 
 from grapher_core.candidates import Candidate
+from grapher_core.diagnostics import RankerUnfitWarning
 from grapher_core.errors import GraphERError
+from grapher_core.evaluation.door import CLI_DOOR, Door, rank_pool, rerank_pool, reranker_for
+from grapher_core.evaluation.gold import level_ranks, units_of
 from grapher_core.evaluation.grid import Setting
 from grapher_core.evaluation.metrics import (
     GoldRanks,
     all_in_top,
     first_gold_reciprocal,
     found_in_top,
-    gold_ranks,
 )
 from grapher_core.evaluation.paired import PairedComparison, compare_paired
 from grapher_core.utils.progress import Progress
@@ -31,6 +37,7 @@ from grapher_core.utils.progress import Progress
 __all__ = [
     "EvaluationScope",
     "GridResult",
+    "Heard",
     "Measurement",
     "Pools",
     "ReembedCost",
@@ -57,16 +64,46 @@ class EvaluationScope:
 
 @dataclass(frozen=True, eq=False)
 class Pools:
-    """What every configuration ranks: per question its gold ids, its text, its vector and the
-    retriever's candidates (best first)."""
+    """What every configuration ranks: per question its gold ids, its text, its vector
+    (``queries`` ``None``: the call embeds the question when it needs to) and the retriever's
+    candidates (best first); ``gold_key``: gold names values of this metadata key (``None``:
+    candidate ids)."""
 
     gold: tuple[tuple[str, ...], ...]
     texts: tuple[str, ...]
-    queries: np.ndarray = field(repr=False)  # (questions, dim)
+    queries: np.ndarray | None = field(repr=False)  # (questions, dim)
     candidates: tuple[Sequence[Candidate], ...] = field(repr=False)
+    gold_key: str | None = None
+    units: tuple[Mapping[str, tuple[str, ...]], ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        units = tuple(
+            {c.id: units_of(c.id, c.metadata, self.gold_key) for c in pool}
+            for pool in self.candidates
+        )
+        object.__setattr__(self, "units", units)
 
     def __len__(self) -> int:
         return len(self.gold)
+
+    def query(self, index: int) -> np.ndarray | None:
+        return None if self.queries is None else self.queries[index]
+
+    def ranks(self, index: int, order: Sequence[str]) -> GoldRanks:
+        """Question ``index``'s gold ranks in ``order`` (candidate ids, best first), at the
+        level the gold is given."""
+        units = self.units[index]
+        return level_ranks([units.get(i, ()) for i in order], self.gold[index])
+
+    def subset(self, indices: Sequence[int]) -> Pools:
+        """The pools of the questions at ``indices`` (a fold), in that order."""
+        return Pools(
+            tuple(self.gold[i] for i in indices),
+            tuple(self.texts[i] for i in indices),
+            None if self.queries is None else self.queries[list(indices)],
+            tuple(self.candidates[i] for i in indices),
+            self.gold_key,
+        )
 
 
 @dataclass(frozen=True)
@@ -78,6 +115,10 @@ class Measurement:
     setting: Setting | None
     gold_ranks: tuple[GoldRanks, ...]
     latency_ms: tuple[float, ...] = ()
+    # per question the ids in this order (what a wrapper would return), and the ids that had an
+    # edge in some question's graph
+    orders: tuple[tuple[str, ...], ...] = field(default=(), repr=False, compare=False)
+    linked: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     @property
     def total_gold(self) -> int:
@@ -136,6 +177,8 @@ class GridResult:
     notes: Mapping[str, int]
     failed: Mapping[str, str]
     messages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # label -> what its ranker said with RankerUnfitWarning (it does not fit these inputs)
+    unfit: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,86 +198,124 @@ class ReembedCost:
         return latency["median"] + (self.ms if row.name in self.labels else 0.0)
 
 
-def reranker_for(setting: Setting, built: Mapping[str, Any]) -> Any:
-    """The reranker of one configuration; ``built``: learned rankers loaded once."""
-    from grapher_core.rerank import GraphReranker
-
-    return GraphReranker(
-        None if setting.proximities is None else list(setting.proximities),
-        built.get(setting.ranker, setting.ranker),
-        setting.alpha if setting.ranker not in built else None,
-        seed_transform=setting.seed_transform,
-        explain=0,
-        **dict(setting.options),
-    )
-
-
-def rank_pool(
-    reranker: Any, pool: Sequence[Candidate], query: str, query_embedding: np.ndarray
-) -> list[str]:
-    """The ids of one question's pool, best first, as ``reranker`` orders them: the one
-    ranking call of an evaluation, the same request every door runs (the pool carries the
-    corpus vectors; anything else the call asks for, the core's own embedder answers)."""
-    from grapher_core.request import run_call
-
-    result = run_call(reranker.call(pool, query=query, query_embedding=query_embedding))
-    return [ranked.id for ranked in result.ranked]
-
-
 def measure_retriever(pools: Pools) -> Measurement:
     """The retriever's own order: the row every configuration is compared with."""
-    ranks = tuple(
-        gold_ranks([c.id for c in pool], gold)
-        for pool, gold in zip(pools.candidates, pools.gold, strict=True)
-    )
-    return Measurement("retriever", None, ranks)
+    orders = tuple(tuple(c.id for c in pool) for pool in pools.candidates)
+    ranks = tuple(pools.ranks(i, order) for i, order in enumerate(orders))
+    return Measurement("retriever", None, ranks, orders=orders)
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What a configuration's reranker said while it ranked: every message once, and those
+    of the category that says the ranker does not fit these inputs."""
+
+    messages: tuple[str, ...]
+    unfit: tuple[str, ...]
+
+    @classmethod
+    def of(cls, caught: Sequence[warnings.WarningMessage], ranker: Any = None) -> Heard:
+        """What was caught; plus what the (loaded once) ``ranker`` keeps of its misfit
+        (``unfit``): said once per process, it may have been said before this run."""
+        said = [(str(w.message), w.category) for w in caught]
+        unfit = [m for m, c in said if issubclass(c, RankerUnfitWarning)]
+        kept = getattr(ranker, "unfit", None)
+        if isinstance(kept, str) and kept:
+            unfit.append(kept)
+        return cls(tuple(dict.fromkeys(m for m, _ in said)), tuple(dict.fromkeys(unfit)))
+
+
+def _one_pass(
+    reranker: Any, pools: Pools, door: Door, counter: Progress | None
+) -> tuple[list[float], list[tuple[str, ...]], set[str]]:
+    """Every question once: the call's latency, the order, the ids that had an edge."""
+    latency: list[float] = []
+    orders: list[tuple[str, ...]] = []
+    linked: set[str] = set()
+    for index, (text, pool) in enumerate(zip(pools.texts, pools.candidates, strict=True)):
+        start = time.perf_counter()
+        result = rerank_pool(reranker, pool, text, pools.query(index), door.answer)
+        latency.append((time.perf_counter() - start) * 1000)
+        orders.append(tuple(r.id for r in result.ranked))
+        graph = result.graph
+        if graph is not None and graph.n_edges:
+            touched = np.diff(graph.adjacency.indptr) + np.diff(graph.adjacency.tocsc().indptr)
+            linked.update(graph.ids[i] for i in np.flatnonzero(touched))
+        if counter is not None:
+            counter.update()
+    return latency, orders, linked
 
 
 def measure_setting(
-    setting: Setting, built: Mapping[str, Any], pools: Pools, counter: Progress
-) -> tuple[Measurement, list[str]]:
-    """One configuration over every question: its gold ranks and rerank latencies, and what
-    the reranker warned about (each message once)."""
-    reranker = reranker_for(setting, built)
-    ranks: list[GoldRanks] = []
-    latency: list[float] = []
-    questions = zip(pools.gold, pools.texts, pools.queries, pools.candidates, strict=True)
+    setting: Setting,
+    built: Mapping[str, Any],
+    pools: Pools,
+    counter: Progress,
+    *,
+    door: Door = CLI_DOOR,
+    repeats: int = 1,
+) -> tuple[Measurement, list[str], Heard]:
+    """One configuration over every question: its gold ranks, each call's latency (the
+    median of ``repeats`` passes, each with a fresh reranker), what the reranker warned
+    about (each message once)."""
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
+        reranker = reranker_for(setting, built, door)
         # one untimed call first: a learned ranker's first call loads torch's kernels
-        rank_pool(reranker, pools.candidates[0], pools.texts[0], pools.queries[0])
-        for gold, text, query, pool in questions:
-            start = time.perf_counter()
-            order = rank_pool(reranker, pool, text, query)
-            latency.append((time.perf_counter() - start) * 1000)
-            ranks.append(gold_ranks(order, gold))
-            counter.update()
-    messages = list(dict.fromkeys(str(w.message) for w in said))
-    return Measurement(setting.label, setting, tuple(ranks), tuple(latency)), messages
+        first = pools.candidates[0] if pools.candidates else ()
+        if first:
+            rank_pool(
+                reranker_for(setting, built, door),
+                first,
+                pools.texts[0],
+                pools.query(0),
+                door.answer,
+            )
+        passes = [_one_pass(reranker, pools, door, counter)]
+        for _ in range(max(1, repeats) - 1):
+            passes.append(_one_pass(reranker_for(setting, built, door), pools, door, None))
+    latency = tuple(float(np.median(times)) for times in zip(*(p[0] for p in passes), strict=True))
+    orders = tuple(passes[0][1])
+    ranks = tuple(pools.ranks(i, order) for i, order in enumerate(orders))
+    heard = Heard.of(said, built.get(setting.ranker))
+    row = Measurement(setting.label, setting, ranks, latency, orders, frozenset(passes[0][2]))
+    return row, list(heard.messages), heard
 
 
 def measure_grid(
-    grid: Sequence[Setting], built: Mapping[str, Any], pools: Pools, *, progress: bool
+    grid: Sequence[Setting],
+    built: Mapping[str, Any],
+    pools: Pools,
+    *,
+    progress: bool,
+    door: Door = CLI_DOOR,
+    repeats: int = 1,
 ) -> GridResult:
-    """The retriever's order, then every configuration of ``grid``; a configuration whose
-    ranker refuses these inputs is set aside with its reason, not fatal."""
+    """The retriever's order, then every configuration of ``grid`` deployed through
+    ``door``; a configuration whose ranker refuses these inputs is set aside with its
+    reason, not fatal."""
     rows = [measure_retriever(pools)]
     notes: dict[str, int] = {}
     failed: dict[str, str] = {}
     said: dict[str, tuple[str, ...]] = {}
+    unfit: dict[str, tuple[str, ...]] = {}
     counter = Progress(len(grid) * len(pools), "reranking", enabled=progress)
     for setting in grid:
         try:
-            row, messages = measure_setting(setting, built, pools, counter)
+            row, messages, heard = measure_setting(
+                setting, built, pools, counter, door=door, repeats=repeats
+            )
         except GraphERError as error:
             failed[setting.label] = " ".join(str(error).split()) or type(error).__name__
             continue
         rows.append(row)
         said[setting.label] = tuple(messages)
+        if heard.unfit:
+            unfit[setting.label] = heard.unfit
         for message in messages:
             notes[message] = notes.get(message, 0) + 1
     counter.close()
-    return GridResult(tuple(rows), notes, failed, said)
+    return GridResult(tuple(rows), notes, failed, said, unfit)
 
 
 def needs_vectors(setting: Setting, built: Mapping[str, Any], detected: Sequence[Any]) -> bool:
@@ -247,17 +328,21 @@ def needs_vectors(setting: Setting, built: Mapping[str, Any], detected: Sequence
     return needs_embeddings(ranker) or any(needs_embeddings(p) for p in proximities)
 
 
-def reembedding_ms(embedder: Any, pools: Pools, samples: int = 3) -> float:
-    """What embedding one question's candidate texts costs, in ms (the median of up to
-    ``samples`` pools, after one untimed call that loads the model): the price per query of
-    a wrapper whose store does not hand the vectors back."""
+def reembedding_ms(embedder: Any, pools: Pools, samples: int = 3, repeats: int = 1) -> float:
+    """What embedding one question's candidate texts costs, in ms (the median over up to
+    ``samples`` pools of each pool's median of ``repeats`` timings, after one untimed call
+    that loads the model): the price per query of a wrapper whose store does not hand the
+    vectors back."""
     if not pools.candidates or not pools.candidates[0]:
         return 0.0
     embedder.embed_documents([pools.candidates[0][0].text or " "])  # load the model, untimed
     times: list[float] = []
     for pool in pools.candidates[:samples]:
         texts = [candidate.text or " " for candidate in pool]
-        start = time.perf_counter()
-        embedder.embed_documents(texts)
-        times.append((time.perf_counter() - start) * 1000)
+        runs = []
+        for _ in range(max(1, repeats)):
+            start = time.perf_counter()
+            embedder.embed_documents(texts)
+            runs.append((time.perf_counter() - start) * 1000)
+        times.append(float(np.median(runs)))
     return float(np.median(times))

@@ -77,6 +77,8 @@ def _cells(
     else:
         cells.append(_test(compare_paired(row.perfect(k), default.perfect(k))))
     mark = "<- best" if row is choice.row else ""
+    if row.name in choice.over_budget:
+        mark = "over budget"
     if row.name in choice.excluded:
         mark = "warned: not chosen"
     return [*cells, mark]

@@ -4,15 +4,25 @@ the database for pooled databases, the document or page for a corpus."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from grapher_core.candidates import CorpusObject
+from grapher_core.evaluation.gold import units_of
 from grapher_core.evaluation.measure import Measurement
 from grapher_core.evaluation.paired import compare_paired
 
-__all__ = ["SOURCE_FIELDS", "SourceResult", "by_source", "losing", "source_field", "sources_of"]
+__all__ = [
+    "SOURCE_FIELDS",
+    "SourceResult",
+    "by_source",
+    "losing",
+    "source_field",
+    "source_of_objects",
+    "sources_of",
+    "without_edges",
+]
 
 SOURCE_FIELDS = ("db_id", "doc_id", "source", "title")
 """Metadata fields naming an object's source, in the order they are preferred."""
@@ -58,20 +68,55 @@ def source_field(objects: Sequence[CorpusObject]) -> str | None:
     return best if counts[best] else None
 
 
-def sources_of(
-    objects: Sequence[CorpusObject], gold: Sequence[Sequence[str]], *, databases: bool
-) -> tuple[tuple[str, ...], ...] | None:
-    """Per question, the sources of its gold objects (a question spanning sources belongs to
-    each): the database (the id before its first '.') for pooled databases, else the metadata
-    field :func:`source_field` picks; ``None`` when the objects name no source."""
+def source_of_objects(objects: Sequence[CorpusObject], *, databases: bool) -> dict[str, str] | None:
+    """Object id -> its source: the database (the id before its first '.') for pooled
+    databases, else the metadata field :func:`source_field` picks; ``None`` when the objects
+    name no source."""
     if databases:
-        name_of: Mapping[str, str] = {o.id: o.id.split(".", 1)[0] for o in objects}
-    else:
-        field = source_field(objects)
-        if field is None:
-            return None
-        name_of = {o.id: str(o.metadata.get(field) or NONE) for o in objects}
+        return {o.id: o.id.split(".", 1)[0] for o in objects}
+    field = source_field(objects)
+    if field is None:
+        return None
+    return {o.id: str(o.metadata.get(field) or NONE) for o in objects}
+
+
+def sources_of(
+    objects: Sequence[CorpusObject],
+    gold: Sequence[Sequence[str]],
+    *,
+    databases: bool,
+    gold_key: str | None = None,
+) -> tuple[tuple[str, ...], ...] | None:
+    """Per question, the sources of its gold (a question spanning sources belongs to each;
+    with ``gold_key``, gold names values of that key, each at the source of the objects
+    carrying it); ``None`` when the objects name no source."""
+    source = source_of_objects(objects, databases=databases)
+    if source is None:
+        return None
+    name_of: dict[str, str] = {}
+    for o in objects:
+        for unit in units_of(o.id, o.metadata, gold_key):
+            name_of.setdefault(unit, source[o.id])
     return tuple(tuple(dict.fromkeys(name_of.get(i, NONE) for i in ids)) for ids in gold)
+
+
+def without_edges(
+    objects: Sequence[CorpusObject], *, databases: bool, seen: set[str], linked: set[str]
+) -> set[str]:
+    """The sources none of whose objects had an edge in any question's graph, among those
+    with objects the retriever handed over (``seen``): a schema without foreign keys pooled
+    with linked ones -- the graph cannot move anything there."""
+    source = source_of_objects(objects, databases=databases)
+    if source is None:
+        return set()
+    retrieved: set[str] = set()
+    touched: set[str] = set()
+    for object_id, name in source.items():
+        if object_id in seen:
+            retrieved.add(name)
+            if object_id in linked:
+                touched.add(name)
+    return retrieved - touched
 
 
 def by_source(

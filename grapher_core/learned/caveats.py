@@ -4,9 +4,18 @@ One module for the numbers the learned rankers' warnings quote, so they are read
 step with docs/gat.md, docs/grag.md, docs/qa_gnn.md and docs/expansion.md) in one place: a user
 who picks a learned ranker from the README must not lose to the retriever, or to the default,
 without being told by how much.
+
+
+The caveats that say a ranker does not fit the inputs (the shipped GAT on edges it never saw,
+g-rag's and qa-gnn's checkpoints below a strong retriever) are raised as
+:class:`~grapher_core.diagnostics.RankerUnfitWarning`, the others (the MLP ablation, the learned
+pruner) as :class:`~grapher_core.diagnostics.GraphERWarning`: the evaluation reads the category,
+never these words.
 """
 
 from __future__ import annotations
+
+from grapher_core.diagnostics import GraphERWarning, RankerUnfitWarning
 
 __all__ = [
     "EXPLAINED_BY_POSITION",
@@ -14,6 +23,8 @@ __all__ = [
     "LEARNED_PRUNER_LOSES",
     "MLP_ABLATION",
     "NOT_EXPECTED_TO_HELP",
+    "GraphERWarning",
+    "RankerUnfitWarning",
 ]
 
 GAT_OFF_TABLES = (

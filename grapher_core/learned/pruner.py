@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from grapher_core.diagnostics import GraphERWarning
 from grapher_core.errors import (
     CheckpointError,
     ConfigError,
@@ -178,7 +179,7 @@ class LearnedPruner:
         self.dim = 0
         if checkpoint is not None or default_pruner_path().with_suffix(".json").exists():
             self._load(Path(checkpoint) if checkpoint is not None else default_pruner_path())
-            warn_once(LEARNED_PRUNER_LOSES, logger=__name__)
+            warn_once(LEARNED_PRUNER_LOSES, GraphERWarning, logger=__name__)
         else:
             raise InputFileNotFoundError(
                 "no pruner checkpoint given and none shipped; train one "

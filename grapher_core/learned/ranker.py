@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import numpy as np
 
 from grapher_core.candidates import Candidate
+from grapher_core.diagnostics import GraphERWarning
 from grapher_core.errors import CheckpointError, ConfigError
 from grapher_core.learned.family import Family, FamilyConfig
 from grapher_core.learned.inputs import (
@@ -83,6 +84,9 @@ class FamilyRanker(Generic[ModelT, ConfigT]):
     needs_embeddings: ClassVar[bool] = True  # query and object vectors are model inputs
     #: said once when the shipped checkpoint is loaded (what it is measured not to do)
     caveat: ClassVar[str | None] = None
+    #: its warning's category: RankerUnfitWarning when the caveat says it does not fit (the
+    #: evaluation then never chooses it), else GraphERWarning
+    caveat_category: ClassVar[type[Warning]] = GraphERWarning
 
     def __init__(
         self,
@@ -106,7 +110,7 @@ class FamilyRanker(Generic[ModelT, ConfigT]):
         self.path = family.default_path(variant) if checkpoint is None else Path(checkpoint)
         self.model, self.config = family.load(self.path, device)
         if self.shipped and self.caveat:
-            warn_once(self.caveat)
+            warn_once(self.caveat, self.caveat_category)
         if embedder is not None:
             family.check_embeddings(
                 self.config, self.config.embedding_dim, getattr(embedder, "name", None)

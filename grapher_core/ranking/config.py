@@ -71,6 +71,8 @@ KEYS: dict[str, str] = {
     "used where the door has a neighbour source",
     "note": "a sentence for people: why this configuration",
     "evaluation": "what it was measured on (free-form, not read back)",
+    "verdict": 'what the run that wrote it concluded, {"wins": true|false, "reason": "..."}; '
+    "a config kept without a win (grapher train --keep) warns whenever it is loaded",
 }
 """Every key a config may hold, with what it means (an unknown key is refused)."""
 
@@ -107,7 +109,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
     data = read_json_file(path, limit=MAX_CONFIG_BYTES, what="GraphER config", error=ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return check_config(data, str(path), folder=path.parent)
+    config = check_config(data, str(path), folder=path.parent)
+    _say_verdict(config, path)
+    return config
 
 
 def check_config(
@@ -145,7 +149,41 @@ def check_config(
         raise fail("evaluation", f"must be an object, got {type(evaluation).__name__}")
     out["note"] = note
     out["evaluation"] = evaluation
+    out["verdict"] = _verdict(data.get("verdict"), fail)
     return out
+
+
+def _verdict(value: Any, fail: Callable[[str, str], ConfigError]) -> dict[str, Any] | None:
+    """``null`` or ``{"wins": bool, "reason": str}``."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, dict)
+        or set(value) != {"wins", "reason"}
+        or not isinstance(value["wins"], bool)
+        or not isinstance(value["reason"], str)
+    ):
+        raise fail(
+            "verdict", f'must be null or {{"wins": true|false, "reason": "..."}}, got {value!r}'
+        )
+    return dict(value)
+
+
+def _say_verdict(config: Mapping[str, Any], path: Path) -> None:
+    """A config kept although its run found it does not win (``grapher train --keep``) warns
+    on every load -- once per file and process -- naming why: what runs was not chosen."""
+    verdict = config.get("verdict")
+    if verdict is None or verdict["wins"]:
+        return
+    from grapher_core.diagnostics import GraphERWarning
+    from grapher_core.utils.callsite import warn_once
+
+    warn_once(
+        f"{path}: this configuration was kept although it does not win ({verdict['reason']}); "
+        "it runs as written, for trying it out -- the evaluation that wrote it recommends "
+        "something else",
+        GraphERWarning,
+    )
 
 
 def _baseline(data: Mapping[str, Any], fail: Callable[[str, str], ConfigError]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from grapher_core.candidates import Candidate
 from grapher_core.edges.graph import CandidateGraph
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import ConfigError
-from grapher_core.learned.caveats import GAT_OFF_TABLES, MLP_ABLATION
+from grapher_core.learned.caveats import GAT_OFF_TABLES, MLP_ABLATION, RankerUnfitWarning
 from grapher_core.learned.gat.checkpoint import GAT, CheckpointConfig
 from grapher_core.learned.gat.features import graph_arrays
 from grapher_core.learned.gat.model import GraphERNet, InferencePlan
@@ -64,6 +64,9 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         check_option(type(self).__name__, "alpha", alpha, "float", 0.0, 1.0, open_bounds=True)
         self.alpha = self.config.alpha if alpha is None else float(alpha)
         self._plan = InferencePlan(self.model)
+        #: what it last said it does not fit (RankerUnfitWarning), kept: the warning is said
+        #: once per process, an evaluation run later in it still reads this
+        self.unfit: str | None = None
 
     @property
     def reads_scores(self) -> bool:
@@ -101,12 +104,12 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         ):
             unseen.append("structural (links or title mentions, no foreign keys)")
         if unseen:
-            warn_once(
+            self.unfit = (
                 f"{self.name}: the shipped checkpoint was trained on tables linked by foreign "
                 f"keys; these candidates are linked by {', '.join(sorted(unseen))} edges it "
-                f"never saw. {GAT_OFF_TABLES}",
-                logger=__name__,
+                f"never saw. {GAT_OFF_TABLES}"
             )
+            warn_once(self.unfit, RankerUnfitWarning, logger=__name__)
 
 
 class GATRanker(LearnedRanker):

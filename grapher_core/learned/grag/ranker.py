@@ -31,7 +31,7 @@ from grapher_core.enrich.concepts import (
     warn_once,
 )
 from grapher_core.errors import ConfigError, InputError
-from grapher_core.learned.caveats import NOT_EXPECTED_TO_HELP
+from grapher_core.learned.caveats import NOT_EXPECTED_TO_HELP, RankerUnfitWarning
 from grapher_core.learned.grag.checkpoint import GRAG, GRAGConfig
 from grapher_core.learned.grag.features import (
     DEFAULT_MAX_SCAN,
@@ -71,6 +71,7 @@ class GRAGRanker(FamilyRanker[GRAGNet, GRAGConfig]):
 
     name: ClassVar[str] = "g-rag"
     caveat: ClassVar[str | None] = NOT_EXPECTED_TO_HELP
+    caveat_category: ClassVar[type[Warning]] = RankerUnfitWarning
     #: the concept graph comes from the candidates' metadata, not from the proximities: an
     #: empty proximity graph does not leave the retriever's order (see ``rankers.builds_own_graph``)
     builds_own_graph: ClassVar[bool] = True

@@ -27,7 +27,7 @@ from grapher_core.edges.graph import CandidateGraph
 from grapher_core.edges.semantic import SemanticKNN
 from grapher_core.embeddings import Embedder
 from grapher_core.errors import InputError, StateError
-from grapher_core.learned.caveats import EXPLAINED_BY_POSITION
+from grapher_core.learned.caveats import EXPLAINED_BY_POSITION, RankerUnfitWarning
 from grapher_core.learned.qa_gnn.checkpoint import MAX_EGO_DEPTH, QA_GNN, QAGNNConfig
 from grapher_core.learned.qa_gnn.features import (
     DEFAULT_MAX_EGO_ENTRIES,
@@ -108,6 +108,7 @@ class QAGNNRanker(FamilyRanker[QAGNNNet, QAGNNConfig]):
 
     name: ClassVar[str] = "qa-gnn"
     caveat: ClassVar[str | None] = EXPLAINED_BY_POSITION
+    caveat_category: ClassVar[type[Warning]] = RankerUnfitWarning
     reads_scores: ClassVar[bool] = True  # the fusion weighs the retriever's score
 
     def __init__(

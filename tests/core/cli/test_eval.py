@@ -517,9 +517,12 @@ class UnfitRanker:
 
         import numpy as np
 
+        from grapher_core.diagnostics import RankerUnfitWarning
+
         warnings.warn(
             "gat: these candidates are linked by contextual edges it never saw. There it is "
             "below GCS; use ranker='gcs'",
+            RankerUnfitWarning,
             stacklevel=2,
         )
         ids = [c.id for c in context.candidates]
@@ -535,7 +538,7 @@ def test_a_warned_ranker_is_never_chosen_and_its_latency_counts_the_reembedding(
 ) -> None:
     gold = {g for q in QUESTIONS for g in q["gold"]}
     monkeypatch.setattr(
-        "grapher_core.cli.eval.rankers_available",
+        "grapher_core.evaluation.run.rankers_available",
         lambda rankers, embedder, said=None: (
             {r: None for r in rankers},
             {"gat": UnfitRanker(gold)},
@@ -587,3 +590,81 @@ def test_pr_at_k_by_database(
     assert set(sources) == {"shop", "zoo"} and sources["shop"]["questions"] == 2
     assert "PR@1 by source (retriever -> default" in out  # the retriever's order is kept
     assert "no source where the default configuration is below the retriever on PR@1" in out
+
+
+def test_gold_key_matches_pages_through_their_chunks(
+    tmp_path: Path, embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # two pages of three chunks: the question's words are in guide#0 and ref#2
+    chunks = []
+    for page, words in (
+        ("guide", ["convert image alpha", "other", "more"]),
+        ("ref", ["x", "y", "pixel alpha format"]),
+    ):
+        for index, text in enumerate(words):
+            chunks.append(
+                {
+                    "id": f"{page}#{index}",
+                    "text": text,
+                    "metadata": {"source": f"{page}.html", "doc_id": page, "chunk_index": index},
+                }
+            )
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", chunks)
+    questions = write_jsonl(
+        tmp_path / "questions.jsonl",
+        [{"id": "q", "text": "convert image pixel alpha", "gold": ["guide.html", "ref.html"]}],
+    )
+    report_path = tmp_path / "report.json"
+    args = ["eval", "--corpus", str(corpus), "--questions", str(questions), "--top-n", "6"]
+    args += ["--k", "1,2", "--rankers", "gcs", "--no-progress", "--gold-key", "source"]
+    assert main([*args, "--json", str(report_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 questions (2 gold ids of metadata key 'source')" in out
+    report = json.loads(report_path.read_text())
+    assert report["gold_key"] == "source"
+    # the retriever's top 2 are guide#0 and ref#2: both pages, whatever the chunk ids
+    assert report["rows"][0]["gold_ranks"] == [[1, 2]] or report["rows"][0]["gold_ranks"] == [
+        [2, 1]
+    ]
+    assert report["rows"][0]["metrics"]["PR@2"] == 1.0
+    assert "timing: each latency the median of 3 passes" in out and "cost: cost budget 5x" in out
+    # a page that is not a value of the key is refused before anything is embedded
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "q", "text": "alpha", "gold": ["guide.htm"]}])
+    before = embedder.embedded
+    assert (
+        main(["eval", "--corpus", str(corpus), "--questions", str(bad), "--gold-key", "source"])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert (
+        "bad.jsonl:1: field 'gold': id 'guide.htm' is not a value of metadata key 'source'" in err
+    )
+    assert embedder.embedded == before
+
+
+FLAT = """
+CREATE TABLE ledgers (ledger_id INTEGER PRIMARY KEY, fiscal TEXT, owner_id INTEGER);
+CREATE TABLE owners (owner_id INTEGER PRIMARY KEY, fiscal TEXT);
+"""
+
+
+def test_a_source_without_edges_is_said_so_in_the_table(
+    tmp_path: Path,
+    pooled: list[str],
+    embedder: HashEmbedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    flat = make_db(tmp_path / "flat.db", FLAT)  # joined by owner_id, but no declared key
+    rows = [
+        *QUESTIONS,
+        {"id": "f", "text": "fiscal ledgers", "gold": ["flat.ledgers", "flat.owners"]},
+    ]
+    questions = write_jsonl(tmp_path / "questions.jsonl", rows)
+    args = ["eval", *pooled, "--database", flat, "--questions", str(questions), "--top-n", "6"]
+    args += ["--k", "2,3", "--rankers", "gcs", "--no-progress"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.strip().startswith("flat "))
+    assert line.endswith("no edges: the graph cannot move anything here")
+    shop = next(line for line in out.splitlines() if line.strip().startswith("shop "))
+    assert "no edges" not in shop

@@ -229,3 +229,61 @@ def test_eval_advice_mentions_grapher_train_from_30_questions_with_the_extra(
     assert "grapher train" not in str(choose(rows_for(29), 1).hint)
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
     assert "grapher train" not in str(choose(rows_for(30), 1).hint)
+
+
+def test_keep_writes_a_losing_model_whose_config_says_so_when_loaded(
+    tmp_path: Path, minilm: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grapher_core.diagnostics import GraphERWarning
+    from grapher_core.utils import callsite
+
+    corpus, questions = write_data(tmp_path, "easy")
+    out = tmp_path / "out"
+    assert main(train(corpus, questions, "--out", str(out), "--quiet", "--keep")) == 0
+    printed = capsys.readouterr().out
+    assert "does not beat both GCS and the shipped GAT" in printed and "kept (--keep)" in printed
+    config = out / "grapher_config.json"
+    written = json.loads(config.read_text())
+    assert written["verdict"]["wins"] is False
+    assert "does not beat both" in written["verdict"]["reason"]
+    assert (out / "gat_finetuned.safetensors").is_file()
+    callsite._said.clear()  # said once per file and process: hear it afresh here
+    with pytest.warns(GraphERWarning, match="kept although it does not win"):
+        reranker = GraphReranker.from_config(config)
+    assert reranker.ranker.name == "gat"
+
+
+def test_too_few_questions_are_refused_before_torch_is_imported(tmp_path: Path) -> None:
+    import subprocess
+
+    corpus, questions = write_data(tmp_path, "marked", questions=29)
+    script = (
+        "import sys\n"
+        "from grapher_core.cli import main\n"
+        f"code = main(['train', '--corpus', {str(corpus)!r}, '--questions', {str(questions)!r},"
+        " '--no-cache'])\n"
+        "print(code, 'torch' in sys.modules, 'torch_geometric' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.stdout.split() == ["2", "False", "False"], done.stderr
+    assert "29 labelled questions; grapher train needs at least 30" in done.stderr
+
+
+def test_gold_key_trains_and_measures_at_the_level_given(
+    tmp_path: Path, minilm: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus, questions = write_data(tmp_path, "easy")
+    rows = [json.loads(line) for line in questions.read_text().splitlines()]
+    by_source = [{**q, "gold": [f"db{n % 6}"]} for n, q in enumerate(rows)]  # the gold's db_id
+    pages = write_jsonl(tmp_path / "pages.jsonl", by_source)
+    out = tmp_path / "out"
+    args = train(corpus, pages, "--out", str(out), "--quiet", "--gold-key", "db_id")
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    # every candidate of a question shares its db_id: the retriever already has it first
+    assert re.search(r"retriever \(cosine\) +100\.0 ", printed)
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{**by_source[0], "gold": ["db9"]}, *by_source[1:]])
+    assert main(train(corpus, bad, "--gold-key", "db_id")) == 2
+    assert "is not a value of metadata key 'db_id'" in capsys.readouterr().err

@@ -145,17 +145,51 @@ def test_a_warned_configuration_is_never_chosen() -> None:
     gat_score = measurement("gat2", many((1, 2), 12), Setting("gat", None, "score", "detected"))
     rows = [retriever, default, gat, gat_score]
     warning = "gat: ... linked by contextual edges it never saw. There it is below GCS"
-    excluded = unfit_configurations(rows, {"gat": (warning,), "default": ("other note",)})
+    # what each configuration raised as RankerUnfitWarning (the category is read where the
+    # warnings are caught: test_the_category_not_the_words_sets_a_ranker_aside)
+    excluded = unfit_configurations(rows, {"gat": (warning,)})
     assert excluded == {"gat": warning, "gat2": warning}  # one warning: the whole ranker
     assert choose(rows, 2).row is gat  # unwarned, it would win significantly
     choice = choose(rows, 2, excluded)
     assert choice.row is None and choice.excluded == excluded  # default = retriever's order
-    loaded = unfit_configurations(rows, {}, {"gat": ("g-rag ... not expected to improve ...",)})
+    loaded = unfit_configurations(rows, {}, {"gat": ("g-rag ... below a strong retriever",)})
     assert set(loaded) == {"gat", "gat2"}
-    ppr = "ppr can rank below the retriever's own order: ... measure it on your data"
-    assert unfit_configurations(rows, {"default": (ppr,)}) == {}  # a caveat, not a misfit
+    assert unfit_configurations(rows, {}) == {}
     table = render_table(rows, [2], choice)
     assert table.count("warned: not chosen") == 2
+
+
+class Speaking:
+    """A ranker that keeps the seeds' order and says ``message`` with ``category``."""
+
+    name = "speaking"
+    needs_embeddings = False
+
+    def __init__(self, message: str, category: type[Warning]) -> None:
+        self.message, self.category = message, category
+
+    def rank(self, graph: Any, seeds: Any, context: Any) -> Any:
+        import warnings
+
+        warnings.warn(self.message, self.category, stacklevel=2)
+        return np.asarray(seeds, dtype=float)
+
+
+def test_the_category_not_the_words_sets_a_ranker_aside() -> None:
+    from grapher_core.diagnostics import GraphERWarning, RankerUnfitWarning
+
+    # the words of the old phrase list, in a plain GraphER warning: not a misfit
+    plain = Speaking(
+        "it never saw these edges; ranked below the retriever's own order", GraphERWarning
+    )
+    unfit = Speaking("fits nothing here", RankerUnfitWarning)
+    grid = [Setting("plain", None, "rank", "detected"), Setting("unfit", None, "rank", "detected")]
+    result = measure_grid(grid, {"plain": plain, "unfit": unfit}, pools(), progress=False)
+    assert dict(result.unfit) == {grid[1].label: ("fits nothing here",)}
+    assert grid[0].label in result.messages and grid[0].label not in result.unfit
+    excluded = unfit_configurations(result.rows, result.unfit)
+    assert excluded == {grid[1].label: "fits nothing here"}
+    assert issubclass(RankerUnfitWarning, GraphERWarning)
 
 
 def test_questions_needed_grows_as_the_win_shrinks() -> None:
