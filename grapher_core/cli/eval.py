@@ -78,6 +78,9 @@ def register(subparsers: Any) -> None:
     )
     add_source_arguments(parser)
     add_question_arguments(parser)
+    from grapher_core.cli.synthesize import add_synthesis_arguments
+
+    add_synthesis_arguments(parser)
     parser.add_argument(
         "--rankers",
         default="gcs,ppr,gat",
@@ -199,6 +202,9 @@ def run(args: argparse.Namespace) -> int:
 
     ks, for_k, rankers = _check(args)
     objects = _read_objects(args)
+    from grapher_core.cli.synthesize import print_kinds, synthesize_if_asked
+
+    synthesize_if_asked(args, objects)  # --synthesize: writes them, sets args.questions
     questions = read_questions(args.questions, {o.id for o in objects}, need_gold=True)
     objects = _prepare(args, objects)
     retrieval = _retrieve(args, objects, questions)
@@ -219,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
     cost = _reembed_cost(measured, built, detected, retrieval)
     sources = sources_of(objects, retrieval.pools.gold, databases=bool(args.database))
     results = _print_outcome(measured, scope, choice, cost, sources)
+    print_kinds(args, measured.rows, scope.question_ids, choice)
     config = config_for(choice, measured.rows, scope)
     if args.write_config is not None:
         from grapher_core.ranking.config import write_config
