@@ -128,10 +128,14 @@ def _add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
 
 def need_gat_extra() -> None:
     """Refuse before any input is read when torch or torch-geometric is missing."""
+    from grapher_core.learned.pyg import quiet_jit_notice
+
     try:
         import safetensors  # noqa: F401
         import torch  # noqa: F401
-        import torch_geometric  # noqa: F401
+
+        with quiet_jit_notice():
+            import torch_geometric  # noqa: F401
     except ImportError as error:
         raise MissingDependencyError(
             "grapher train fine-tunes the GAT, which needs the gat extra (torch, "
