@@ -126,7 +126,9 @@ def run_corpus(name: str, opts: argparse.Namespace) -> CorpusResult:
     synth = ["--synthesize", str(opts.n), "--write-questions", str(questions)]
     synth += ["--llm-model", opts.model, "--llm-base-url", opts.base_url]
     synth += ["--llm-timeout", str(opts.timeout), "--llm-concurrency", "1"]
-    code, output = _eval([*common, *synth, "--json", str(work / "synthetic.json")], work / "synthetic.log")
+    code, output = _eval(
+        [*common, *synth, "--json", str(work / "synthetic.json")], work / "synthetic.log"
+    )
     if code != 0:
         raise SystemExit(f"{name}: grapher eval --synthesize exited {code} (see its log)")
     hand = decision_of(json.loads((work / "hand.json").read_text()))
@@ -140,11 +142,12 @@ def _agree(a: str, b: str) -> str:
     return "yes" if a == b else "**no**"
 
 
-def table(results: list[CorpusResult], command: str, seconds: float) -> str:
+def table(results: list[CorpusResult], command: str, seconds: float, done: str = "") -> str:
     """The section written into the doc."""
     k = results[0].hand.k if results else 5
     lines = [
-        f"Command: `{command}` ({seconds:.0f} s wall time; retrieve top 20, decide on PR@{k}).",
+        f"Command: `{command}` ({seconds:.0f} s wall time{done}; retrieve top 20, decide on "
+        f"PR@{k}).",
         "",
         f"| corpus | questions (hand / synthetic) | decision, hand | decision, synthetic | "
         f"agree | default - retriever PR@{k}, hand | synthetic (pair / single) | sign agrees |",
@@ -152,7 +155,8 @@ def table(results: list[CorpusResult], command: str, seconds: float) -> str:
     ]
     for r in results:
         by_kind = " / ".join(
-            f"{r.kinds[kind][1]:+.1f} ({r.kinds[kind][0]} q)" for kind in ("pair", "single")
+            f"{r.kinds[kind][1]:+.1f} ({r.kinds[kind][0]} q)"
+            for kind in ("pair", "single")
             if kind in r.kinds
         )
         lines.append(
@@ -179,16 +183,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("bench_out/synthetic"))
     parser.add_argument("--out", type=Path, help="doc whose synthetic-agreement section to write")
     opts = parser.parse_args(argv)
+    command = "python -m grapher_bench.user_corpora.synthetic " + " ".join(
+        sys.argv[1:] if argv is None else argv
+    )
+    names = [c.strip() for c in opts.corpora.split(",") if c.strip()]
     started = time.perf_counter()
-    results = []
-    for name in [c.strip() for c in opts.corpora.split(",") if c.strip()]:
+    results: list[CorpusResult] = []
+    for name in names:
         results.append(run_corpus(name, opts))
-        print(table(results, "(partial)", time.perf_counter() - started), flush=True)
-    command = "python -m grapher_bench.user_corpora.synthetic " + " ".join(sys.argv[1:] if argv is None else argv)
-    body = table(results, command.strip(), time.perf_counter() - started)
-    print(body)
-    if opts.out is not None:
-        write_section(opts.out, START, END, body)
+        done = "" if len(results) == len(names) else f"; {len(results)} of {len(names)} corpora"
+        body = table(results, command.strip(), time.perf_counter() - started, done)
+        print(body, flush=True)
+        if opts.out is not None:  # after each corpus: a run stopped later keeps what it did
+            write_section(opts.out, START, END, body)
     return 0
 
 

@@ -81,6 +81,7 @@ _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 _PREFIX = re.compile(
     r"^\s*(?:[-*>\d.)\s]+)?(?:\*\*)?(?:question|q)\s*\d*\s*[:.-]\s*(?:\*\*)?", re.I
 )
+_BULLET = re.compile(r"^\s*(?:[-*>]|\d+[.)])\s+")
 _MIN_WORDS = 3
 _MAX_CHARS = 400
 
@@ -113,7 +114,9 @@ _ASKING = re.compile(
 def _from_lines(text: str) -> str | None:
     """The first line holding a question mark, else the first line that opens like a
     question or a request ("List ...", "Which ..."); a refusal or a remark is none."""
-    lines = [_PREFIX.sub("", line).strip().strip("\"'`*").strip() for line in text.splitlines()]
+    lines = [
+        _PREFIX.sub("", _BULLET.sub("", line)).strip().strip("\"'`*") for line in text.splitlines()
+    ]
     asked = [line for line in lines if "?" in line]
     if asked:
         return asked[0]
@@ -121,7 +124,7 @@ def _from_lines(text: str) -> str | None:
 
 
 def _clean(question: str) -> str | None:
-    question = _PREFIX.sub("", question).strip().strip("\"'`*").strip()
+    question = _PREFIX.sub("", _BULLET.sub("", question)).strip().strip("\"'`*").strip()
     question = " ".join(question.split())
     if len(question) > _MAX_CHARS or len(question.split()) < _MIN_WORDS:
         return None
