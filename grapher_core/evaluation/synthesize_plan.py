@@ -120,8 +120,9 @@ def plan_seeds(
     min_chars: int = 40,
 ) -> list[Seed]:
     """``n`` seeds: ``round(n * pair_share)`` linked pairs (fewer when the corpus has fewer),
-    the rest single objects (those in no drawn pair first), none of them an object shorter than ``min_chars`` characters
-    (nothing to ask about). The same corpus, ``n`` and ``seed`` give the same seeds."""
+    the rest single objects (those in no drawn pair first), none of them an object shorter
+    than ``min_chars`` characters (nothing to ask about). The same corpus, ``n`` and ``seed``
+    give the same seeds."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"the number of questions must be an integer >= 1, got {n!r}")
     if not 0.0 <= pair_share <= 1.0:

@@ -58,7 +58,7 @@ def databases(tmp_path: Path) -> list[str]:
 def _synth(server: FaultServer, out: Path, n: int = 10) -> list[str]:
     args = ["eval", "--synthesize", str(n), "--write-questions", str(out)]
     args += ["--llm-model", "fake", "--llm-base-url", server.base_url, "--pair-share", "0.5"]
-    return args + ["--top-n", "6", "--k", "1,3", "--rankers", "gcs", "--no-progress"]
+    return [*args, "--top-n", "6", "--k", "1,3", "--rankers", "gcs", "--no-progress"]
 
 
 def test_synthesized_questions_are_written_evaluated_and_cached(
@@ -74,10 +74,11 @@ def test_synthesized_questions_are_written_evaluated_and_cached(
     printed = capsys.readouterr().out
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     fks = {
-        frozenset(p)
-        for p in [("shop.orders", "shop.buyers"), ("shop.parcels", "shop.orders")]
-        + [("shop.routes", "shop.couriers"), ("shop.routes", "shop.parcels")]
-        + [("zoo.feedings", "zoo.keepers")]
+        frozenset(("shop.orders", "shop.buyers")),
+        frozenset(("shop.parcels", "shop.orders")),
+        frozenset(("shop.routes", "shop.couriers")),
+        frozenset(("shop.routes", "shop.parcels")),
+        frozenset(("zoo.feedings", "zoo.keepers")),
     }
     pairs = [q for q in lines if q["kind"] == "pair"]
     singles = [q for q in lines if q["kind"] == "single"]
