@@ -87,7 +87,9 @@ _ROW = re.compile(r"^    (.+?)\s+PR@\d+\s+([\d.]+)\s+gold@\d+\s+([\d.]+)")
 def kinds_of(output: str) -> dict[str, tuple[int, float]]:
     """Kind -> (questions, default - retriever PR@K in points) from the printed breakdown."""
     found: dict[str, tuple[int, float]] = {}
-    kind, count, values = None, 0, []
+    kind: str | None = None
+    count = 0
+    values: list[float] = []
     for line in output.splitlines():
         if (match := _KIND.match(line)) is not None:
             kind, count, values = match.group(1), int(match.group(2)), []
