@@ -125,6 +125,16 @@ class FamilyRanker(Generic[ModelT, ConfigT]):
         if not _in_event_loop():  # a bad checkpoint is refused at once, as always
             self._load()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a reranker sent to a worker process): the lock stays behind."""
+        state = self.__dict__.copy()
+        del state["_load_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._load_lock = threading.RLock()
+
     def _load(self) -> tuple[ModelT, ConfigT]:
         """The network and its config, read on first need. Built inside a coroutine (an async
         app making a wrapper), the ranker reads nothing then: the seconds of file IO and
