@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from grapher_core.evaluation.measure import Measurement
 from grapher_core.evaluation.metrics import pct
@@ -89,18 +88,3 @@ def kinds_table(results: Sequence[KindResult], rows: Sequence[Measurement], k: i
                 f"gold@{k} {pct(result.gold[name]):>5}{change}"
             )
     return "\n".join(lines)
-
-
-def kinds_json(results: Sequence[KindResult]) -> list[dict[str, Any]]:
-    """The breakdown for a JSON report."""
-    return [
-        {
-            "kind": r.kind,
-            "questions": r.questions,
-            "PR": dict(r.pr),
-            "gold": dict(r.gold),
-            "wins": dict(r.wins),
-            "losses": dict(r.losses),
-        }
-        for r in results
-    ]
