@@ -117,12 +117,16 @@ def run_corpus(name: str, opts: argparse.Namespace) -> CorpusResult:
     work.mkdir(parents=True, exist_ok=True)
     common = ["--corpus", str(folder / "corpus.jsonl"), "--k", opts.k, "--top-n", str(opts.top_n)]
     started = time.perf_counter()
-    code, _ = _eval(
-        [*common, "--questions", str(folder / "queries.jsonl"), "--json", str(work / "hand.json")],
-        work / "hand.log",
-    )
-    if code != 0:
-        raise SystemExit(f"{name}: grapher eval on the hand-written questions exited {code}")
+    if not (opts.keep_hand and (work / "hand.json").is_file()):
+        hand_args = [
+            "--questions",
+            str(folder / "queries.jsonl"),
+            "--json",
+            str(work / "hand.json"),
+        ]
+        code, _ = _eval([*common, *hand_args], work / "hand.log")
+        if code != 0:
+            raise SystemExit(f"{name}: grapher eval on the hand-written questions exited {code}")
     questions = work / "synthetic.jsonl"
     questions.unlink(missing_ok=True)  # rebuilt from the answer cache: nothing is asked again
     synth = ["--synthesize", str(opts.n), "--write-questions", str(questions)]
@@ -184,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=HERE)
     parser.add_argument("--work", type=Path, default=Path("bench_out/synthetic"))
     parser.add_argument("--out", type=Path, help="doc whose synthetic-agreement section to write")
+    parser.add_argument(
+        "--keep-hand",
+        action="store_true",
+        help="reuse a corpus's hand-written report from --work when there is one",
+    )
     opts = parser.parse_args(argv)
     command = "python -m grapher_bench.user_corpora.synthetic " + " ".join(
         sys.argv[1:] if argv is None else argv

@@ -27,6 +27,7 @@ from grapher_core.errors import InputError
 from grapher_core.evaluation.synthesize_plan import PAIR, Seed, plan_seeds
 from grapher_core.evaluation.synthesize_text import (
     PROMPT_VERSION,
+    PROMPT_WORDS,
     identifiers,
     named_identifier,
     pair_prompt,
@@ -85,7 +86,8 @@ class Synthesis:
             f"{len(self.questions)} of {self.asked} questions kept ({pairs} pair, "
             f"{len(self.questions) - pairs} single); {len(self.failed)} without a usable "
             f"answer, {self.rewritten} rewritten and {len(self.dropped_named)} dropped for "
-            f"naming an identifier, {self.dropped_repeats} repeats dropped; "
+            f"naming an identifier (or the prompt's items), {self.dropped_repeats} repeats "
+            "dropped; "
             f"{self.cached} answers from the cache"
         )
 
@@ -152,7 +154,10 @@ def synthesize_questions(
     seeds = plan_seeds(list(corpus), n, pair_share=pair_share, seed=seed)
     if not seeds:
         raise InputError("no object of the corpus has text enough to write a question about")
-    drafts = [_Draft(s, [name for i in s.ids for name in identifiers(objects[i])]) for s in seeds]
+    drafts = [
+        _Draft(s, [*PROMPT_WORDS, *(name for i in s.ids for name in identifiers(objects[i]))])
+        for s in seeds
+    ]
     prompts = [
         pair_prompt(*(objects[i] for i in s.ids))
         if s.kind == PAIR

@@ -19,6 +19,7 @@ from grapher_core.candidates import CorpusObject
 
 __all__ = [
     "PROMPT_VERSION",
+    "PROMPT_WORDS",
     "identifiers",
     "named_identifier",
     "pair_prompt",
@@ -86,7 +87,18 @@ _MIN_WORDS = 3
 _MAX_CHARS = 400
 
 
+_QUESTION_FIELD = re.compile(r'"question"\s*:\s*"((?:[^"\\]|\\.)+)', re.I)
+"""A ``"question": "..."`` field even in JSON cut short or broken (a missing ``"}``)."""
+
+
 def _from_json(text: str) -> str | None:
+    found = _from_json_values(text)
+    if found is None and (field := _QUESTION_FIELD.search(text)) is not None:
+        found = field.group(1).replace('\\"', '"')
+    return found
+
+
+def _from_json_values(text: str) -> str | None:
     for piece in [text, *_OBJECT.findall(text)]:
         try:
             value = json.loads(piece)
@@ -144,6 +156,10 @@ def parse_question(answer: str | None) -> str | None:
         found = _from_lines(text)
     return None if found is None else _clean(found)
 
+
+PROMPT_WORDS = ("Item A", "Item B", "both items", "this item", "the item", "given collection")
+"""The prompt's own words: a question that says "as described in Item A" is not one a user
+asks, so these are treated like identifiers (rewritten away, else dropped)."""
 
 NAME_FIELDS = ("table", "table_id", "doc_id", "source", "file_path", "file_name", "url")
 """Metadata fields whose values name an object (besides its id)."""

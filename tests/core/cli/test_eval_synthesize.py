@@ -97,8 +97,8 @@ def test_synthesized_questions_are_written_evaluated_and_cached(
     assert ["zoo.plants"] not in [q["gold"] for q in lines]
     assert (
         "synthesised: 8 of 10 questions kept (4 pair, 4 single); 1 without a usable answer, "
-        "1 rewritten and 1 dropped for naming an identifier, 0 repeats dropped; 0 answers "
-        "from the cache"
+        "1 rewritten and 1 dropped for naming an identifier (or the prompt's items), 0 repeats "
+        "dropped; 0 answers from the cache"
     ) in printed
     assert f"wrote {out}" in printed
     assert "by kind of question" in printed

@@ -12,6 +12,7 @@ from grapher_core.evaluation.kinds import by_kind
 from grapher_core.evaluation.measure import Measurement
 from grapher_core.evaluation.synthesize_plan import PAIR, SINGLE, linked_pairs, plan_seeds
 from grapher_core.evaluation.synthesize_text import (
+    PROMPT_WORDS,
     identifiers,
     named_identifier,
     parse_question,
@@ -31,6 +32,7 @@ ASKED = "Which trials of a study were pruned at step 10?"
         "**Question 1:** Which trials of a study were pruned at step 10?",
         "1. Which trials of a study were pruned at step 10?\n2. Another one?",
         '{"q": "Which trials of a study were pruned at step 10?"}',
+        '{"question": "Which trials of a study were pruned at step 10?',  # cut short
     ],
 )
 def test_answers_are_read_leniently(answer: str) -> None:
@@ -71,6 +73,9 @@ def test_identifiers_are_names_not_plain_words() -> None:
     assert named_identifier("See surface.html for blit", names) == ["surface.html"]
     assert named_identifier("What do trial params hold?", names) == []
     assert named_identifier("What do my_trial_params hold?", names) == []  # whole words only
+    said = "What changed, as described in Item A and item B?"
+    assert named_identifier(said, PROMPT_WORDS) == ["Item A", "Item B"]  # the prompt's words
+    assert named_identifier("How are nested list items indented?", PROMPT_WORDS) == []
 
 
 def _chunks() -> list[CorpusObject]:
