@@ -87,8 +87,14 @@ class SentenceTransformerEmbedder:
     def model(self) -> Any:
         with self._lock:
             if self._model is None:
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as transformers_logging
+                try:  # the one place the embed extra is reached: every door comes through here
+                    from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as transformers_logging
+                except ImportError as error:  # torch, transformers or sentence-transformers
+                    raise MissingDependencyError(
+                        f"embedding texts needs the 'embed' extra ({error.name or error} is not "
+                        "installed): pip install 'grapher-rerank[embed]'"
+                    ) from error
 
                 transformers_logging.disable_progress_bar()
 
@@ -126,6 +132,7 @@ class SentenceTransformerEmbedder:
         cores, ``grapher-bench wrapper-latency``)."""
         if self.device not in (None, "cpu"):
             return self.embed_documents([text])[0]
+        self.model  # noqa: B018 - loads it, or names the missing extra before torch is imported
         from grapher_core.utils.threads import torch_threads
 
         with torch_threads(1, "cpu"):

@@ -78,6 +78,9 @@ def register(subparsers: Any) -> None:
     )
     add_source_arguments(parser)
     add_question_arguments(parser)
+    from grapher_core.cli.synthesize import add_synthesis_arguments
+
+    add_synthesis_arguments(parser)
     parser.add_argument(
         "--rankers",
         default="gcs,ppr,gat",
@@ -218,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     missing_extras(rankers)  # every ranker missing its extra: exit 2 before any input
     budget = CostBudget.parse(args.cost_budget)
     objects = _read_objects(args)
+    from grapher_core.cli.synthesize import print_kinds, synthesize_if_asked
+
+    synthesize_if_asked(args, objects)  # --synthesize: writes them, sets args.questions
     questions = load_questions(args, objects)
     objects = _prepare(args, objects)
     retrieval = _retrieve(args, objects, questions)
@@ -246,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
         if label not in plan.skipped:
             print(f"skipped: {label}: {reason}")
     print("\n".join(result.lines()))
+    print_kinds(args, result.rows, scope.question_ids, result.choice)
     if args.write_config is not None:
         result.write_config(args.write_config)
         print(f"wrote {args.write_config}: load it with GraphReranker.from_config(path)")

@@ -173,10 +173,14 @@ def gat_extra_installed() -> None:
 
 def need_gat_extra() -> None:
     """Import the gat extra (after the cheap checks): a broken install is refused here."""
+    from grapher_core.learned.pyg import quiet_jit_notice
+
     try:
         import safetensors  # noqa: F401
         import torch  # noqa: F401
-        import torch_geometric  # noqa: F401
+
+        with quiet_jit_notice():
+            import torch_geometric  # noqa: F401
     except ImportError as error:
         raise MissingDependencyError(
             "grapher train fine-tunes the GAT, which needs the gat extra (torch, "

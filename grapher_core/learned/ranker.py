@@ -10,6 +10,8 @@ subclass supplies only its own scoring (:meth:`FamilyRanker.score`).
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -38,6 +40,16 @@ if TYPE_CHECKING:
     from grapher_core.ranking.base import RankContext
 
 __all__ = ["FamilyRanker", "OnDevice", "check_option"]
+
+
+def _in_event_loop() -> bool:
+    """Whether this thread is running an asyncio event loop (the caller is a coroutine)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
 
 ModelT = TypeVar("ModelT")
 ConfigT = TypeVar("ConfigT", bound=FamilyConfig)
@@ -108,16 +120,62 @@ class FamilyRanker(Generic[ModelT, ConfigT]):
         self.family = family
         self.shipped = checkpoint is None
         self.path = family.default_path(variant) if checkpoint is None else Path(checkpoint)
-        self.model, self.config = family.load(self.path, device)
-        if self.shipped and self.caveat:
-            warn_once(self.caveat, self.caveat_category)
-        if embedder is not None:
-            family.check_embeddings(
-                self.config, self.config.embedding_dim, getattr(embedder, "name", None)
-            )
         self._embedder = embedder
         self.device = device
         self.threads = threads
+        self._checkpoint: tuple[ModelT, ConfigT] | None = None
+        self._load_lock = threading.RLock()
+        if self.shipped and self.caveat:
+            warn_once(self.caveat, self.caveat_category)
+        if not _in_event_loop():  # a bad checkpoint is refused at once, as always
+            self._load()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a reranker sent to a worker process): the lock stays behind."""
+        state = self.__dict__.copy()
+        del state["_load_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._load_lock = threading.RLock()
+
+    def _load(self) -> tuple[ModelT, ConfigT]:
+        """The network and its config, read on first need. Built inside a coroutine (an async
+        app making a wrapper), the ranker reads nothing then: the seconds of file IO and
+        torch set-up would stall the event loop, and the async doors rank in a worker
+        thread, where this load then happens."""
+        with self._load_lock:
+            if self._checkpoint is None:
+                model, config = self.family.load(self.path, self.device)
+                if self._embedder is not None:
+                    self.family.check_embeddings(
+                        config, config.embedding_dim, getattr(self._embedder, "name", None)
+                    )
+                self._checkpoint = (model, config)
+                try:
+                    self._loaded(model, config)
+                except BaseException:
+                    self._checkpoint = None
+                    raise
+            return self._checkpoint
+
+    def _loaded(self, model: ModelT, config: ConfigT) -> None:
+        """What a family sets up from its checkpoint (runs once, when it is read)."""
+
+    @property
+    def model(self) -> ModelT:
+        """The trained network (read from the checkpoint on first use)."""
+        return self._load()[0]
+
+    @property
+    def config(self) -> ConfigT:
+        """The checkpoint's config (read with the network)."""
+        return self._load()[1]
+
+    @config.setter
+    def config(self, value: ConfigT) -> None:
+        self._checkpoint = (self._load()[0], value)
 
     @property
     def embedder(self) -> Embedder:

@@ -23,7 +23,6 @@ passing, so a node's score depends on its own features only.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
@@ -87,10 +86,9 @@ class ModelSpec:
 
 
 def _gatv2(spec: ModelSpec) -> nn.Module:
-    with warnings.catch_warnings():  # torch-geometric's import-time torch.jit.script notice
-        warnings.filterwarnings(
-            "ignore", message=".*torch.jit.script.*", category=DeprecationWarning
-        )
+    from grapher_core.learned.pyg import quiet_jit_notice
+
+    with quiet_jit_notice():  # torch-geometric's import-time torch.jit.script notice
         from torch_geometric.nn import GATv2Conv
     # Self-loops come with the graph (edge_arrays adds them with their own "self" flag).
     return GATv2Conv(

@@ -53,20 +53,34 @@ class LearnedRanker(FamilyRanker[GraphERNet, CheckpointConfig]):
         device: str = "cpu",
         threads: int | None = 1,
     ) -> None:
-        super().__init__(
-            GAT, checkpoint, variant=self.name, embedder=embedder, device=device, threads=threads
-        )
-        if self.config.model.architecture != self.name:
-            raise ConfigError(
-                f"{self.path} holds a {self.config.model.architecture!r} model; load it with "
-                f"ranker={self.config.model.architecture!r}"
-            )
         check_option(type(self).__name__, "alpha", alpha, "float", 0.0, 1.0, open_bounds=True)
-        self.alpha = self.config.alpha if alpha is None else float(alpha)
-        self._plan = InferencePlan(self.model)
+        self._alpha = None if alpha is None else float(alpha)
+        self._inference: InferencePlan | None = None
         #: what it last said it does not fit (RankerUnfitWarning), kept: the warning is said
         #: once per process, an evaluation run later in it still reads this
         self.unfit: str | None = None
+        super().__init__(
+            GAT, checkpoint, variant=self.name, embedder=embedder, device=device, threads=threads
+        )
+
+    def _loaded(self, model: GraphERNet, config: CheckpointConfig) -> None:
+        if config.model.architecture != self.name:
+            raise ConfigError(
+                f"{self.path} holds a {config.model.architecture!r} model; load it with "
+                f"ranker={config.model.architecture!r}"
+            )
+        self._inference = InferencePlan(model)
+
+    @property
+    def alpha(self) -> float:
+        """GCS alpha of the GCS-score feature: the one given, else the checkpoint's."""
+        return float(self.config.alpha) if self._alpha is None else self._alpha
+
+    @property
+    def _plan(self) -> InferencePlan:
+        self._load()
+        assert self._inference is not None  # set by _loaded
+        return self._inference
 
     @property
     def reads_scores(self) -> bool:

@@ -24,7 +24,6 @@ Stage 1 (label-free link reconstruction) uses :meth:`QAGNNNet.link_logits` on th
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -79,10 +78,9 @@ class QAGNNSpec:
 
 
 def _gat(in_dim: int, spec: QAGNNSpec) -> nn.Module:
-    with warnings.catch_warnings():  # torch-geometric's import-time torch.jit.script notice
-        warnings.filterwarnings(
-            "ignore", message=".*torch.jit.script.*", category=DeprecationWarning
-        )
+    from grapher_core.learned.pyg import quiet_jit_notice
+
+    with quiet_jit_notice():  # torch-geometric's import-time torch.jit.script notice
         from torch_geometric.nn import GATConv
     return GATConv(
         in_dim,
@@ -138,7 +136,10 @@ class QueryGuidedPooling(nn.Module):
         self, h: torch.Tensor, batch: torch.Tensor, query: torch.Tensor, n_graphs: int
     ) -> torch.Tensor:
         """Per-node attention weights (sum to 1 within each ego-subgraph)."""
-        from torch_geometric.utils import softmax
+        from grapher_core.learned.pyg import quiet_jit_notice
+
+        with quiet_jit_notice():
+            from torch_geometric.utils import softmax
 
         if self.pooling == "mean":
             counts = torch.bincount(batch, minlength=n_graphs).clamp(min=1).to(h.dtype)
