@@ -29,6 +29,9 @@ REVIEWED_SITES = {
     ("grapher_core/allowed.py", "load"),  # a Lazy: module and attribute written in code
     ("grapher_core/cli/main.py", "build_parser"),  # SUBCOMMANDS, a constant of that module
     ("grapher_core/picture.py", "_require"),  # matplotlib / networkx, literals at each call
+    # a shipped store adapter of this package, its module a literal in STORES
+    ("langchain_grapher/stores/registry.py", "factory"),
+    ("llama_index_grapher/stores/registry.py", "factory"),
 }
 """Every dynamic import of the library, each reviewed: none takes a string from a file."""
 
