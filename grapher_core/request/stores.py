@@ -98,6 +98,7 @@ class StoreRegistry(Generic[A]):
         self.how = how
         self._factories: dict[str, Callable[[Any], A | None]] = dict(known)
         self._lock = threading.Lock()
+        self._held: dict[int, tuple[Any, A | None]] = {}
         self.diagnostics = Diagnostics(owner=f"GraphER ({framework} stores)")
 
     def register(self, store_type: str | type, factory: Callable[[Any], A | None]) -> None:
@@ -127,6 +128,20 @@ class StoreRegistry(Generic[A]):
             if name in factories:
                 return factories[name]
         return None
+
+    def held_adapter(self, store: Any) -> A | None:
+        """:meth:`adapter`, made once per store object and kept (for the last 64 stores): an
+        adapter may keep a map between calls (FAISS rows, an index's node ids)."""
+        with self._lock:
+            held = self._held.get(id(store))
+        if held is not None and held[0] is store:
+            return held[1]
+        adapter = self.adapter(store)
+        with self._lock:
+            if len(self._held) >= 64:
+                self._held.clear()
+            self._held[id(store)] = (store, adapter)
+        return adapter
 
     def adapter(self, store: Any) -> A | None:
         """The store's adapter, or ``None`` for an unknown store (said once per type)."""

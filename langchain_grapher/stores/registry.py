@@ -67,23 +67,13 @@ def register_store_adapter(store_type: str | type, factory: Callable[[Any], Stor
     REGISTRY.register(store_type, factory)
 
 
-_ADAPTERS: dict[int, tuple[Any, StoreAdapter | None]] = {}
-
-
 def adapter_for(store: Any) -> StoreAdapter | None:
     """The adapter of ``store`` (an adapter given as the store is used as it is), or ``None``
     for an unknown store (said once per type). One adapter per store object: an adapter may
     keep a map (FAISS rows) between calls."""
     if isinstance(store, StoreAdapter) and not hasattr(store, "similarity_search"):
         return store
-    held = _ADAPTERS.get(id(store))
-    if held is not None and held[0] is store:
-        return held[1]
-    adapter = REGISTRY.adapter(store)
-    if len(_ADAPTERS) > 64:
-        _ADAPTERS.clear()
-    _ADAPTERS[id(store)] = (store, adapter)
-    return adapter
+    return REGISTRY.held_adapter(store)
 
 
 def store_capabilities(store: Any) -> StoreCapabilities | None:

@@ -96,23 +96,13 @@ def register_store_adapter(
     REGISTRY.register(store_type, factory)
 
 
-_ADAPTERS: dict[int, tuple[Any, NodeStoreAdapter | None]] = {}
-
-
 def adapter_for(store: Any) -> NodeStoreAdapter | None:
     """The adapter of ``store`` (a vector store or a ``VectorStoreIndex``; an adapter given as
     the store is used as it is), or ``None`` when no vectors can be read from it (said once
     per type). One adapter per store object: an adapter may keep an id map between calls."""
     if isinstance(store, NodeStoreAdapter) and not hasattr(store, "query"):
         return store
-    held = _ADAPTERS.get(id(store))
-    if held is not None and held[0] is store:
-        return held[1]
-    adapter = REGISTRY.adapter(store)
-    if len(_ADAPTERS) > 64:
-        _ADAPTERS.clear()
-    _ADAPTERS[id(store)] = (store, adapter)
-    return adapter
+    return REGISTRY.held_adapter(store)
 
 
 def store_capabilities(store: Any) -> StoreCapabilities | None:
