@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from grapher_core.errors import InputTypeError
+from grapher_core.utils.schema import DeclaredFields
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Candidate(DeclaredFields):
     """One object returned by a base retriever, the single input type of the core.
 
     ``score`` is the base retriever's score (``None`` when the retriever gives none: seeds then
@@ -33,7 +34,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class CorpusObject:
+class CorpusObject(DeclaredFields):
     """An object of a corpus before retrieval (a table, a passage, a chunk)."""
 
     id: str
@@ -58,7 +59,7 @@ def _check_metadata(item: Candidate | CorpusObject, what: str) -> None:
 
 
 @dataclass(frozen=True)
-class Contribution:
+class Contribution(DeclaredFields):
     """One neighbour's share in lifting a candidate's score: the explanation unit.
 
     ``contribution = W[i, j] * score[j]`` with ``W`` the row-normalised adjacency: the
@@ -74,7 +75,7 @@ class Contribution:
 
 
 @dataclass(frozen=True)
-class RankedCandidate:
+class RankedCandidate(DeclaredFields):
     """A reranked candidate: its new score and rank, where it came from, and why it moved."""
 
     id: str

@@ -186,16 +186,27 @@ def check_field_names(owner: str, given: Iterable[object], known: Iterable[str])
 
 
 class DeclaredFields:
-    """Base of the dataclasses whose fields files may set (proximities, rankers): a misspelt
+    """Base of the dataclasses whose fields a file or a caller sets (proximities, rankers, the
+    core's value types): a misspelt
     keyword is refused naming the closest field (``ForeignKeys(feild="x")`` -> ``field``), a
     ``ConfigError`` like every other refusal, not Python's bare ``TypeError``."""
 
     __slots__ = ()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if kwargs and dataclasses.is_dataclass(cls):
-            check_field_names(cls.__name__, kwargs, [f.name for f in dataclasses.fields(cls)])
+        if kwargs:
+            known = _FIELD_NAMES.get(cls)
+            if known is None:  # once per class: the values built per query stay cheap
+                fields: tuple[dataclasses.Field[Any], ...] = (
+                    dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+                )
+                known = _FIELD_NAMES[cls] = frozenset(field.name for field in fields)
+            if known and not known.issuperset(kwargs):
+                check_field_names(cls.__name__, kwargs, known)
         return super().__new__(cls)
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
 def check_values(

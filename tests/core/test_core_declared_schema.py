@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
 
 from grapher_core.allowed import allowed_names, resolve
+from grapher_core.candidates import Candidate, CorpusObject, RankedCandidate
 from grapher_core.edges import ForeignKeys
 from grapher_core.edges.checks import EDGE_KINDS, check_proximity
 from grapher_core.errors import ConfigError, GraphERError, InputTypeError
@@ -184,3 +186,18 @@ def test_grapher_error_in_finds_the_error_a_framework_wrapped() -> None:
 
     assert grapher_error_in(Wrapped()) is inner
     assert grapher_error_in(ValueError("plain")) is None
+
+
+@pytest.mark.parametrize(
+    ("build", "wrong", "right"),
+    [
+        (lambda **kw: Candidate("a", "t", **kw), "scroe", "score"),
+        (lambda **kw: CorpusObject("a", "t", **kw), "metdata", "metadata"),
+        (lambda **kw: RankedCandidate("a", 0.5, None, 1, **kw), "orignal_rank", "original_rank"),
+    ],
+)
+def test_the_core_value_types_name_a_misspelt_keyword(
+    build: Callable[..., object], wrong: str, right: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"did you mean '{right}'"):
+        build(**{wrong: 1})
