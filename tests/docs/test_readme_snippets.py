@@ -85,10 +85,10 @@ assert len(docs) == 5 and all("relevance_score" in d.metadata for d in docs), do
 print("langchain snippet:", [d.id for d in docs])
 """,
     "llamaindex": """
-assert len(nodes) == 5, nodes
+assert len(reranked) == 5, reranked
 answer = engine.query(question)
 assert len(answer.source_nodes) == 5, answer.source_nodes
-print("llamaindex snippet:", [n.node.node_id for n in nodes])
+print("llamaindex snippet:", [n.node.node_id for n in reranked])
 """,
 }
 

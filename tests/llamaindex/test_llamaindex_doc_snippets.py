@@ -80,7 +80,10 @@ def prelude() -> dict[str, Any]:
     from grapher_core.ranking.config import write_config
 
     write_config("grapher.json", {"grapher_config": 1, "ranker": "gcs", "alpha": 0.1})
+    from llama_index.core.llms import MockLLM
+
     return {
+        "llm": MockLLM(),  # "your LLM" of the snippets' query engines (offline)
         "documents": documents,
         "nodes": list(nodes),
         "index": VectorStoreIndex(nodes, embed_model=embed_model),
