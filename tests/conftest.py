@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers_extras import extra_of, reason
-from helpers_tiktoken import bundled_tiktoken_cache
+from helpers_tiktoken import bundled_nltk_data, bundled_tiktoken_cache
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,6 +23,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # caller has not chosen one. Subprocesses (the CLI tests) inherit it.
 if "TIKTOKEN_CACHE_DIR" not in os.environ and (_bundled := bundled_tiktoken_cache()) is not None:
     os.environ["TIKTOKEN_CACHE_DIR"] = str(_bundled)
+# The same for NLTK's data, which LlamaIndex's sentence splitter reads (never downloaded here).
+if "NLTK_DATA" not in os.environ and (_nltk := bundled_nltk_data()) is not None:
+    os.environ["NLTK_DATA"] = str(_nltk)
 
 
 @dataclass(frozen=True)
