@@ -143,6 +143,22 @@ class StoreRegistry(Generic[A]):
             self._held[id(store)] = (store, adapter)
         return adapter
 
+    def kept(
+        self, store: Any, capabilities: StoreCapabilities, metadata: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """:func:`kept_metadata`, each field written in another shape said once per store,
+        naming the field and the store (what both wrappers' ``store_ready`` write)."""
+        kept, changed = kept_metadata(capabilities, metadata)
+        for field in changed:
+            self.diagnostics.bound(
+                ("rewritten", id(store), field),
+                f"{capabilities.store} cannot keep metadata field {field!r} as given "
+                f"(e.g. {metadata[field]!r:.80}): it is written as "
+                f"{kept.get(field, '(left out: empty)')!r:.80}, which GraphER reads back "
+                "the same",
+            )
+        return kept, changed
+
     def adapter(self, store: Any) -> A | None:
         """The store's adapter, or ``None`` for an unknown store (said once per type)."""
         factory = self.factory(store)

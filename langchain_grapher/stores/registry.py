@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from langchain_core.documents import Document
 
-from grapher_core.request.stores import StoreCapabilities, StoreRegistry, kept_metadata
+from grapher_core.request.stores import StoreCapabilities, StoreRegistry
 from langchain_grapher.stores.base import StoreAdapter
 
 __all__ = [
@@ -112,14 +112,6 @@ def store_ready(store: Any, documents: Sequence[Document]) -> list[Document]:
     capabilities = adapter.capabilities
     out = []
     for document in documents:
-        metadata, changed = kept_metadata(capabilities, document.metadata)
-        for field in changed:
-            REGISTRY.diagnostics.bound(
-                ("rewritten", id(store), field),
-                f"{capabilities.store} cannot keep metadata field {field!r} as given "
-                f"(e.g. {document.metadata[field]!r:.80}): it is written as "
-                f"{metadata.get(field, '(left out: empty)')!r:.80}, which GraphER reads back "
-                "the same",
-            )
+        metadata, changed = REGISTRY.kept(store, capabilities, document.metadata)
         out.append(document.model_copy(update={"metadata": metadata}) if changed else document)
     return out

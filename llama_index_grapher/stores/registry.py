@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from grapher_core.request.stores import StoreCapabilities, StoreRegistry, kept_metadata
+from grapher_core.request.stores import StoreCapabilities, StoreRegistry
 from llama_index_grapher.stores.base import NodeStoreAdapter
 
 __all__ = [
@@ -129,15 +129,7 @@ def store_ready(store: Any, nodes: Sequence[Any]) -> list[Any]:
         return list(nodes)
     out = []
     for node in nodes:
-        metadata, changed = kept_metadata(capabilities, node.metadata)
-        for field in changed:
-            REGISTRY.diagnostics.bound(
-                ("rewritten", id(store), field),
-                f"{capabilities.store} cannot keep metadata field {field!r} as given "
-                f"(e.g. {node.metadata[field]!r:.80}): it is written as "
-                f"{metadata.get(field, '(left out: empty)')!r:.80}, which GraphER reads back "
-                "the same",
-            )
+        metadata, changed = REGISTRY.kept(store, capabilities, node.metadata)
         out.append(node.model_copy(update={"metadata": metadata}) if changed else node)
     return out
 
