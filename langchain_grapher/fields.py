@@ -13,7 +13,6 @@ from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from grapher_core.errors import GraphERError
 from grapher_core.expand import (
     DEFAULT_BUDGET,
     DEFAULT_HOPS,
@@ -23,7 +22,7 @@ from grapher_core.expand import (
     DEFAULT_SEEDS,
 )
 from grapher_core.rerank import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_CHARS_PER_DOC
-from grapher_core.utils.schema import check_field_names, grapher_error_in
+from grapher_core.utils.schema import check_field_names, library_errors
 
 __all__ = ["KnownFields", "RerankerFields"]
 
@@ -35,13 +34,8 @@ class KnownFields(BaseModel):
     it. :meth:`accepted_names`: the keywords a class takes (its fields, by default)."""
 
     def __init__(self, **data: Any) -> None:
-        try:
+        with library_errors():
             super().__init__(**data)
-        except ValueError as error:
-            inner = None if isinstance(error, GraphERError) else grapher_error_in(error)
-            if inner is None:
-                raise
-            raise inner from None
 
     @classmethod
     def accepted_names(cls) -> list[str]:

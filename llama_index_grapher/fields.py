@@ -49,6 +49,7 @@ from grapher_core.utils.schema import (
     check_field_names,
     check_values,
     grapher_error_in,
+    library_errors,
     shown,
 )
 from llama_index_grapher.embeddings import embed_model_payload, load_embed_model
@@ -110,13 +111,8 @@ class KnownFields(BaseModel):
         return cast(Self, super().from_dict(data, **kwargs))  # type: ignore[misc]
 
     def __init__(self, **data: Any) -> None:
-        try:
+        with library_errors():
             super().__init__(**data)
-        except ValueError as error:
-            inner = None if isinstance(error, GraphERError) else grapher_error_in(error)
-            if inner is None:
-                raise
-            raise inner from None
 
     @model_validator(mode="before")
     @classmethod

@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, Literal
@@ -36,6 +37,7 @@ __all__ = [
     "check_values",
     "declared_schema",
     "grapher_error_in",
+    "library_errors",
     "shown",
 ]
 
@@ -229,6 +231,19 @@ def check_values(
         name: schema[name].check(f"{where}: key '{prefix}{name}'", value)
         for name, value in values.items()
     }
+
+
+@contextmanager
+def library_errors() -> Iterator[None]:
+    """Inside it, a framework's validation error that wraps a :class:`GraphERError` is raised
+    as that error (the wrappers' constructors: every door raises the library's error)."""
+    try:
+        yield
+    except ValueError as error:
+        inner = None if isinstance(error, GraphERError) else grapher_error_in(error)
+        if inner is None:
+            raise
+        raise inner from None
 
 
 def grapher_error_in(error: BaseException) -> GraphERError | None:
