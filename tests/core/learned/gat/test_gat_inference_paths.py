@@ -96,6 +96,50 @@ def test_paths_agree_on_shuffled_edges_and_self_loops_only() -> None:
     _assert_equal(_scores(plan, _tensors(only_loops)))
 
 
+def test_paths_agree_when_logits_spread_past_one_shift() -> None:
+    """Logits spread wider than SHIFT_SPREAD: the plan's softmax shifts each segment by its
+    own maximum (one shared shift would underflow whole segments to zero) and still equals
+    forward."""
+    plan = perturbed_plan(16, seed=6)
+    arrays = narrow_inputs("entity", 40, seed=7, dim=16)
+    with torch.no_grad():
+        for conv in plan.model.convs:
+            conv.att.mul_(40.0)
+    wide = InferencePlan(plan.model)
+    args = _tensors(arrays)
+    with torch.inference_mode():
+        table_h = wide._encode(args[0], args[1], args[2].reshape(1, -1))
+        edges = gat_model._sorted_edges(args[3], args[4], 40, wide.heads)
+        table = table_h.new_empty(2 * 40 + edges.feature_rows.shape[0], wide.heads * wide.hidden)
+        layer = wide.layers[0]
+        torch.addmm(layer.bias, table_h, layer.weight, out=table[:80].view(40, -1))
+        torch.mm(edges.feature_rows, layer.edge_weight, out=table[80:])
+        logits = wide._logits(table, edges, layer)
+    assert float(logits.max() - logits.min()) > gat_model.SHIFT_SPREAD  # the wide branch runs
+    _assert_equal(_scores(wide, args))
+
+
+def test_edge_feature_rows_are_grouped_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan's bag reads one row per distinct edge-feature row: the grouping reproduces
+    every edge's features exactly, continuous weights included, and falls back to one row
+    per edge when the grouping key collides."""
+    rng = np.random.default_rng(0)
+    attr = np.zeros((500, 7), dtype=np.float32)
+    attr[:, 0] = rng.choice([0.25, 0.5, 1.0], 500)
+    attr[:, 2] = rng.integers(0, 2, 500)
+    attr[::7, 0] = rng.random(attr[::7].shape[0])  # continuous weights too
+    rows, inverse = gat_model._distinct_rows(attr)
+    np.testing.assert_array_equal(rows[inverse], attr)
+    assert rows.shape[0] == len({tuple(r) for r in attr.tolist()}) < 500
+    empty_rows, empty_inverse = gat_model._distinct_rows(np.zeros((0, 7), dtype=np.float32))
+    assert empty_rows.shape == (0, 7) and empty_inverse.size == 0
+    monkeypatch.setattr(gat_model, "_ROW_KEY", np.ones(64))  # [1, 0] and [0, 1] collide
+    colliding = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
+    rows, inverse = gat_model._distinct_rows(colliding)
+    np.testing.assert_array_equal(inverse, [0, 1, 2])  # one row per edge
+    np.testing.assert_array_equal(rows[inverse], colliding)
+
+
 def test_bad_edges_and_paths_are_refused(shipped_plan: InferencePlan) -> None:
     args = _tensors(graph_inputs("table", 20, seed=0))
     scalars, objects, query, edge_index, edge_attr = args
