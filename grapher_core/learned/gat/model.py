@@ -348,11 +348,20 @@ def _sorted_edges(edge_index: torch.Tensor, edge_attr: torch.Tensor, n: int, hea
     columns += np.arange(heads)
     rows = np.stack([2 * source, 2 * target + 1, 2 * n + kind_of], axis=1)
     starts = np.arange(0, min(source.size, EDGE_CHUNK) * 3, 3, dtype=np.int64)
-    ready = [
-        torch.from_numpy(np.ascontiguousarray(array)).to(edge_index.device)
-        for array in (target, rows.reshape(-1), starts, feature_rows, offsets, offsets[:-1] * heads)
-    ]
-    return _Edges(*ready, torch.from_numpy(columns.reshape(-1)).to(edge_index.device))
+    device = edge_index.device
+
+    def on(array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+    return _Edges(
+        target=on(target),
+        bag_rows=on(rows.reshape(-1)),
+        bag_starts=on(starts),
+        feature_rows=on(feature_rows),
+        offsets=on(offsets),
+        crow=on(offsets[:-1] * heads),
+        columns=on(columns.reshape(-1)),
+    )
 
 
 SHIFT_SPREAD = 60.0
