@@ -48,6 +48,7 @@ __all__ = [
     "fill_plan",
     "model_key",
     "plan_vectors",
+    "stacked_rows",
 ]
 
 DEFAULT_CACHE_SIZE = 100_000
@@ -428,6 +429,18 @@ def _model_texts(
     return dict(zip(positions, texts, strict=True))
 
 
+def stacked_rows(vectors: Sequence[Any]) -> np.ndarray | None:
+    """1-D numpy ``vectors`` of one length as the rows of one array, else ``None``: one
+    ``concatenate`` (``np.stack`` of a pool of 200 took 93 us, this 32; a call stacks its pool
+    twice when a learned ranker reads the vectors)."""
+    if not vectors or any(type(v) is not np.ndarray for v in vectors):
+        return None
+    shapes = {v.shape for v in vectors}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+        return None
+    return np.concatenate(vectors).reshape(len(vectors), -1)
+
+
 def _check_pool(
     items: Sequence[Candidate],
     vectors: Sequence[np.ndarray | None],
@@ -439,10 +452,7 @@ def _check_pool(
     present = [v for v in vectors if v is not None]
     if not present:
         return
-    try:
-        stacked = np.stack(present)
-    except ValueError:  # dimensions differ: name the first that does
-        stacked = None
+    stacked = stacked_rows(present)  # None: dimensions differ, the first that does is named
     first = next(i for i, v in enumerate(vectors) if v is not None)
     dim = present[0].shape[0]
     if stacked is None:

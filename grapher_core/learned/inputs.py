@@ -25,6 +25,7 @@ import numpy as np
 from grapher_core.candidates import Candidate
 from grapher_core.enrich.concepts import sanitise_texts
 from grapher_core.errors import EmbeddingMismatchError, InputError
+from grapher_core.vectors import stacked_rows
 
 if TYPE_CHECKING:
     from grapher_core.edges.graph import CandidateGraph
@@ -246,17 +247,15 @@ def object_vectors(
 ) -> np.ndarray:
     """One float32 row per candidate: its own vector, else its text embedded (one batch)."""
     given = [c.embedding for c in candidates]
-    if given and all(v is not None for v in given):  # the common case, in one numpy call
-        try:
-            stacked = np.asarray(np.stack(given), dtype=np.float32)  # type: ignore[arg-type]
-        except (TypeError, ValueError):  # ragged or not numeric: the per-candidate checks say
-            stacked = None
-        if (
-            stacked is not None
-            and stacked.shape == (len(candidates), dim)
-            and np.all(np.isfinite(stacked))
-        ):
-            return stacked
+    stacked = stacked_rows(given)  # the common case: numpy vectors of one length
+    if stacked is not None and stacked.dtype != np.float32:
+        stacked = stacked.astype(np.float32) if stacked.dtype.kind in "fiu" else None
+    if (
+        stacked is not None
+        and stacked.shape == (len(candidates), dim)
+        and np.isfinite(stacked).all()
+    ):
+        return stacked
     out = np.empty((len(candidates), dim), dtype=np.float32)
     missing: list[int] = []
     for i, candidate in enumerate(candidates):

@@ -291,3 +291,20 @@ def test_missing_texts_are_cleaned_before_the_model_and_the_candidates_keep_thei
     assert planned.missing_texts == ("x \ufffd y", "fine")
     assert planned.query_text == "q \ufffd"
     assert planned.candidates[0].text == "x \ud800 y"
+
+
+def test_stacked_rows_equals_np_stack_and_refuses_what_it_cannot_stack() -> None:
+    """The pool is stacked by one concatenate: the same array as ``np.stack`` for 1-D numpy
+    vectors of one length, ``None`` (the callers' per-candidate checks then name the culprit)
+    for anything else."""
+    from grapher_core.vectors import stacked_rows
+
+    rng = np.random.default_rng(0)
+    pool = [rng.random(6).astype(np.float32) for _ in range(5)]
+    stacked = stacked_rows(pool)
+    assert stacked is not None and stacked.dtype == np.float32
+    np.testing.assert_array_equal(stacked, np.stack(pool))
+    assert stacked_rows([*pool, rng.random(5).astype(np.float32)]) is None  # ragged
+    assert stacked_rows([*pool[:-1], rng.random(6).tolist()]) is None  # a list among them
+    assert stacked_rows([v.reshape(1, 6) for v in pool]) is None  # rows, not vectors
+    assert stacked_rows([]) is None
