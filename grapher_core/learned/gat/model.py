@@ -171,12 +171,14 @@ class GraphERNet(nn.Module):
 
 InferencePath = Literal["plan", "plan-scatter", "plan-graph", "forward"]
 INFERENCE_PATHS: tuple[InferencePath, ...] = ("plan", "plan-scatter", "plan-graph", "forward")
-EDGE_CHUNK = 4096
+EDGE_CHUNK = 2048
 """Edges per step of the plan's CPU attention logits: a step's (EDGE_CHUNK, heads * hidden)
-rows (2 MiB) stay in cache and come back from the allocator warm, where one step over 87k
-edges allocated 44 MiB tensors that page-faulted on every op. 4096 measured level with 2048 at
-87k edges (89 vs 91 ms CPU at load 10, interleaved) and one step instead of two at 4k edges
-(a 200-candidate entity pool: 6.4 vs 6.8 ms)."""
+rows (1 MiB at the shipped width) must come back from the allocator warm. One step over 87k
+edges allocated 44 MiB tensors that page-faulted on every op; and 4096-edge steps (2 MiB),
+fastest in a process that ran nothing else, page-faulted 800-900 times a call inside a real
+rerank, where other allocations had moved glibc's mmap threshold (a 200-candidate entity
+pool: the network 6.3 ms CPU with 4096, 4.4 with 2048, 4.4 with 1024, 5.1 with 512, in the
+same interleaved loop with the GAT and GCS reranks; 2048 faulted about once a call)."""
 
 
 def _bag_sum(
