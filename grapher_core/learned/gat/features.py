@@ -32,6 +32,10 @@ from grapher_core.ranking.seeds import minmax
 FEATURE_BLOCKS: tuple[str, ...] = ("gcs", "seed", "query", "object")
 N_SCALARS = 2  # gcs, seed
 EDGE_KINDS: tuple[str, ...] = ("structural", "conceptual", "contextual", "semantic")
+"""The kinds with a column of their own in the edge features, in checkpoint order. A copy of
+the kinds the library knows today (``grapher_core.edges.checks.EDGE_KINDS``), kept apart on
+purpose: a kind the library adds later falls in the ``other`` column, where importing the
+list would change the feature layout and refuse every trained checkpoint."""
 EDGE_DIM = 1 + len(EDGE_KINDS) + 1 + 1  # weight, kinds, other, self
 SEED_SCHEMES: tuple[str, ...] = ("score", "rank")
 """What a checkpoint's seed feature was trained on: the retriever's scores (``"score"``: the

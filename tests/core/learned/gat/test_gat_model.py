@@ -135,3 +135,12 @@ def test_inference_plan_equals_forward(architecture: str, seed: int) -> None:
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="eval mode"):
         InferencePlan(model.train())
+
+
+def test_feature_kinds_are_the_checkpoint_layout_and_cover_todays_kinds() -> None:
+    """The edge features' kind columns are frozen for the checkpoints; today they name every
+    kind the library knows, in the same order (a new kind would go to ``other``)."""
+    from grapher_core.edges.checks import EDGE_KINDS as KNOWN_KINDS
+
+    assert EDGE_KINDS == KNOWN_KINDS
+    assert 1 + len(EDGE_KINDS) + 2 == EDGE_DIM  # weight, kinds, other, self
