@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover
 from grapher_core.candidates import Candidate
 from grapher_core.metadata import normalised_set, read_list
 
+
 @dataclass(frozen=True)
 class ProductFactor:
     """An entity graph as the product it was counted by: ``A = left @ right @ diag(scale)``,
@@ -296,13 +297,17 @@ def _csr_fields() -> dict[str, Any] | None:
         (np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(2, dtype=np.int32)), shape=(1, 1)
     )
     fields = dict(vars(probe))
-    if not {"data", "indices", "indptr", "_shape"} <= fields.keys() <= {
-        "data",
-        "indices",
-        "indptr",
-        "_shape",
-        "maxprint",
-    }:
+    if (
+        not {"data", "indices", "indptr", "_shape"}
+        <= fields.keys()
+        <= {
+            "data",
+            "indices",
+            "indptr",
+            "_shape",
+            "maxprint",
+        }
+    ):
         return None
     for name in ("data", "indices", "indptr", "_shape"):
         del fields[name]
