@@ -137,20 +137,21 @@ def _keys_of(candidates: Sequence[Candidate], field: str) -> tuple[np.ndarray, n
     """Every candidate's :func:`entity_keys` of ``field``, concatenated, and how many each
     has. This runs once per candidate per query: when every value is a list (the common
     case) the cache is read by one ``map``; the keys come out of one ``b"".join``."""
-    values = [candidate.metadata.get(field) for candidate in candidates]
-    blobs: list[bytes | None] | None = None
+    values: list[Any] = [candidate.metadata.get(field) for candidate in candidates]
+    found: list[bytes | None] | None = None
     if set(map(type, values)) == {list}:
         try:
-            blobs = list(map(_KEY_BYTES.get, map(tuple, values)))
+            found = list(map(_KEY_BYTES.get, map(tuple, values)))
         except TypeError:  # unhashable items: each value on its own below
-            blobs = None
-    if blobs is None:
-        blobs = [None] * len(values)
-    if None in blobs:
-        blobs = [_key_bytes(v) if b is None else b for v, b in zip(values, blobs, strict=True)]
+            found = None
+    if found is None:
+        found = [None] * len(values)
+    blobs = cast("list[bytes]", found)
+    if None in found:
+        blobs = [_key_bytes(v) if b is None else b for v, b in zip(values, found, strict=True)]
     lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
     lengths >>= 3  # bytes -> int64 keys
-    return np.frombuffer(b"".join(cast("list[bytes]", blobs)), dtype=np.int64), lengths
+    return np.frombuffer(b"".join(blobs), dtype=np.int64), lengths
 
 
 DENSE_COUNTS_MAX_N = 2048
