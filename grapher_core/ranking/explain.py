@@ -44,7 +44,10 @@ def ranked_candidates(
     found = explanations(graph, scores, order, explain) if explain else {}
     # Python floats and ints in one conversion each, not one numpy scalar per field.
     new_scores = scores[order].tolist()
-    new_relevance = new_scores if relevance is None else relevance[order].tolist()
+    if relevance is None or relevance is scores:  # the ranker's scale is the relevance one
+        new_relevance = new_scores
+    else:
+        new_relevance = relevance[order].tolist()
     ranked = []
     nothing: tuple[Contribution, ...] = ()
     for new_rank, (i, score, relevant) in enumerate(
