@@ -461,7 +461,7 @@ class SharedEntities(DeclaredFields):
             kept = sizes <= limit
             owner = owner[np.repeat(kept, sizes)]
             sizes = sizes[kept]
-        lengths = np.bincount(owner, minlength=n)  # |E_j| counts the kept entities only
+            lengths = np.bincount(owner, minlength=n)  # |E_j| counts the kept entities only
         multi = sizes > 1  # an entity held once links nobody
         if not multi.any():
             return sp.csr_matrix((n, n)), None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -107,7 +108,7 @@ def _checked(
     if matrix.shape != (n, n):
         raise InputError(f"proximity {name} returned shape {matrix.shape}, expected {(n, n)}")
     weight = float(proximity.weight)
-    if not np.isfinite(weight) or weight < 0:
+    if not math.isfinite(weight) or weight < 0:
         raise InputError(f"proximity {name} has weight {proximity.weight!r}; it must be >= 0")
     if canonical and type(matrix) is sp.csr_matrix and matrix.dtype == np.float64:
         return matrix
