@@ -316,6 +316,8 @@ def _distinct_rows(attr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     the grouping checked, and every edge its own row if two different rows ever collide."""
     if attr.shape[0] == 0:
         return attr, np.zeros(0, dtype=np.int64)
+    if attr.shape[1] > _ROW_KEY.size:  # wider than any checkpoint's features: no grouping
+        return attr, np.arange(attr.shape[0], dtype=np.int64)
     # multiply and add, not ``@``: a BLAS product wakes numpy's BLAS threads, which spin on
     # the other cores after it (a 2,000-candidate call used two cores on one torch thread)
     keys = np.multiply(attr, _ROW_KEY[: attr.shape[1]], dtype=np.float64).sum(axis=1)

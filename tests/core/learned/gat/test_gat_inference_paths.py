@@ -133,6 +133,10 @@ def test_edge_feature_rows_are_grouped_exactly(monkeypatch: pytest.MonkeyPatch) 
     assert rows.shape[0] == len({tuple(r) for r in attr.tolist()}) < 500
     empty_rows, empty_inverse = gat_model._distinct_rows(np.zeros((0, 7), dtype=np.float32))
     assert empty_rows.shape == (0, 7) and empty_inverse.size == 0
+    wide = rng.random((5, gat_model._ROW_KEY.size + 1)).astype(np.float32)
+    rows, inverse = gat_model._distinct_rows(wide)  # wider than the key: one row per edge
+    np.testing.assert_array_equal(inverse, np.arange(5))
+    np.testing.assert_array_equal(rows[inverse], wide)
     monkeypatch.setattr(gat_model, "_ROW_KEY", np.ones(64))  # [1, 0] and [0, 1] collide
     colliding = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
     rows, inverse = gat_model._distinct_rows(colliding)
