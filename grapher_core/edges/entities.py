@@ -299,22 +299,11 @@ def _csr_fields() -> dict[str, Any] | None:
     probe = sp.csr_matrix(
         (np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(2, dtype=np.int32)), shape=(1, 1)
     )
+    arrays = {"data", "indices", "indptr", "_shape"}
     fields = dict(vars(probe))
-    if (
-        not {"data", "indices", "indptr", "_shape"}
-        <= fields.keys()
-        <= {
-            "data",
-            "indices",
-            "indptr",
-            "_shape",
-            "maxprint",
-        }
-    ):
+    if not arrays <= fields.keys() <= arrays | {"maxprint"}:
         return None
-    for name in ("data", "indices", "indptr", "_shape"):
-        del fields[name]
-    return fields
+    return {name: value for name, value in fields.items() if name not in arrays}
 
 
 _CSR_FIELDS = _csr_fields()

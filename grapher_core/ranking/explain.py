@@ -154,11 +154,10 @@ def top_per_row(
     predictor); it is kept for short segments (cheaper there), long lists, and grids that
     would be large (many long rows: ``top_n=None``).
     """
-    if shares.size < 512 or limit > 8:
+    rows = lengths.size
+    longest = 0 if shares.size < 512 or limit > 8 else int(lengths.max())  # max: grid only
+    if longest == 0 or rows * longest > 4 * shares.size + 4096:
         return np.lexsort((-shares, segment))[position < limit]  # stable: ties keep order
-    rows, longest = lengths.size, int(lengths.max())
-    if rows * longest > 4 * shares.size + 4096:
-        return np.lexsort((-shares, segment))[position < limit]
     grid = np.full((rows, longest), -np.inf)
     grid[segment, position] = shares
     every_row = np.arange(rows)

@@ -383,7 +383,7 @@ def _segment_softmax(logits: torch.Tensor, edges: _Edges) -> torch.Tensor:
     if logits.numel() == 0:
         return logits
     low, high = torch.aminmax(logits)
-    if float(high) - float(low) < SHIFT_SPREAD:  # a sync, on the CPU path only
+    if float(high) - float(low) < SHIFT_SPREAD:  # a host read: free on CPU, a sync on CUDA
         weights = logits.sub_(high).exp_()
     else:
         top = torch.segment_reduce(logits, "max", offsets=edges.offsets, axis=0)
